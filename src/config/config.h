@@ -1,0 +1,165 @@
+/* Run configuration: a YAML file (OpenEvolve's keys, plus kevolve's own) read
+ * into typed structs, validated, with every error naming file:line, the key,
+ * and the nearest known key. Each key is documented once, in the key table in
+ * config_keys.c, which also generates the README's reference
+ * (`kevolve config-keys`). */
+#ifndef KV_CONFIG_CONFIG_H
+#define KV_CONFIG_CONFIG_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One entry of llm.models / llm.evaluator_models. An entry whose name is
+ * "builtin:tune", "builtin:gi" or "builtin:crossover" is a built-in mutator
+ * standing in the ensemble with its weight. Unset numeric fields inherit the
+ * llm section's value. */
+typedef struct kv_model_config {
+    char *name;
+    double weight;       /* default 1.0 */
+    char *api_base;      /* NULL: llm.api_base */
+    char *api_key;       /* NULL: llm.api_key, else $OPENAI_API_KEY at call time; never stored */
+    double temperature;  /* NAN: unset (inherit) */
+    double top_p;        /* NAN: unset */
+    int max_tokens;      /* 0: inherit */
+    double timeout;      /* seconds; 0: inherit */
+    int retries;         /* -1: inherit */
+    double retry_delay;  /* seconds; NAN: inherit */
+    int64_t random_seed; /* used when has_random_seed */
+    int has_random_seed;
+    char *reasoning_effort; /* NULL: unset */
+    int is_reasoning;       /* -1: guess from the name; 0/1: forced */
+    double price_input_per_mtok;  /* USD per million prompt tokens (0: unknown) */
+    double price_output_per_mtok; /* USD per million completion tokens */
+} kv_model_config;
+
+typedef struct kv_llm_config {
+    kv_model_config *models; /* may be empty: then the built-in mutators run alone */
+    size_t n_models;
+    kv_model_config *evaluator_models;
+    size_t n_evaluator_models;
+    char *api_base;    /* default "https://api.openai.com/v1" */
+    char *api_key;     /* may be NULL */
+    double temperature; /* default 0.7 */
+    double top_p;       /* default 0.95 */
+    int max_tokens;     /* default 4096 */
+    double timeout;     /* default 60 s */
+    int retries;        /* default 3 */
+    double retry_delay; /* default 5 s */
+    char *primary_model;   /* OpenEvolve's shorthand; becomes a models entry when models is empty */
+    double primary_model_weight;   /* default 0.8 */
+    char *secondary_model;
+    double secondary_model_weight; /* default 0.2 */
+    double max_budget_usd;         /* 0: no budget */
+    int max_concurrency;           /* requests in flight at once; default 8 */
+} kv_llm_config;
+
+typedef struct kv_prompt_config {
+    char *template_dir;
+    char *system_message;
+    char *evaluator_system_message;
+    int num_top_programs;     /* default 3 */
+    int num_diverse_programs; /* default 2 */
+    int use_template_stochasticity;
+    int include_artifacts;    /* default 1 */
+    int max_artifact_bytes;   /* default 20480 */
+    int artifact_security_filter; /* default 1 */
+    int suggest_simplification_after_chars; /* default 500 */
+    int include_changes_under_chars;        /* default 100 */
+    int concise_implementation_max_lines;   /* default 10 */
+    int comprehensive_implementation_min_lines; /* default 50 */
+    int max_prompt_chars;     /* kevolve: size budget of a prompt; default 60000 */
+} kv_prompt_config;
+
+typedef struct kv_database_config {
+    char *db_path;          /* OpenEvolve's checkpoint folder; kevolve ignores it (warned) */
+    int in_memory;
+    int log_prompts;        /* default 1 */
+    int population_size;    /* default 1000 */
+    int archive_size;       /* default 100 */
+    int num_islands;        /* default 5 */
+    double elite_selection_ratio; /* default 0.1 */
+    double exploration_ratio;     /* default 0.2 */
+    double exploitation_ratio;    /* default 0.7 */
+    char **feature_dimensions;    /* default {"complexity", "diversity"} */
+    size_t n_feature_dimensions;
+    int *feature_bins;            /* one per dimension, default 10 */
+    int diversity_reference_size; /* default 20 */
+    int migration_interval;       /* generations between migrations; default 50 */
+    double migration_rate;        /* fraction of an island that migrates; default 0.1 */
+    int64_t random_seed;
+    int has_random_seed;
+} kv_database_config;
+
+typedef struct kv_evaluator_config {
+    double timeout;       /* seconds per evaluation (each stage); default 300 */
+    int max_retries;      /* retries after a crash (not after a timeout); default 3 */
+    int cascade_evaluation;
+    double *cascade_thresholds; /* score needed after stage i to run stage i+1 */
+    size_t n_cascade_thresholds;
+    int parallel_evaluations;   /* default 1 (OpenEvolve: 4) */
+    int use_llm_feedback;
+    double llm_feedback_weight; /* default 0.1 */
+    int enable_artifacts;       /* default 1 */
+    int max_artifact_storage;   /* bytes kept per artifact; default 102400 */
+    long memory_limit_mb;       /* kevolve: RLIMIT_AS of an evaluation; 0 = none; default 0 */
+    char *task;                 /* kevolve: built-in kernel task name, instead of a command */
+    char *backend;              /* kevolve: kernel backend: auto, cpu, opencl, cuda */
+} kv_evaluator_config;
+
+typedef struct kv_config {
+    char *path;  /* the file it was read from (absolute), or NULL */
+    char *dir;   /* its directory: relative paths are resolved against it */
+    char *text;  /* the file's text as read (before ${VAR} expansion, so no secrets) */
+
+    int max_iterations;      /* default 100 */
+    int checkpoint_interval; /* default 10: how often the best program is written to best/ */
+    char *log_level;         /* default "INFO" */
+    int64_t random_seed;     /* default 42 */
+    int has_random_seed;
+    char *language;    /* default "python"; guessed from initial_program's suffix when unset */
+    char *file_suffix; /* default from initial_program, else ".py" */
+    int diff_based_evolution; /* default 1 */
+    int max_code_length;      /* default 10000 characters */
+    int early_stopping_patience;  /* iterations without improvement; 0 = off */
+    double convergence_threshold; /* improvement smaller than this does not count; default 0.001 */
+    char *early_stopping_metric;  /* default "combined_score" */
+    char *initial_program; /* absolute path, or NULL */
+    char *evaluator;       /* absolute path, or NULL */
+    double target_score;   /* stop when the best fitness reaches it */
+    int has_target_score;
+
+    kv_llm_config llm;
+    kv_prompt_config prompt;
+    kv_database_config database;
+    kv_evaluator_config evaluator;
+
+    /* Top-level mappings kevolve does not know (algotune:, novelty:, ...):
+     * kept as a JSON object and handed to the evaluator. Never NULL after load. */
+    json_t *evaluator_sections;
+} kv_config;
+
+/* Error detail of a failed load. */
+typedef struct kv_config_error {
+    char message[1024]; /* "config.yaml:12: database.migraton_interval: unknown key; did you mean
+                           'migration_interval'?" */
+} kv_config_error;
+
+/* Fills C with defaults (no file). */
+void kv_config_init(kv_config *c);
+/* Reads PATH. Returns 0, or -1 with ERR filled and C left freeable. Warnings
+ * (keys kevolve reads but ignores) go to the log. */
+int kv_config_load(const char *path, kv_config *c, kv_config_error *err);
+/* Same from a string; ORIGIN names it in messages; DIR resolves relative paths. */
+int kv_config_load_string(const char *text, const char *origin, const char *dir, kv_config *c,
+                          kv_config_error *err);
+/* Checks cross-field rules (ratios in [0,1], islands >= 1, bins >= 1, ...).
+ * Returns 0 or -1 with ERR filled. Called by the loaders. */
+int kv_config_validate(const kv_config *c, kv_config_error *err);
+void kv_config_free(kv_config *c);
+/* The effective settings as YAML, API keys shown as "***". Caller frees. */
+char *kv_config_dump(const kv_config *c);
+/* The documented key table as Markdown (for the README). Caller frees. */
+char *kv_config_reference_markdown(void);
+
+#endif

@@ -1,0 +1,67 @@
+/* The evaluation pipeline: runs a program's evaluator in sandboxed child
+ * processes, several at once, and hands back results in whatever order they
+ * finish. The controller never runs candidate code itself.
+ *
+ * External evaluators (any language): `EVALUATOR PROGRAM_PATH` prints one
+ * JSON object on stdout, {"metrics": {...}, "artifacts": {...}}; a bare
+ * object of numbers is taken as the metrics. With cascade_evaluation, stage N
+ * runs as `EVALUATOR PROGRAM_PATH --stage N` (N = 1, 2, ...; one stage more
+ * than there are thresholds), and stage N+1 runs only when the score of stage
+ * N (combined_score, else the mean of numeric metrics) reaches
+ * cascade_thresholds[N-1]. Each run has its own process group, a hard timeout
+ * that kills the group, resource limits and no secrets in its environment.
+ * A crash is retried up to max_retries times; a timeout is not. */
+#ifndef KV_EVAL_EVALUATOR_H
+#define KV_EVAL_EVALUATOR_H
+
+#include "config/config.h"
+#include "store/program.h"
+
+#include <jansson.h>
+#include <stdint.h>
+
+typedef struct kv_evaluator kv_evaluator;
+
+typedef struct kv_eval_result {
+    int64_t ticket;    /* as given to submit */
+    kv_status status;  /* OK, FAILED or TIMEOUT */
+    char *reason;      /* why not OK (malloc'd; NULL when OK) */
+    json_t *metrics;   /* merged metrics of the stages that ran (owned ref) */
+    json_t *artifacts; /* evaluator artifacts plus stdout/stderr tails (owned ref) */
+    json_t *stages;    /* array: {"stage":N,"status":..,"metrics":{..},"seconds":s,"reason":..} */
+    double seconds;    /* wall time, all stages and retries */
+    int attempts;      /* runs of the first stage, retries included */
+} kv_eval_result;
+
+void kv_eval_result_clear(kv_eval_result *r);
+
+/* COMMAND: the evaluator (a path, run directly when executable, with python3
+ * when it ends in .py, with sh when it ends in .sh). WORK_DIR: where program
+ * files are written (created when missing). SECTIONS: extra config sections
+ * handed to the evaluator as JSON in the file named by $KEVOLVE_CONFIG_JSON
+ * (may be NULL). Returns NULL with *err set on failure. */
+kv_evaluator *kv_evaluator_new(const kv_evaluator_config *cfg, const char *command,
+                               const char *work_dir, const json_t *sections, char **err);
+void kv_evaluator_free(kv_evaluator *ev);
+
+/* Queues SOURCE for evaluation as ticket TICKET; the file is named
+ * "<ticket><suffix>" in the work dir. Starts at once when a slot of
+ * parallel_evaluations is free. Returns 0 or -1. */
+int kv_evaluator_submit(kv_evaluator *ev, int64_t ticket, const char *source, const char *suffix);
+/* Waits up to TIMEOUT_MS for a finished evaluation. Returns 1 with OUT
+ * filled (clear it after), 0 when none finished in time, -1 on error. */
+int kv_evaluator_poll(kv_evaluator *ev, int timeout_ms, kv_eval_result *out);
+/* Evaluations queued or running. */
+size_t kv_evaluator_pending(const kv_evaluator *ev);
+/* Kills everything running and drops the queue. */
+void kv_evaluator_cancel_all(kv_evaluator *ev);
+
+/* Evaluates one source synchronously (tests, `kevolve eval`). */
+int kv_evaluator_run_one(kv_evaluator *ev, const char *source, const char *suffix,
+                         kv_eval_result *out);
+
+/* Parses an evaluator's stdout into metrics and artifacts. Returns 0, or -1
+ * with a malloc'd reason ("stdout is not JSON: ..."). */
+int kv_eval_parse_output(const char *text, json_t **metrics, json_t **artifacts, char **reason);
+
+#endif

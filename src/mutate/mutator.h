@@ -1,0 +1,53 @@
+/* Built-in mutators: edits that need no language model.
+ *   tune       changes a parameter declared with a `kevolve: tune` annotation
+ *              (see tune.c for the syntax) to another of its allowed values;
+ *   gi         genetic-improvement line edits inside EVOLVE-BLOCKs: delete a
+ *              line, copy a line, swap two lines, replace a line with another
+ *              from elsewhere in the program;
+ *   crossover  takes each EVOLVE-BLOCK from one of two parents.
+ * Every mutator only touches mutable text, and says what it changed. */
+#ifndef KV_MUTATE_MUTATOR_H
+#define KV_MUTATE_MUTATOR_H
+
+#include "store/program.h"
+#include "util/rng.h"
+
+#include <stddef.h>
+
+typedef enum kv_mutator_kind {
+    KV_MUTATOR_TUNE = 0,
+    KV_MUTATOR_GI,
+    KV_MUTATOR_CROSSOVER,
+    KV_MUTATOR_BUILTIN_COUNT
+} kv_mutator_kind;
+
+/* "tune", "gi", "crossover". */
+const char *kv_mutator_name(kv_mutator_kind k);
+/* Accepts "tune" or "builtin:tune" etc. Returns 0 or -1. */
+int kv_mutator_parse(const char *name, kv_mutator_kind *out);
+
+typedef struct kv_mutation {
+    char *source;  /* the child's whole text (malloc'd) */
+    char *summary; /* what changed, e.g. "tune: VEC 4 -> 8 (line 12)" (malloc'd) */
+} kv_mutation;
+
+void kv_mutation_free(kv_mutation *m);
+
+/* Runs mutator KIND on PARENT. OTHER is the second parent for crossover
+ * (may be NULL for the others; crossover without one fails). Returns 0 with
+ * OUT filled, 1 when this mutator has nothing to change in this program
+ * (no tune annotations, no mutable lines, parents with equal blocks), or
+ * -1 with a malloc'd message in *err. */
+int kv_mutate(kv_mutator_kind kind, const kv_program *parent, const kv_program *other,
+              kv_rng *rng, kv_mutation *out, char **err);
+
+/* Individual mutators, same contract as kv_mutate. */
+int kv_mutate_tune(const char *src, kv_rng *rng, kv_mutation *out, char **err);
+int kv_mutate_gi(const char *src, kv_rng *rng, kv_mutation *out, char **err);
+int kv_mutate_crossover(const char *a, const char *b, kv_rng *rng, kv_mutation *out, char **err);
+
+/* The tunable parameters declared in SRC (inside mutable text), for prompts
+ * and reports: a JSON array of {"name","line","value","choices":[...]}. */
+json_t *kv_tune_parameters(const char *src);
+
+#endif

@@ -1,0 +1,84 @@
+/* The population: islands, each with its own MAP-Elites grid over feature
+ * dimensions, plus an elite archive, parent and inspiration selection and
+ * ring migration. Holds only programs that evaluated OK; lives in memory and
+ * is rebuilt on resume by adding the stored programs again in id order (the
+ * state is a pure function of that sequence, so resume restores it exactly).
+ *
+ * Feature dimensions: "complexity" (source length), "diversity" (MinHash
+ * distance to the island's reference programs), "score" (fitness), or any
+ * numeric metric the evaluator reports. Each is scaled by the running min and
+ * max seen so far and cut into its configured number of bins. */
+#ifndef KV_SEARCH_DATABASE_H
+#define KV_SEARCH_DATABASE_H
+
+#include "config/config.h"
+#include "store/program.h"
+#include "util/rng.h"
+
+#include <stddef.h>
+
+typedef struct kv_database kv_database;
+
+/* CFG is copied (what is needed of it). */
+kv_database *kv_database_new(const kv_database_config *cfg);
+void kv_database_free(kv_database *db);
+
+/* Fitness: metrics.combined_score when it is a number, else the mean of the
+ * numeric metrics that are not feature dimensions; NAN when there are none.
+ * NaN or infinite metric values never count. */
+double kv_fitness(const json_t *metrics, const kv_database_config *cfg);
+
+/* Adds an OK program to island p->island (0 <= island < num_islands): sets
+ * p->fitness and p->features, places it in the grid (replacing a worse
+ * occupant of its cell), the archive, and the population; evicts when the
+ * population exceeds population_size (programs owning no cell first, never
+ * an island's best). The database keeps its own copy. Returns 1 when added,
+ * 0 when not (duplicate code on that island, or not OK, or fitness NAN),
+ * -1 on error. When p->is_migrant, the migration counts as done at the
+ * current generation. */
+int kv_database_add(kv_database *db, kv_program *p);
+
+typedef struct kv_selection {
+    int island;
+    const kv_program *parent;           /* owned by the database; valid until the next add */
+    const kv_program **inspirations;    /* malloc'd array of borrowed pointers */
+    size_t n_inspirations;
+    const char *strategy;               /* "exploration", "exploitation" or "weighted" */
+} kv_selection;
+
+/* Picks a parent for ISLAND by the configured ratios (exploration: uniform
+ * over the island; exploitation: from the elite archive, preferring the
+ * island; otherwise fitness-weighted over the island) and up to
+ * MAX_INSPIRATIONS inspirations (island best, top programs, nearby cells,
+ * random; never the parent, no repeats). Falls back to any island's programs
+ * when ISLAND is empty. Returns 0, or -1 when the database is empty. */
+int kv_database_sample(kv_database *db, int island, kv_rng *rng, size_t max_inspirations,
+                       kv_selection *out);
+void kv_selection_free(kv_selection *sel);
+
+/* 1 when migration is due: the most advanced island has gained
+ * migration_interval generations since the last migration (num_islands > 1). */
+int kv_database_migration_due(const kv_database *db);
+/* Plans a ring migration: for each island i, copies of its best
+ * ceil(migration_rate * size) programs that are not migrants themselves, bound
+ * for island (i+1) % n, skipping code the target island already holds. The
+ * copies (is_migrant=1, migrated_from, parent_id = original, mutator
+ * "migration", id 0) are returned for the caller to store and then add. */
+int kv_database_plan_migration(kv_database *db, kv_program ***out, size_t *n_out);
+
+/* Queries. */
+int kv_database_num_islands(const kv_database *db);
+size_t kv_database_size(const kv_database *db);               /* all islands */
+size_t kv_database_island_size(const kv_database *db, int island);
+int kv_database_island_generation(const kv_database *db, int island); /* children added */
+const kv_program *kv_database_best(const kv_database *db);     /* NULL when empty */
+const kv_program *kv_database_island_best(const kv_database *db, int island);
+/* 1 when the island holds a program with this code hash. */
+int kv_database_island_has_code(const kv_database *db, int island, uint64_t code_hash);
+/* Number of occupied cells of ISLAND's grid. */
+size_t kv_database_grid_cells(const kv_database *db, int island);
+/* The island's grid as JSON: {"dimensions":[...],"bins":[...],"cells":[{"coords":[..],
+ * "program":id,"fitness":f}, ...]} (for status and the dashboard). Caller decrefs. */
+json_t *kv_database_grid_json(const kv_database *db, int island);
+
+#endif

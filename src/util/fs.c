@@ -1,0 +1,150 @@
+/* File-system helpers. */
+#define _GNU_SOURCE
+#include "util/fs.h"
+#include "util/buf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *kv_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    kv_buf b = KV_BUF_INIT;
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (kv_buf_append(&b, chunk, n) != 0) {
+            kv_buf_free(&b);
+            fclose(f);
+            errno = ENOMEM;
+            return NULL;
+        }
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        kv_buf_free(&b);
+        errno = EIO;
+        return NULL;
+    }
+    if (len) *len = b.len;
+    return kv_buf_steal(&b);
+}
+
+int kv_write_file(const char *path, const void *data, size_t len)
+{
+    char *tmp = kv_asprintf("%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        free(tmp);
+        return -1;
+    }
+    const char *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            free(tmp);
+            errno = e;
+            return -1;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (close(fd) != 0 || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        free(tmp);
+        errno = e;
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}
+
+int kv_mkdir_p(const char *path, int mode)
+{
+    char *copy = kv_strdup(path);
+    for (char *p = copy + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(copy, (mode_t)mode) != 0 && errno != EEXIST) {
+            free(copy);
+            return -1;
+        }
+        *p = '/';
+    }
+    int rc = mkdir(copy, (mode_t)mode);
+    free(copy);
+    if (rc != 0 && errno != EEXIST) return -1;
+    return kv_is_dir(path) ? 0 : -1;
+}
+
+int kv_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int kv_is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+char *kv_path_join(const char *dir, const char *name)
+{
+    if (!dir || !*dir || name[0] == '/') return kv_strdup(name);
+    size_t n = strlen(dir);
+    return kv_asprintf("%s%s%s", dir, dir[n - 1] == '/' ? "" : "/", name);
+}
+
+char *kv_path_dirname(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return kv_strdup(".");
+    if (slash == path) return kv_strdup("/");
+    return kv_strndup(path, (size_t)(slash - path));
+}
+
+char *kv_path_basename(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return kv_strdup(slash ? slash + 1 : path);
+}
+
+char *kv_path_absolute(const char *path)
+{
+    char resolved[PATH_MAX];
+    if (realpath(path, resolved)) return kv_strdup(resolved);
+    if (path[0] == '/') return kv_strdup(path);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return kv_strdup(path);
+    return kv_path_join(cwd, path);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+int kv_remove_tree(const char *path)
+{
+    if (!kv_is_dir(path)) return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+    return nftw(path, remove_entry, 32, FTW_DEPTH | FTW_PHYS);
+}
