@@ -1,0 +1,2 @@
+/* Placeholder translation unit: the LLM client is being written. */
+typedef int kv_llm_placeholder;
