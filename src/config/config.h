@@ -52,6 +52,9 @@ typedef struct kv_llm_config {
     double secondary_model_weight; /* default 0.2 */
     double max_budget_usd;         /* 0: no budget */
     int max_concurrency;           /* requests in flight at once; default 8 */
+    char *reasoning_effort;        /* default of the models' reasoning_effort; NULL: unset */
+    int64_t random_seed;           /* sent with requests when has_random_seed */
+    int has_random_seed;
 } kv_llm_config;
 
 typedef struct kv_prompt_config {
@@ -69,6 +72,7 @@ typedef struct kv_prompt_config {
     int concise_implementation_max_lines;   /* default 10 */
     int comprehensive_implementation_min_lines; /* default 50 */
     int max_prompt_chars;     /* kevolve: size budget of a prompt; default 60000 */
+    json_t *template_variations; /* OpenEvolve's mapping, kept as JSON; NULL when unset */
 } kv_prompt_config;
 
 typedef struct kv_database_config {
@@ -87,8 +91,13 @@ typedef struct kv_database_config {
     int diversity_reference_size; /* default 20 */
     int migration_interval;       /* generations between migrations; default 50 */
     double migration_rate;        /* fraction of an island that migrates; default 0.1 */
-    int64_t random_seed;
+    int64_t random_seed;          /* unset: the top-level random_seed */
     int has_random_seed;
+    char *diversity_metric;       /* default "edit_distance" */
+    char *artifacts_base_path;    /* absolute; NULL: inside the run's folder */
+    int artifact_size_threshold;  /* bytes; larger artifacts go to files; default 32768 */
+    int cleanup_old_artifacts;    /* default 1 */
+    int artifact_retention_days;  /* default 30 */
 } kv_database_config;
 
 typedef struct kv_evaluator_config {
@@ -104,7 +113,8 @@ typedef struct kv_evaluator_config {
     int max_artifact_storage;   /* bytes kept per artifact; default 102400 */
     long memory_limit_mb;       /* kevolve: RLIMIT_AS of an evaluation; 0 = none; default 0 */
     char *task;                 /* kevolve: built-in kernel task name, instead of a command */
-    char *backend;              /* kevolve: kernel backend: auto, cpu, opencl, cuda */
+    char *backend;              /* kevolve: kernel backend: auto, cpu, opencl, cuda; default auto */
+    int distributed;            /* OpenEvolve's flag; not supported (warned when true) */
 } kv_evaluator_config;
 
 typedef struct kv_config {
@@ -125,7 +135,9 @@ typedef struct kv_config {
     double convergence_threshold; /* improvement smaller than this does not count; default 0.001 */
     char *early_stopping_metric;  /* default "combined_score" */
     char *initial_program; /* absolute path, or NULL */
-    char *evaluator;       /* absolute path, or NULL */
+    /* Absolute path of the evaluator command, or NULL. YAML: top-level `evaluator: PATH` or
+     * evaluator.program. Not named `evaluator`: that is the section below. */
+    char *evaluator_program;
     double target_score;   /* stop when the best fitness reaches it */
     int has_target_score;
 
@@ -137,6 +149,11 @@ typedef struct kv_config {
     /* Top-level mappings kevolve does not know (algotune:, novelty:, ...):
      * kept as a JSON object and handed to the evaluator. Never NULL after load. */
     json_t *evaluator_sections;
+
+    /* Warnings the loader logged ("config.yaml:3: allow_full_rewrites: ..."),
+     * kept so callers and tests can show or check them. Owned. */
+    char **warnings;
+    size_t n_warnings;
 } kv_config;
 
 /* Error detail of a failed load. */
@@ -145,10 +162,11 @@ typedef struct kv_config_error {
                            'migration_interval'?" */
 } kv_config_error;
 
-/* Fills C with defaults (no file). */
+/* Fills C with defaults (no file). The loaders call it themselves. */
 void kv_config_init(kv_config *c);
-/* Reads PATH. Returns 0, or -1 with ERR filled and C left freeable. Warnings
- * (keys kevolve reads but ignores) go to the log. */
+/* Reads PATH into C (which need not be initialised). Returns 0, or -1 with
+ * ERR filled and C left freeable. Warnings (keys kevolve reads but ignores) go
+ * to the log and to c->warnings. */
 int kv_config_load(const char *path, kv_config *c, kv_config_error *err);
 /* Same from a string; ORIGIN names it in messages; DIR resolves relative paths. */
 int kv_config_load_string(const char *text, const char *origin, const char *dir, kv_config *c,

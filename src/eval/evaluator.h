@@ -48,20 +48,27 @@ void kv_evaluator_free(kv_evaluator *ev);
  * "<ticket><suffix>" in the work dir. Starts at once when a slot of
  * parallel_evaluations is free. Returns 0 or -1. */
 int kv_evaluator_submit(kv_evaluator *ev, int64_t ticket, const char *source, const char *suffix);
-/* Waits up to TIMEOUT_MS for a finished evaluation. Returns 1 with OUT
- * filled (clear it after), 0 when none finished in time, -1 on error. */
+/* Waits up to TIMEOUT_MS (negative: no limit) for a finished evaluation,
+ * sleeping in poll(2) on the running children. Returns 1 with OUT filled
+ * (clear it after), 0 when none finished in time, when nothing is pending
+ * (at once), or when a signal interrupted the wait (so that a SIGINT flag
+ * can be checked); -1 on error. Results come in the order they finish. */
 int kv_evaluator_poll(kv_evaluator *ev, int timeout_ms, kv_eval_result *out);
 /* Evaluations queued or running. */
 size_t kv_evaluator_pending(const kv_evaluator *ev);
 /* Kills everything running and drops the queue. */
 void kv_evaluator_cancel_all(kv_evaluator *ev);
 
-/* Evaluates one source synchronously (tests, `kevolve eval`). */
+/* Evaluates one source synchronously (tests, `kevolve eval`); the file is
+ * named "eval<n><suffix>". Returns 0 with OUT filled (clear it after), or
+ * -1 when it could not be queued. Other evaluations may progress meanwhile;
+ * their results stay for kv_evaluator_poll. */
 int kv_evaluator_run_one(kv_evaluator *ev, const char *source, const char *suffix,
                          kv_eval_result *out);
 
 /* Parses an evaluator's stdout into metrics and artifacts. Returns 0, or -1
- * with a malloc'd reason ("stdout is not JSON: ..."). */
+ * with a malloc'd reason ("evaluator output is not JSON: ...", or the
+ * evaluator's own "error" message) and both set to NULL. */
 int kv_eval_parse_output(const char *text, json_t **metrics, json_t **artifacts, char **reason);
 
 #endif

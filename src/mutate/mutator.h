@@ -38,16 +38,24 @@ void kv_mutation_free(kv_mutation *m);
  * OUT filled, 1 when this mutator has nothing to change in this program
  * (no tune annotations, no mutable lines, parents with equal blocks), or
  * -1 with a malloc'd message in *err. */
-int kv_mutate(kv_mutator_kind kind, const kv_program *parent, const kv_program *other,
-              kv_rng *rng, kv_mutation *out, char **err);
+int kv_mutate(kv_mutator_kind kind, const kv_program *parent, const kv_program *other, kv_rng *rng,
+              kv_mutation *out, char **err);
 
 /* Individual mutators, same contract as kv_mutate. */
 int kv_mutate_tune(const char *src, kv_rng *rng, kv_mutation *out, char **err);
 int kv_mutate_gi(const char *src, kv_rng *rng, kv_mutation *out, char **err);
 int kv_mutate_crossover(const char *a, const char *b, kv_rng *rng, kv_mutation *out, char **err);
+/* kv_mutate_crossover naming the parents NAME_A and NAME_B in the summary
+ * ("crossover: blocks 1,3 from #12, block 2 from #40"); the plain form says
+ * "A" and "B". Returns 1 when the parents differ outside their blocks (or
+ * have no differing block, or every cut gives back a parent). */
+int kv_mutate_crossover_named(const char *a, const char *b, const char *name_a, const char *name_b,
+                              kv_rng *rng, kv_mutation *out, char **err);
 
 /* The tunable parameters declared in SRC (inside mutable text), for prompts
- * and reports: a JSON array of {"name","line","value","choices":[...]}. */
+ * and reports: a JSON array of {"name","line","value","choices":[...]}
+ * (new reference). NULL when SRC's markers or annotations are malformed
+ * (kv_mutate_tune says why). */
 json_t *kv_tune_parameters(const char *src);
 
 #endif

@@ -35,15 +35,18 @@ double kv_fitness(const json_t *metrics, const kv_database_config *cfg);
  * an island's best). The database keeps its own copy. Returns 1 when added,
  * 0 when not (duplicate code on that island, or not OK, or fitness NAN),
  * -1 on error. When p->is_migrant, the migration counts as done at the
- * current generation. */
+ * current generation. A program added (1) may be evicted at once by the
+ * population cap when it is the worst and owns no cell. */
 int kv_database_add(kv_database *db, kv_program *p);
 
 typedef struct kv_selection {
     int island;
-    const kv_program *parent;           /* owned by the database; valid until the next add */
-    const kv_program **inspirations;    /* malloc'd array of borrowed pointers */
+    const kv_program *parent;        /* owned by the database; valid until the next add */
+    const kv_program **inspirations; /* malloc'd array of borrowed pointers */
     size_t n_inspirations;
-    const char *strategy;               /* "exploration", "exploitation" or "weighted" */
+    const char *strategy; /* "exploration", "exploitation", "weighted", or
+                             "fallback" when ISLAND was empty and the parent
+                             came from another island */
 } kv_selection;
 
 /* Picks a parent for ISLAND by the configured ratios (exploration: uniform
@@ -68,17 +71,33 @@ int kv_database_plan_migration(kv_database *db, kv_program ***out, size_t *n_out
 
 /* Queries. */
 int kv_database_num_islands(const kv_database *db);
-size_t kv_database_size(const kv_database *db);               /* all islands */
+size_t kv_database_size(const kv_database *db); /* all islands */
 size_t kv_database_island_size(const kv_database *db, int island);
-int kv_database_island_generation(const kv_database *db, int island); /* children added */
-const kv_program *kv_database_best(const kv_database *db);     /* NULL when empty */
+/* Programs added to ISLAND that are not migrants (its children, the initial
+ * program included); migrants do not advance it. */
+int kv_database_island_generation(const kv_database *db, int island);
+const kv_program *kv_database_best(const kv_database *db); /* NULL when empty */
 const kv_program *kv_database_island_best(const kv_database *db, int island);
 /* 1 when the island holds a program with this code hash. */
 int kv_database_island_has_code(const kv_database *db, int island, uint64_t code_hash);
 /* Number of occupied cells of ISLAND's grid. */
 size_t kv_database_grid_cells(const kv_database *db, int island);
 /* The island's grid as JSON: {"dimensions":[...],"bins":[...],"cells":[{"coords":[..],
- * "program":id,"fitness":f}, ...]} (for status and the dashboard). Caller decrefs. */
+ * "program":id,"fitness":f}, ...]} (for status and the dashboard). Caller decrefs.
+ * Also: "island", "min" and "max" (running range per dimension, null before
+ * any value), "programs" (island size), "generation". Cells sorted by coords. */
 json_t *kv_database_grid_json(const kv_database *db, int island);
+
+/* Extensions (search engineer). Returned programs are owned by the database
+ * and valid until the next add. */
+/* The island's program of rank RANK (0 = best; by fitness, ties lower id), or NULL. */
+const kv_program *kv_database_island_program(const kv_database *db, int island, size_t rank);
+/* Number of programs in the elite archive (min(archive_size, size)). */
+size_t kv_database_archive_size(const kv_database *db);
+/* The archive member of rank RANK (0 = best overall), or NULL. */
+const kv_program *kv_database_archive_at(const kv_database *db, size_t rank);
+/* The program with id ID (any island; the best-ranked when several), or NULL.
+ * O(population). */
+const kv_program *kv_database_get(const kv_database *db, int64_t id);
 
 #endif

@@ -5,7 +5,12 @@
  * file while a run writes it.
  *
  * Tables: meta (key/value: manifest and run state), programs, evaluations
- * (one row per cascade stage), artifacts, events. */
+ * (one row per cascade stage), artifacts, events. The schema and its
+ * migrations are in schema.c.
+ *
+ * Durability: WAL with synchronous=NORMAL. A commit survives the process
+ * being killed (kill -9, crash); a power loss or kernel crash may roll back
+ * the last few commits but leaves the file consistent. */
 #ifndef KV_STORE_STORE_H
 #define KV_STORE_STORE_H
 
@@ -21,51 +26,73 @@ enum { KV_STORE_READONLY = 0, KV_STORE_CREATE = 1, KV_STORE_READWRITE = 2 };
 /* Opens PATH. MODE: KV_STORE_CREATE creates the file and schema when missing;
  * KV_STORE_READWRITE requires an existing kevolve store; KV_STORE_READONLY
  * opens for reading (works while another process writes). Returns 0, or -1
- * with a malloc'd message in *err ("run.db: not a kevolve store", ...). */
+ * with a malloc'd message in *err ("run.db: not a kevolve store", ...).
+ * PATH ":memory:" with KV_STORE_CREATE gives a private in-memory store
+ * (tests). A store from an older schema is migrated when opened for
+ * writing; one from a newer kevolve is refused. */
 int kv_store_open(const char *path, int mode, kv_store **out, char **err);
+/* Closes S (NULL is fine); a transaction still open is rolled back. */
 void kv_store_close(kv_store *s);
-/* Last error text of this connection (valid until the next call). */
+/* Last error text of this connection, "PATH: what: why" (valid until the
+ * next call). Calls whose NULL/0 result may mean "absent" (get_meta,
+ * get_program, best_program, find_by_hash) leave it "" when nothing failed. */
 const char *kv_store_errmsg(kv_store *s);
 
-/* Transactions: every write below may run inside one; nesting is not allowed. */
+/* Transactions: every write below may run inside one; nesting is not allowed
+ * (a second begin fails). A write transaction takes the write lock at begin
+ * (waiting up to 5 s for another writer). On a read-only store, begin opens
+ * a consistent snapshot. */
 int kv_store_begin(kv_store *s);
 int kv_store_commit(kv_store *s);
 int kv_store_rollback(kv_store *s);
 
 /* Run metadata: the manifest (config text, seed, version, host, compilers) and
- * the run state (next iteration, RNG state, ...). Values are text. */
+ * the run state (next iteration, RNG state, ...). Values are text; set_meta
+ * with VALUE NULL deletes KEY. */
 int kv_store_set_meta(kv_store *s, const char *key, const char *value);
 /* Returns a malloc'd copy, or NULL when absent. */
 char *kv_store_get_meta(kv_store *s, const char *key);
 
 /* Inserts P with its stages (evaluations table) and artifacts, sets p->id.
- * Returns 0 or -1. */
+ * Returns 0 or -1. Atomic: outside a transaction it commits its own; inside
+ * one (kv_store_begin) it joins it, and a failure undoes only this program
+ * (the caller's transaction goes on). p->id is left alone on failure; a
+ * p->id already set is ignored (a new row is always made).
+ * p->stages must be an array of objects, p->artifacts an object: string
+ * artifacts are kept as text, any other value as JSON. */
 int kv_store_insert_program(kv_store *s, kv_program *p);
-/* Records search's view of a stored program: its fitness and feature bins. */
+/* Records search's view of a stored program: its fitness and feature bins
+ * (p->fitness, p->features of row p->id). -1 when p->id is not stored. */
 int kv_store_update_placement(kv_store *s, const kv_program *p);
-/* Loads one program (with metrics, artifacts, stages, features). NULL when absent. */
+/* Loads one program (with metrics, artifacts, stages, features). NULL when absent.
+ * Stages and artifacts come back as stored (a stage's "seconds" as a real,
+ * a missing "stage" key as its index); none at all reads back as NULL. */
 kv_program *kv_store_get_program(kv_store *s, int64_t id);
 
 /* Calls FN for every program in id order (ascending), STATUS filter:
  * -1 = all, else only that status. The program passed is owned by the
  * iterator and freed after FN returns (clone it to keep it). Sources are
  * loaded only when WITH_SOURCE. Returns 0, or the first non-zero FN result,
- * or -1 on a database error. */
+ * or -1 on a database error.
+ * For speed (one query for 100,000 programs) it does NOT fill p->stages and
+ * p->artifacts (left NULL); call kv_store_get_program for those. FN may
+ * read from the store (get_program, another each_program, ...). */
 typedef int (*kv_program_fn)(kv_program *p, void *ud);
 int kv_store_each_program(kv_store *s, int status, int with_source, kv_program_fn fn, void *ud);
 
-/* Counts. */
+/* Counts; -1 on a database error. */
 int64_t kv_store_count_programs(kv_store *s, int status); /* -1 = all */
-int64_t kv_store_max_iteration(kv_store *s);
+int64_t kv_store_max_iteration(kv_store *s);              /* 0 when empty */
 /* The OK program with the highest fitness (ties: lowest id); NULL when none. */
 kv_program *kv_store_best_program(kv_store *s);
-/* Id of a program with this code hash (any status but duplicate), or 0. */
+/* Id of a program with this code hash (any status but duplicate), or 0.
+ * The earliest such program; 0 also on a database error (errmsg set). */
 int64_t kv_store_find_by_hash(kv_store *s, uint64_t code_hash);
 
 /* Appends an event (run started, resumed, migration, interrupted, ...).
  * DATA may be NULL; it is not stolen. */
 int kv_store_add_event(kv_store *s, const char *kind, const json_t *data);
-/* Counts programs per status into counts[KV_STATUS_COUNT]. */
+/* Counts programs per status into counts[KV_STATUS_COUNT]. Returns 0 or -1. */
 int kv_store_status_counts(kv_store *s, int64_t counts[KV_STATUS_COUNT]);
 
 #endif

@@ -1,0 +1,40 @@
+#!/bin/bash
+# Engine overhead: the controller's own CPU time per child (user + system of
+# the kevolve process, evaluator processes excluded) with an evaluator that
+# does nothing, with 1,000 and with 100,000 programs in the store, and the
+# peak memory (max RSS) at 100,000. Usage: bench/engine_overhead.sh [BUILD_DIR]
+# (default build/; builds the no-op evaluator itself). Takes a few minutes.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+kv=$build/kevolve
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cc -O2 -o "$work/noop" "$root/bench/engine/noop_evaluator.c"
+cp "$root/bench/engine/program.py" "$root/bench/engine/config.yaml" "$work/"
+echo "evaluator: $work/noop" >>"$work/config.yaml"
+
+# cpu_of CMD...: runs CMD, prints "user+sys_seconds max_rss_kb" of it.
+cpu_of() {
+    /usr/bin/time -f "%U %S %M" -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" ||
+        { cat "$work/stderr.txt" >&2; exit 1; }
+    awk '{ printf "%.3f %d\n", $1 + $2, $3 }' "$work/time.txt"
+}
+count() {
+    python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from programs').fetchone()[0])" "$work/out/run.db"
+}
+
+read -r t1k rss1k < <(cpu_of "$kv" run --config "$work/config.yaml" --output "$work/out" -q)
+n1k=$(count)
+# Grow the store to 100,000 iterations.
+"$kv" resume "$work/out" --iterations 98000 -q 2>"$work/grow.txt" || { cat "$work/grow.txt"; exit 1; }
+read -r t_one _ < <(cpu_of "$kv" resume "$work/out" --iterations 1 -q)
+read -r t_more rss100k < <(cpu_of "$kv" resume "$work/out" --iterations 1001 -q)
+n100k=$(count)
+per1k=$(awk -v t="$t1k" 'BEGIN { printf "%.3f", t / 1000 * 1000 }')
+per100k=$(awk -v a="$t_more" -v b="$t_one" 'BEGIN { printf "%.3f", (a - b) / 1000 * 1000 }')
+echo "| programs in store | controller CPU per child | peak RSS |"
+echo "|---|---|---|"
+echo "| $n1k (first 1,000 iterations) | $per1k ms | $((rss1k / 1024)) MiB |"
+echo "| $n100k (1,000 iterations after 99,000) | $per100k ms | $((rss100k / 1024)) MiB |"
+echo "(replaying the store on resume: $t_one s CPU for $((n100k - 1000)) programs)"

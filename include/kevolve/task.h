@@ -1,0 +1,147 @@
+/* kevolve's kernel task ABI: how a task describes its work and how a
+ * candidate kernel is called. This header is public: candidate sources
+ * include it (C, OpenCL host code, CUDA C++), and built-in tasks are
+ * written against it.
+ *
+ * A TASK names its shape symbols (e.g. rows, cols), its tensors (name,
+ * dtype, input or output, shape as a list of symbols), its scenarios (named
+ * bindings of the symbols with a weight and tags such as "decode"), held-out
+ * shapes used only for correctness, tolerances per dtype, a reference
+ * computed in double precision on the CPU, and a roofline model (bytes that
+ * must move, flops) per shape.
+ *
+ * A CANDIDATE is one source file for one backend that exports
+ *
+ *     int kv_launch(const kv_launch_args *args);      (extern "C" in CUDA)
+ *
+ * returning 0 on success. The harness owns every allocation, fills the
+ * inputs, owns the stream or queue and the clock; the candidate only
+ * computes, on the buffers it is given, on the queue it is given, and is
+ * done (as far as the harness's queue is concerned) when it returns:
+ *
+ *   cpu     C, compiled with the system cc (-O2 -march=native -shared -fPIC).
+ *           tensors[i] are host pointers. All work must be finished when
+ *           kv_launch returns (threads joined). Each buffer is 64-byte aligned
+ *           and followed closely by an unmapped guard page.
+ *   opencl  One file holding both halves: the device code between
+ *           `#ifdef __OPENCL_VERSION__` ... `#else`, built by the harness
+ *           with clBuildProgram, and the host launcher after `#else` ...
+ *           `#endif`, compiled as C and linked with -lOpenCL. tensors[i] are
+ *           cl_mem; `stream` is the harness's cl_command_queue (in order,
+ *           profiling enabled); `cl_kernel(args, "name")` returns a kernel of
+ *           the harness-built program. Enqueue on that queue only; the
+ *           harness waits for it.
+ *   cuda    CUDA C++ compiled by nvcc for the detected architecture
+ *           (sm_90a on Hopper) into a shared object. tensors[i] are device
+ *           pointers; `stream` is the harness's cudaStream_t (a CUstream of
+ *           the device's primary context). Launch on that stream only.
+ *
+ * Work left running elsewhere (another thread, queue or stream), outputs not
+ * fully written, modified inputs, results cached across calls, writes past a
+ * buffer, answers right only on the published shapes, non-determinism and
+ * times faster than the roofline allows are all detected and rejected.
+ */
+#ifndef KEVOLVE_TASK_H
+#define KEVOLVE_TASK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KV_TASK_ABI_VERSION 1
+#define KV_MAX_TENSORS 8 /* tensors per task */
+#define KV_MAX_SYMS 8    /* shape symbols per task */
+#define KV_MAX_RANK 4    /* dimensions per tensor */
+
+typedef enum kv_dtype { KV_F32 = 0, KV_F16, KV_BF16, KV_I32, KV_DTYPE_COUNT } kv_dtype;
+
+typedef enum kv_backend_kind {
+    KV_BACKEND_CPU = 0,
+    KV_BACKEND_OPENCL,
+    KV_BACKEND_CUDA,
+    KV_BACKEND_COUNT
+} kv_backend_kind;
+
+/* What the candidate's kv_launch receives. */
+typedef struct kv_launch_args {
+    uint32_t abi_version; /* KV_TASK_ABI_VERSION */
+    uint32_t num_tensors;
+    /* In the task's tensor order: host pointers (cpu), cl_mem (opencl),
+     * device pointers (cuda). */
+    void *tensors[KV_MAX_TENSORS];
+    uint32_t num_syms;
+    int64_t syms[KV_MAX_SYMS]; /* the shape's symbol values, in the task's symbol order */
+    void *stream;              /* cuda: cudaStream_t; opencl: cl_command_queue; cpu: NULL */
+    void *context;             /* cuda: CUcontext; opencl: cl_context; cpu: NULL */
+    void *device;              /* opencl: cl_device_id; else NULL */
+    /* opencl: the kernel NAME of the program the harness built from the
+     * candidate's device code (a cl_kernel), or NULL; else NULL. */
+    void *(*cl_kernel)(const struct kv_launch_args *args, const char *name);
+    void *harness; /* private to the harness */
+} kv_launch_args;
+
+/* The candidate's entry point: 0 on success, anything else is a failure. */
+typedef int (*kv_launch_fn)(const kv_launch_args *args);
+
+/* ---- Task description (used by the harness and built-in tasks) ---- */
+
+typedef enum kv_tensor_role { KV_IN = 0, KV_OUT = 1 } kv_tensor_role;
+
+typedef struct kv_tensor_spec {
+    const char *name;
+    kv_dtype dtype;
+    kv_tensor_role role;
+    int rank;
+    int shape[KV_MAX_RANK]; /* indices into kv_task.syms, outermost first */
+} kv_tensor_spec;
+
+/* A shape: a binding of every symbol. As a scenario it is timed and scored
+ * with WEIGHT; as a held-out shape it is only checked for correctness. */
+typedef struct kv_shape {
+    const char *name;
+    int64_t syms[KV_MAX_SYMS];
+    double weight;    /* scenarios: weight in the geometric mean (> 0) */
+    const char *tags; /* comma-separated: "decode", "prefill", ... */
+} kv_shape;
+
+/* An output element is right when |out - ref| <= atol + rtol * |ref|. */
+typedef struct kv_tolerance {
+    double atol;
+    double rtol;
+} kv_tolerance;
+
+/* Work a shape needs at the least: the floor of its time on a machine. */
+typedef struct kv_roofline {
+    double bytes; /* that must move to or from memory */
+    double flops;
+} kv_roofline;
+
+typedef struct kv_task {
+    const char *name;
+    const char *description;
+    int num_syms;
+    const char *syms[KV_MAX_SYMS];
+    int num_tensors;
+    kv_tensor_spec tensors[KV_MAX_TENSORS];
+    int num_scenarios;
+    const kv_shape *scenarios;
+    int num_held_out;
+    const kv_shape *held_out;
+    kv_tolerance tol[KV_DTYPE_COUNT];
+    /* Computes the outputs in double precision. TENSORS[i] holds tensor i's
+     * elements as doubles (inputs filled, already rounded to their dtype;
+     * outputs to be written), row-major. */
+    void (*reference)(const int64_t *syms, double *const *tensors);
+    kv_roofline (*roofline)(const int64_t *syms);
+    /* Name of the embedded baseline source per backend (NULL: none). */
+    const char *baseline[KV_BACKEND_COUNT];
+} kv_task;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

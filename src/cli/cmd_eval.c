@@ -1,0 +1,121 @@
+/* `kevolve eval`: evaluates one kernel candidate with the built-in harness,
+ * outside any evolution. It is also the worker command the evaluation
+ * pipeline runs for kernel tasks (a re-exec of the kevolve binary), so its
+ * stdout is exactly the external-evaluator protocol: one JSON object,
+ * {"metrics": {...}, "artifacts": {...}}. A short verdict for people goes
+ * to stderr. Exit status: 0 when the candidate was judged (even when it is
+ * wrong: the verdict is in the metrics), 2 for usage errors, 1 when the
+ * harness itself failed (no compiler, no device). */
+#include "cli/cli.h"
+#include "kernel/harness.h"
+#include "util/json.h"
+
+#include <kevolve/kevolve.h>
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void eval_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: kevolve eval --task NAME [--backend cpu|opencl|cuda|auto] [--stage N]\n"
+            "                    [--quick] [--json] [--seed N] [--timeout S] [--kernel-timeout S]\n"
+            "                    [--cache-dir DIR] [--arch sm_XX] [--graph] CANDIDATE\n"
+            "  --stage 1: correctness only; 2: correctness and timing (default: both);\n"
+            "  3: compute-sanitizer memcheck (cuda). --backend auto picks by extension\n"
+            "  (.cu cuda, .cl opencl, else cpu). Prints {\"metrics\":...,\"artifacts\":...}.\n");
+}
+
+/* Prints the one-line verdict of RESULT on stderr. */
+static void print_verdict(const json_t *result)
+{
+    const json_t *m = json_object_get(result, "metrics");
+    const json_t *a = json_object_get(result, "artifacts");
+    double score = json_number_value(json_object_get(m, "combined_score"));
+    if (json_integer_value(json_object_get(m, "correct")) == 1) {
+        fprintf(stderr, "verdict: correct, combined_score %.4g\n", score);
+        size_t i;
+        json_t *s;
+        json_array_foreach(json_object_get(a, "scenarios"), i, s)
+        {
+            if (!json_object_get(s, "median_us")) continue;
+            fprintf(stderr, "  %-12s %10.2f us (IQR %.2f)  speedup %.3fx  roofline %.1f%%\n",
+                    json_string_value(json_object_get(s, "name")),
+                    json_number_value(json_object_get(s, "median_us")),
+                    json_number_value(json_object_get(s, "iqr_us")),
+                    json_number_value(json_object_get(s, "speedup")),
+                    100.0 * json_number_value(json_object_get(s, "roofline_fraction")));
+        }
+    } else {
+        fprintf(stderr, "verdict: rejected (%s): %s\n",
+                json_string_value(json_object_get(a, "reason")),
+                json_string_value(json_object_get(a, "reason_detail")));
+    }
+}
+
+int cmd_eval(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"task", required_argument, NULL, 't'},   {"backend", required_argument, NULL, 'b'},
+        {"stage", required_argument, NULL, 's'},  {"quick", no_argument, NULL, 'q'},
+        {"json", no_argument, NULL, 'j'},         {"seed", required_argument, NULL, 'S'},
+        {"timeout", required_argument, NULL, 'T'}, {"kernel-timeout", required_argument, NULL, 'K'},
+        {"cache-dir", required_argument, NULL, 'c'}, {"arch", required_argument, NULL, 'a'},
+        {"graph", no_argument, NULL, 'g'},        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    kv_kernel_opts o;
+    kv_kernel_opts_init(&o);
+    const char *backend = "auto";
+    int json_only = 0;
+    optind = 1;
+    opterr = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "t:b:s:qjS:T:K:c:a:gh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 't': o.task = optarg; break;
+        case 'b': backend = optarg; break;
+        case 's': o.stage = atoi(optarg); break;
+        case 'q': o.quick = 1; break;
+        case 'j': json_only = 1; break;
+        case 'S': o.seed = strtoull(optarg, NULL, 0); break;
+        case 'T': o.total_timeout_s = atof(optarg); break;
+        case 'K': o.kernel_timeout_s = atof(optarg); break;
+        case 'c': o.cache_dir = optarg; break;
+        case 'a': o.arch = optarg; break;
+        case 'g': o.graph = 1; break;
+        case 'h': eval_usage(stdout); return KV_EXIT_OK;
+        default: eval_usage(stderr); return KV_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1 || !o.task || o.stage < 0 || o.stage > 3) {
+        fprintf(stderr, "kevolve eval: %s\n",
+                !o.task ? "--task is required" : optind >= argc ? "no CANDIDATE file given"
+                : o.stage < 0 || o.stage > 3 ? "--stage must be 1, 2 or 3"
+                                             : "exactly one CANDIDATE file expected");
+        eval_usage(stderr);
+        return KV_EXIT_USAGE;
+    }
+    o.candidate = argv[optind];
+    if (strcmp(backend, "auto") == 0) {
+        o.backend = kv_backend_kind_for_path(o.candidate);
+    } else if (kv_backend_kind_parse(backend, &o.backend) != 0) {
+        fprintf(stderr, "kevolve eval: unknown backend '%s' (cpu, opencl, cuda or auto)\n", backend);
+        return KV_EXIT_USAGE;
+    }
+    json_t *result = NULL;
+    char *err = NULL;
+    if (kv_kernel_eval(&o, &result, &err) != 0) {
+        fprintf(stderr, "kevolve eval: %s\n", err ? err : "evaluation failed");
+        free(err);
+        return KV_EXIT_FAILURE;
+    }
+    char *text = kv_json_dumps(result);
+    printf("%s\n", text);
+    fflush(stdout);
+    free(text);
+    if (!json_only) print_verdict(result);
+    json_decref(result);
+    return KV_EXIT_OK;
+}

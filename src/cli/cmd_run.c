@@ -1,0 +1,181 @@
+/* kevolve run: start an evolution. */
+#include "cli/cli.h"
+#include "config/config.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/log.h"
+
+#include <kevolve/kevolve.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char run_usage[] =
+    "usage: kevolve run [INITIAL_PROGRAM [EVALUATOR]] --config FILE [options]\n"
+    "\n"
+    "Starts an evolution. The config may name initial_program and evaluator (paths\n"
+    "relative to the config file); the positional arguments override them.\n"
+    "\n"
+    "options:\n"
+    "  -c, --config FILE       the run's config.yaml (required)\n"
+    "  -n, --iterations N      iterations to run (overrides max_iterations)\n"
+    "  -o, --output DIR        output folder: run.db, best/, logs/ (default: out/ beside\n"
+    "                          the config)\n"
+    "  -s, --seed N            random seed (overrides random_seed)\n"
+    "  -t, --target-score X    stop once the best fitness reaches X\n"
+    "      --dry-run           validate the config, print the effective settings, run nothing\n"
+    "      --force             replace a run already stored in the output folder\n"
+    "      --log-level LEVEL   debug, info, warning or error\n"
+    "  -q, --quiet             only errors on the terminal (the log file keeps everything)\n"
+    "  -h, --help              this text\n"
+    "\n"
+    "exit codes: 0 done (iterations, target or early stop), 1 failure, 2 usage or\n"
+    "config error, 130 interrupted (the store keeps every finished evaluation;\n"
+    "continue with `kevolve resume DIR`)\n";
+
+/* Parses a whole-string integer. Returns 0 or -1. */
+static int parse_long(const char *s, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+/* --dry-run: load, apply overrides, print the effective settings. */
+static int dry_run(const kv_run_options *o)
+{
+    kv_config cfg;
+    kv_config_error err;
+    if (kv_config_load(o->config_path, &cfg, &err) != 0) {
+        kv_error("%s", err.message);
+        kv_config_free(&cfg);
+        return KV_EXIT_USAGE;
+    }
+    if (o->initial_program) {
+        free(cfg.initial_program);
+        cfg.initial_program = kv_path_absolute(o->initial_program);
+    }
+    if (o->evaluator) {
+        free(cfg.evaluator_program);
+        cfg.evaluator_program = kv_path_absolute(o->evaluator);
+    }
+    if (o->iterations > 0) cfg.max_iterations = (int)o->iterations;
+    if (o->has_seed) {
+        cfg.random_seed = o->seed;
+        cfg.has_random_seed = 1;
+    }
+    if (o->has_target_score) {
+        cfg.target_score = o->target_score;
+        cfg.has_target_score = 1;
+    }
+    char *text = kv_config_dump(&cfg);
+    fputs(text, stdout);
+    free(text);
+    int rc = KV_EXIT_OK;
+    if (!cfg.initial_program) {
+        kv_error("no initial program configured");
+        rc = KV_EXIT_USAGE;
+    } else if (!kv_is_file(cfg.initial_program)) {
+        kv_error("initial program %s does not exist", cfg.initial_program);
+        rc = KV_EXIT_USAGE;
+    }
+    if (!cfg.evaluator_program && !cfg.evaluator.task) {
+        kv_error("no evaluator configured");
+        rc = KV_EXIT_USAGE;
+    } else if (cfg.evaluator_program && !kv_is_file(cfg.evaluator_program)) {
+        kv_error("evaluator %s does not exist", cfg.evaluator_program);
+        rc = KV_EXIT_USAGE;
+    }
+    kv_config_free(&cfg);
+    return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    static const struct option long_options[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"iterations", required_argument, NULL, 'n'},
+        {"output", required_argument, NULL, 'o'},
+        {"seed", required_argument, NULL, 's'},
+        {"target-score", required_argument, NULL, 't'},
+        {"dry-run", no_argument, NULL, 'D'},
+        {"force", no_argument, NULL, 'F'},
+        {"log-level", required_argument, NULL, 'L'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    kv_run_options o = {0};
+    int dry = 0;
+    long long v;
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "c:n:o:s:t:qh", long_options, NULL)) != -1) {
+        switch (opt) {
+        case 'c': o.config_path = optarg; break;
+        case 'n':
+            if (parse_long(optarg, &v) != 0 || v < 1) {
+                kv_error("--iterations: expected a positive integer, got '%s'", optarg);
+                return KV_EXIT_USAGE;
+            }
+            o.iterations = (long)v;
+            break;
+        case 'o': o.output_dir = optarg; break;
+        case 's':
+            if (parse_long(optarg, &v) != 0) {
+                kv_error("--seed: expected an integer, got '%s'", optarg);
+                return KV_EXIT_USAGE;
+            }
+            o.seed = v;
+            o.has_seed = 1;
+            break;
+        case 't': {
+            char *end;
+            o.target_score = strtod(optarg, &end);
+            if (end == optarg || *end || !isfinite(o.target_score)) {
+                kv_error("--target-score: expected a number, got '%s'", optarg);
+                return KV_EXIT_USAGE;
+            }
+            o.has_target_score = 1;
+            break;
+        }
+        case 'D': dry = 1; break;
+        case 'F': o.force = 1; break;
+        case 'L': {
+            kv_log_level level;
+            if (kv_log_parse_level(optarg, &level) != 0) {
+                kv_error("--log-level: unknown level '%s'", optarg);
+                return KV_EXIT_USAGE;
+            }
+            kv_log_set_level(level);
+            break;
+        }
+        case 'q': kv_log_set_quiet(1); break;
+        case 'h': fputs(run_usage, stdout); return KV_EXIT_OK;
+        default: fputs(run_usage, stderr); return KV_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) o.initial_program = argv[optind++];
+    if (optind < argc) o.evaluator = argv[optind++];
+    if (optind < argc) {
+        kv_error("unexpected argument '%s'", argv[optind]);
+        fputs(run_usage, stderr);
+        return KV_EXIT_USAGE;
+    }
+    if (!o.config_path) {
+        kv_error("--config FILE is required");
+        fputs(run_usage, stderr);
+        return KV_EXIT_USAGE;
+    }
+    if (dry) return dry_run(&o);
+    o.progress = isatty(STDERR_FILENO) && kv_log_get_level() <= KV_LOG_INFO;
+    return kv_run_evolution(&o);
+}

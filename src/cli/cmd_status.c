@@ -1,0 +1,189 @@
+/* kevolve status: summarise a stored run (works while the run goes on). */
+#include "cli/cli.h"
+#include "store/store.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/log.h"
+
+#include <kevolve/kevolve.h>
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char status_usage[] =
+    "usage: kevolve status RUN_DB_OR_OUTPUT_DIR [--json]\n"
+    "\n"
+    "Summarises a run: its manifest, programs by status, the best program, each\n"
+    "island, and the most common failure reasons. Safe while the run is writing.\n"
+    "\n"
+    "options:\n"
+    "      --json   print the summary as one JSON object\n"
+    "  -h, --help   this text\n"
+    "\n"
+    "exit codes: 0 printed, 1 the store cannot be read, 2 usage error\n";
+
+#define MAX_ISLANDS 256
+
+typedef struct summary {
+    int64_t max_iteration;
+    int64_t island_programs[MAX_ISLANDS];
+    double island_best[MAX_ISLANDS];
+    int n_islands;
+    int64_t migrants;
+    json_t *reasons; /* reason -> count, for failed/timeout/rejected */
+} summary;
+
+static int collect(kv_program *p, void *ud)
+{
+    summary *s = ud;
+    if (p->iteration > s->max_iteration) s->max_iteration = p->iteration;
+    if (p->status == KV_STATUS_OK && p->island >= 0 && p->island < MAX_ISLANDS) {
+        if (p->island >= s->n_islands) {
+            for (int i = s->n_islands; i <= p->island; i++) s->island_best[i] = NAN;
+            s->n_islands = p->island + 1;
+        }
+        s->island_programs[p->island]++;
+        if (!isnan(p->fitness) &&
+            (isnan(s->island_best[p->island]) || p->fitness > s->island_best[p->island]))
+            s->island_best[p->island] = p->fitness;
+        if (p->is_migrant) s->migrants++;
+    }
+    if ((p->status == KV_STATUS_FAILED || p->status == KV_STATUS_TIMEOUT ||
+         p->status == KV_STATUS_REJECTED) &&
+        p->status_reason) {
+        /* Group by the reason's first line, cut short, so similar failures count together. */
+        char key[96];
+        snprintf(key, sizeof key, "%s: %.*s", kv_status_name(p->status),
+                 (int)strcspn(p->status_reason, "\n"), p->status_reason);
+        json_t *n = json_object_get(s->reasons, key);
+        json_object_set_new(s->reasons, key, json_integer(n ? json_integer_value(n) + 1 : 1));
+    }
+    return 0;
+}
+
+static json_t *meta_json(kv_store *st, const char *key)
+{
+    char *v = kv_store_get_meta(st, key);
+    json_t *j = v ? json_string(v) : json_null();
+    free(v);
+    return j;
+}
+
+int cmd_status(int argc, char **argv)
+{
+    static const struct option long_options[] = {
+        {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    int as_json = 0, opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+        if (opt == 'j')
+            as_json = 1;
+        else if (opt == 'h') {
+            fputs(status_usage, stdout);
+            return KV_EXIT_OK;
+        } else {
+            fputs(status_usage, stderr);
+            return KV_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        fputs(status_usage, stderr);
+        return KV_EXIT_USAGE;
+    }
+    char *path = kv_is_dir(argv[optind]) ? kv_path_join(argv[optind], "run.db")
+                                          : kv_strdup(argv[optind]);
+    kv_store *st = NULL;
+    char *err = NULL;
+    if (kv_store_open(path, KV_STORE_READONLY, &st, &err) != 0) {
+        kv_error("%s", err ? err : "cannot open the store");
+        free(err);
+        free(path);
+        return KV_EXIT_FAILURE;
+    }
+    summary s = {0};
+    s.reasons = json_object();
+    int64_t counts[KV_STATUS_COUNT] = {0};
+    int rc = KV_EXIT_OK;
+    if (kv_store_status_counts(st, counts) != 0 || kv_store_each_program(st, -1, 0, collect, &s)) {
+        kv_error("%s: %s", path, kv_store_errmsg(st));
+        rc = KV_EXIT_FAILURE;
+    }
+    kv_program *best = rc == KV_EXIT_OK ? kv_store_best_program(st) : NULL;
+
+    json_t *out = json_object();
+    json_object_set_new(out, "store", json_string(path));
+    static const char *const meta_keys[] = {"created_at", "kevolve_version", "host",
+                                            "config_path", "random_seed", "max_iterations"};
+    for (size_t i = 0; i < sizeof meta_keys / sizeof meta_keys[0]; i++)
+        json_object_set_new(out, meta_keys[i], meta_json(st, meta_keys[i]));
+    json_object_set_new(out, "iterations_done", json_integer(s.max_iteration));
+    json_t *by_status = json_object();
+    int64_t total = 0;
+    for (int i = 0; i < KV_STATUS_COUNT; i++) {
+        json_object_set_new(by_status, kv_status_name((kv_status)i), json_integer(counts[i]));
+        total += counts[i];
+    }
+    json_object_set_new(out, "programs", json_integer(total));
+    json_object_set_new(out, "by_status", by_status);
+    json_object_set_new(out, "migrants", json_integer(s.migrants));
+    if (best) {
+        json_t *b = json_pack("{s:I, s:f, s:I, s:i, s:i, s:s}", "id", (json_int_t)best->id,
+                              "fitness", best->fitness, "iteration", (json_int_t)best->iteration,
+                              "generation", best->generation, "island", best->island, "mutator",
+                              best->mutator ? best->mutator : "");
+        if (best->metrics) json_object_set(b, "metrics", best->metrics);
+        json_object_set_new(out, "best", b);
+    } else {
+        json_object_set_new(out, "best", json_null());
+    }
+    json_t *islands = json_array();
+    for (int i = 0; i < s.n_islands; i++)
+        json_array_append_new(islands,
+                              json_pack("{s:i, s:I, s:o}", "island", i, "programs",
+                                        (json_int_t)s.island_programs[i], "best_fitness",
+                                        isnan(s.island_best[i]) ? json_null()
+                                                                : json_real(s.island_best[i])));
+    json_object_set_new(out, "islands", islands);
+    json_object_set(out, "failure_reasons", s.reasons);
+
+    if (as_json) {
+        char *text = json_dumps(out, JSON_INDENT(2));
+        puts(text);
+        free(text);
+    } else if (rc == KV_EXIT_OK) {
+        printf("run        %s\n", path);
+        printf("created    %s (kevolve %s)\n", json_string_value(json_object_get(out, "created_at")),
+               json_string_value(json_object_get(out, "kevolve_version")));
+        printf("config     %s (seed %s)\n", json_string_value(json_object_get(out, "config_path")),
+               json_string_value(json_object_get(out, "random_seed")));
+        printf("iterations %lld of %s\n", (long long)s.max_iteration,
+               json_string_value(json_object_get(out, "max_iterations")));
+        printf("programs   %lld:", (long long)total);
+        for (int i = 0; i < KV_STATUS_COUNT; i++)
+            printf(" %s %lld", kv_status_name((kv_status)i), (long long)counts[i]);
+        printf(" (migrants %lld)\n", (long long)s.migrants);
+        if (best)
+            printf("best       program %lld, fitness %.6g (iteration %lld, island %d, %s)\n",
+                   (long long)best->id, best->fitness, (long long)best->iteration, best->island,
+                   best->mutator ? best->mutator : "?");
+        for (int i = 0; i < s.n_islands; i++)
+            printf("island %-3d %lld programs, best %.6g\n", i, (long long)s.island_programs[i],
+                   s.island_best[i]);
+        const char *key;
+        json_t *n;
+        if (json_object_size(s.reasons)) printf("failures by reason:\n");
+        json_object_foreach(s.reasons, key, n)
+        {
+            printf("  %5lld  %s\n", (long long)json_integer_value(n), key);
+        }
+    }
+    json_decref(out);
+    json_decref(s.reasons);
+    kv_program_free(best);
+    kv_store_close(st);
+    free(path);
+    return rc;
+}

@@ -1,0 +1,56 @@
+/* kevolve: entry point and subcommand table. */
+#include "cli/cli.h"
+#include "util/log.h"
+
+#include <kevolve/kevolve.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    {"run", cmd_run, "start an evolution from a config"},
+    {"resume", cmd_resume, "continue a stored run"},
+    {"status", cmd_status, "summarise a stored run"},
+    {"best", cmd_best, "write the best program of a run"},
+    {"eval", cmd_eval, "evaluate one kernel candidate against a built-in task"},
+    {"config-keys", cmd_config_keys, "print the reference of every config key (Markdown)"},
+};
+
+int cli_is_help(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: kevolve [--version] [--help] COMMAND [ARGS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n`kevolve COMMAND --help` describes a command.\n"
+                 "exit codes: 0 done, 1 failure, 2 usage or config error, 130 interrupted\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return KV_EXIT_USAGE;
+    }
+    if (cli_is_help(argv[1])) {
+        usage(stdout);
+        return KV_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("kevolve %s\n", KV_VERSION);
+        return KV_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
+    kv_error("unknown command '%s'", argv[1]);
+    usage(stderr);
+    return KV_EXIT_USAGE;
+}

@@ -1,0 +1,221 @@
+/* Run configuration: defaults, cross-field validation, freeing, warnings.
+ * Defaults come from the key table (config_keys.c); loading is in
+ * yaml_load.c and the dump in config_dump.c. */
+#include "config/config_keys.h"
+#include "util/log.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kv_config_init(kv_config *c)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < kv_config_key_count; i++) {
+        const kv_key *k = &kv_config_key_table[i];
+        if (strcmp(k->section, KV_SECTION_MODEL) != 0) kv_config_field_default(k, c);
+    }
+    c->evaluator_sections = json_object();
+}
+
+void kv_config_free(kv_config *c)
+{
+    if (!c) return;
+    for (size_t i = 0; i < kv_config_key_count; i++) {
+        const kv_key *k = &kv_config_key_table[i];
+        if (strcmp(k->section, KV_SECTION_MODEL) != 0) kv_config_field_free(k, c);
+    }
+    free(c->path);
+    free(c->dir);
+    free(c->text);
+    json_decref(c->evaluator_sections);
+    for (size_t i = 0; i < c->n_warnings; i++)
+        free(c->warnings[i]);
+    free(c->warnings);
+    memset(c, 0, sizeof *c);
+}
+
+void kv_config_warn(kv_config *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    kv_buf b = KV_BUF_INIT;
+    kv_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    char *msg = kv_buf_steal(&b);
+    kv_warn("%s", msg);
+    c->warnings = kv_realloc(c->warnings, (c->n_warnings + 1) * sizeof *c->warnings);
+    c->warnings[c->n_warnings++] = msg;
+}
+
+/* Validation state: the first error wins. */
+typedef struct check {
+    kv_config_error *err;
+    char *key;
+    size_t keysz;
+    int failed;
+} check;
+
+/* Records "KEY: message" unless an error is already recorded. */
+static void bad(check *ck, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void bad(check *ck, const char *key, const char *fmt, ...)
+{
+    if (ck->failed) return;
+    ck->failed = 1;
+    if (ck->key) snprintf(ck->key, ck->keysz, "%s", key);
+    if (!ck->err) return;
+    int n = snprintf(ck->err->message, sizeof ck->err->message, "%s: ", key);
+    if (n < 0 || (size_t)n >= sizeof ck->err->message) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ck->err->message + n, sizeof ck->err->message - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+static void ratio(check *ck, const char *key, double v)
+{
+    if (!(v >= 0.0 && v <= 1.0)) bad(ck, key, "must be between 0 and 1, got %g", v);
+}
+
+static void at_least(check *ck, const char *key, long v, long min)
+{
+    if (v < min) bad(ck, key, "must be at least %ld, got %ld", min, v);
+}
+
+static void positive(check *ck, const char *key, double v)
+{
+    if (!(v > 0.0) || !isfinite(v)) bad(ck, key, "must be a positive number, got %g", v);
+}
+
+static void non_negative(check *ck, const char *key, double v)
+{
+    if (!(v >= 0.0) || !isfinite(v)) bad(ck, key, "must be a number >= 0, got %g", v);
+}
+
+/* Rules of one llm.models entry; PREFIX is "llm.models[i]". */
+static void check_model(check *ck, const char *prefix, const kv_model_config *m)
+{
+    char key[96];
+    snprintf(key, sizeof key, "%s.name", prefix);
+    if (!m->name || !*m->name) bad(ck, key, "every model needs a name");
+    snprintf(key, sizeof key, "%s.weight", prefix);
+    non_negative(ck, key, m->weight);
+    snprintf(key, sizeof key, "%s.temperature", prefix);
+    if (!isnan(m->temperature)) non_negative(ck, key, m->temperature);
+    snprintf(key, sizeof key, "%s.top_p", prefix);
+    if (!isnan(m->top_p)) ratio(ck, key, m->top_p);
+    snprintf(key, sizeof key, "%s.max_tokens", prefix);
+    at_least(ck, key, m->max_tokens, 0);
+    snprintf(key, sizeof key, "%s.timeout", prefix);
+    non_negative(ck, key, m->timeout);
+    snprintf(key, sizeof key, "%s.retries", prefix);
+    at_least(ck, key, m->retries, -1);
+    snprintf(key, sizeof key, "%s.retry_delay", prefix);
+    if (!isnan(m->retry_delay)) non_negative(ck, key, m->retry_delay);
+    snprintf(key, sizeof key, "%s.price_input_per_mtok", prefix);
+    non_negative(ck, key, m->price_input_per_mtok);
+    snprintf(key, sizeof key, "%s.price_output_per_mtok", prefix);
+    non_negative(ck, key, m->price_output_per_mtok);
+}
+
+int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, size_t keysz)
+{
+    check ck = {err, key, keysz, 0};
+    if (key && keysz) key[0] = '\0';
+    kv_log_level lvl;
+    if (!c->log_level || kv_log_parse_level(c->log_level, &lvl) != 0)
+        bad(&ck, "log_level", "unknown level '%s' (debug, info, warning or error)",
+            c->log_level ? c->log_level : "");
+    at_least(&ck, "max_iterations", c->max_iterations, 0);
+    at_least(&ck, "checkpoint_interval", c->checkpoint_interval, 0);
+    at_least(&ck, "max_code_length", c->max_code_length, 1);
+    at_least(&ck, "early_stopping_patience", c->early_stopping_patience, 0);
+    non_negative(&ck, "convergence_threshold", c->convergence_threshold);
+    if (c->has_target_score && !isfinite(c->target_score))
+        bad(&ck, "target_score", "must be a finite number");
+
+    const kv_llm_config *l = &c->llm;
+    for (size_t i = 0; i < l->n_models; i++) {
+        char prefix[48];
+        snprintf(prefix, sizeof prefix, "llm.models[%zu]", i);
+        check_model(&ck, prefix, &l->models[i]);
+    }
+    for (size_t i = 0; i < l->n_evaluator_models; i++) {
+        char prefix[48];
+        snprintf(prefix, sizeof prefix, "llm.evaluator_models[%zu]", i);
+        check_model(&ck, prefix, &l->evaluator_models[i]);
+    }
+    non_negative(&ck, "llm.temperature", l->temperature);
+    ratio(&ck, "llm.top_p", l->top_p);
+    at_least(&ck, "llm.max_tokens", l->max_tokens, 1);
+    positive(&ck, "llm.timeout", l->timeout);
+    at_least(&ck, "llm.retries", l->retries, 0);
+    non_negative(&ck, "llm.retry_delay", l->retry_delay);
+    non_negative(&ck, "llm.primary_model_weight", l->primary_model_weight);
+    non_negative(&ck, "llm.secondary_model_weight", l->secondary_model_weight);
+    non_negative(&ck, "llm.max_budget_usd", l->max_budget_usd);
+    at_least(&ck, "llm.max_concurrency", l->max_concurrency, 1);
+
+    const kv_prompt_config *p = &c->prompt;
+    at_least(&ck, "prompt.num_top_programs", p->num_top_programs, 0);
+    at_least(&ck, "prompt.num_diverse_programs", p->num_diverse_programs, 0);
+    at_least(&ck, "prompt.max_artifact_bytes", p->max_artifact_bytes, 0);
+    at_least(&ck, "prompt.max_prompt_chars", p->max_prompt_chars, 1);
+
+    const kv_database_config *d = &c->database;
+    at_least(&ck, "database.population_size", d->population_size, 1);
+    at_least(&ck, "database.archive_size", d->archive_size, 1);
+    at_least(&ck, "database.num_islands", d->num_islands, 1);
+    ratio(&ck, "database.elite_selection_ratio", d->elite_selection_ratio);
+    ratio(&ck, "database.exploration_ratio", d->exploration_ratio);
+    ratio(&ck, "database.exploitation_ratio", d->exploitation_ratio);
+    if (d->exploration_ratio + d->exploitation_ratio > 1.0 + 1e-9)
+        bad(&ck, "database.exploitation_ratio",
+            "exploration_ratio + exploitation_ratio must not exceed 1, got %g + %g",
+            d->exploration_ratio, d->exploitation_ratio);
+    for (size_t i = 0; i < d->n_feature_dimensions; i++) {
+        const char *dim = d->feature_dimensions[i];
+        if (!dim || !*dim) {
+            bad(&ck, "database.feature_dimensions", "entry %zu is empty", i);
+            continue;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(d->feature_dimensions[j], dim) == 0)
+                bad(&ck, "database.feature_dimensions", "'%s' is listed twice", dim);
+        if (d->feature_bins && d->feature_bins[i] < 1) {
+            char bkey[160];
+            snprintf(bkey, sizeof bkey, "database.feature_bins.%s", dim);
+            bad(&ck, bkey, "must be at least 1, got %d", d->feature_bins[i]);
+        }
+    }
+    if (d->n_feature_dimensions && !d->feature_bins) bad(&ck, "database.feature_bins", "missing");
+    at_least(&ck, "database.diversity_reference_size", d->diversity_reference_size, 1);
+    at_least(&ck, "database.migration_interval", d->migration_interval, 1);
+    ratio(&ck, "database.migration_rate", d->migration_rate);
+    at_least(&ck, "database.artifact_size_threshold", d->artifact_size_threshold, 0);
+    at_least(&ck, "database.artifact_retention_days", d->artifact_retention_days, 0);
+
+    const kv_evaluator_config *e = &c->evaluator;
+    positive(&ck, "evaluator.timeout", e->timeout);
+    at_least(&ck, "evaluator.max_retries", e->max_retries, 0);
+    for (size_t i = 0; i < e->n_cascade_thresholds; i++)
+        if (!isfinite(e->cascade_thresholds[i]))
+            bad(&ck, "evaluator.cascade_thresholds", "entry %zu is not a finite number", i);
+    at_least(&ck, "evaluator.parallel_evaluations", e->parallel_evaluations, 1);
+    non_negative(&ck, "evaluator.llm_feedback_weight", e->llm_feedback_weight);
+    at_least(&ck, "evaluator.max_artifact_storage", e->max_artifact_storage, 0);
+    at_least(&ck, "evaluator.memory_limit_mb", e->memory_limit_mb, 0);
+    if (e->backend && strcmp(e->backend, "auto") && strcmp(e->backend, "cpu") &&
+        strcmp(e->backend, "opencl") && strcmp(e->backend, "cuda"))
+        bad(&ck, "evaluator.backend", "unknown backend '%s' (auto, cpu, opencl or cuda)",
+            e->backend);
+    return ck.failed ? -1 : 0;
+}
+
+int kv_config_validate(const kv_config *c, kv_config_error *err)
+{
+    return kv_config_validate_key(c, err, NULL, 0);
+}

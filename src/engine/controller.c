@@ -1,0 +1,540 @@
+/* The controller loop: parent selection, mutation, rule checks, evaluation
+ * hand-off, and committing each result to the store as it arrives. */
+#include "engine/controller.h"
+#include "engine/interrupt.h"
+#include "engine/progress.h"
+#include "mutate/blocks.h"
+#include "mutate/mutator.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/json.h"
+#include "util/log.h"
+
+#include <kevolve/kevolve.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Hash 0 is reserved by the map; fold it onto 1. */
+static uint64_t code_key(uint64_t h)
+{
+    return h ? h : 1;
+}
+
+/* The built-in mutator mix: builtin:* entries of llm.models with their
+ * weights, else tune 0.4, gi 0.4, crossover 0.2. */
+static void choose_mutator_weights(kv_controller *c)
+{
+    int any = 0;
+    memset(c->mutator_weights, 0, sizeof c->mutator_weights);
+    for (size_t i = 0; i < c->cfg->llm.n_models; i++) {
+        kv_mutator_kind k;
+        if (kv_starts_with(c->cfg->llm.models[i].name, "builtin:") &&
+            kv_mutator_parse(c->cfg->llm.models[i].name, &k) == 0) {
+            c->mutator_weights[k] += c->cfg->llm.models[i].weight;
+            any = 1;
+        }
+    }
+    if (!any) {
+        c->mutator_weights[KV_MUTATOR_TUNE] = 0.4;
+        c->mutator_weights[KV_MUTATOR_GI] = 0.4;
+        c->mutator_weights[KV_MUTATOR_CROSSOVER] = 0.2;
+    }
+}
+
+/* Fitness used for early stopping: the configured metric, fitness for
+ * combined_score. */
+static double stopping_value(const kv_controller *c, const kv_program *p)
+{
+    const char *metric = c->cfg->early_stopping_metric;
+    if (!metric || strcmp(metric, "combined_score") == 0) return p->fitness;
+    return kv_program_metric(p, metric);
+}
+
+/* Notes a newly placed OK program: best so far and the last improvement. */
+static void note_ok_program(kv_controller *c, const kv_program *p)
+{
+    if (isnan(c->best_fitness) || p->fitness > c->best_fitness) {
+        c->best_fitness = p->fitness;
+        c->best_id = p->id;
+    }
+    double v = stopping_value(c, p);
+    if (isnan(v)) return;
+    if (isnan(c->best_stop_value) || v - c->best_stop_value > c->cfg->convergence_threshold) {
+        c->best_stop_value = v;
+        c->last_improvement_iteration = p->iteration;
+    } else if (v > c->best_stop_value) {
+        c->best_stop_value = v; /* a gain below the threshold does not reset the patience */
+    }
+}
+
+/* Rebuilds the database and the code index from the store (resume). */
+static int replay_fn(kv_program *p, void *ud)
+{
+    kv_controller *c = ud;
+    if (p->status != KV_STATUS_DUPLICATE) {
+        int64_t seen;
+        if (!kv_u64map_get(&c->code_ids, code_key(p->code_hash), &seen))
+            kv_u64map_put(&c->code_ids, code_key(p->code_hash), p->id);
+    }
+    if (p->status != KV_STATUS_OK) return 0;
+    if (kv_database_add(c->db, p) < 0) return -1;
+    if (!isnan(p->fitness)) note_ok_program(c, p);
+    return 0;
+}
+
+int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
+                       const char *output_dir, const char *evaluator, uint64_t seed)
+{
+    memset(c, 0, sizeof *c);
+    c->cfg = cfg;
+    c->store = store;
+    c->seed = seed;
+    c->best_fitness = NAN;
+    c->best_stop_value = NAN;
+    c->output_dir = kv_strdup(output_dir);
+    c->started_at = now_s();
+    choose_mutator_weights(c);
+    c->db = kv_database_new(&cfg->database);
+    if (!c->db) {
+        kv_error("cannot create the program database");
+        return -1;
+    }
+    if (kv_store_each_program(store, -1, 1, replay_fn, c) != 0) {
+        kv_error("cannot rebuild the population from the store: %s", kv_store_errmsg(store));
+        return -1;
+    }
+    c->next_iteration = kv_store_max_iteration(store) + 1;
+    char *work = kv_path_join(output_dir, "work");
+    char *err = NULL;
+    c->ev = kv_evaluator_new(&cfg->evaluator, evaluator, work, cfg->evaluator_sections, &err);
+    free(work);
+    if (!c->ev) {
+        kv_error("cannot start the evaluation pipeline: %s", err ? err : "unknown error");
+        free(err);
+        return -1;
+    }
+    return 0;
+}
+
+void kv_controller_free(kv_controller *c)
+{
+    for (size_t i = 0; i < c->n_pending; i++) kv_program_free(c->pending[i].child);
+    free(c->pending);
+    if (c->ev) kv_evaluator_free(c->ev);
+    if (c->db) kv_database_free(c->db);
+    kv_u64map_free(&c->code_ids);
+    free(c->output_dir);
+    memset(c, 0, sizeof *c);
+}
+
+/* Stores a program that will not be evaluated (rejected or duplicate). */
+static int store_unevaluated(kv_controller *c, kv_program *child, kv_status status,
+                             char *reason)
+{
+    child->status = status;
+    free(child->status_reason);
+    child->status_reason = reason;
+    if (status == KV_STATUS_REJECTED)
+        c->n_rejected++;
+    else
+        c->n_duplicates++;
+    if (kv_store_insert_program(c->store, child) != 0) {
+        kv_error("cannot store program of iteration %lld: %s", (long long)child->iteration,
+                 kv_store_errmsg(c->store));
+        return -1;
+    }
+    if (status == KV_STATUS_REJECTED &&
+        !kv_u64map_get(&c->code_ids, code_key(child->code_hash), NULL))
+        kv_u64map_put(&c->code_ids, code_key(child->code_hash), child->id);
+    kv_debug("iteration %lld: %s: %s", (long long)child->iteration, kv_status_name(status),
+             child->status_reason);
+    return 0;
+}
+
+/* Per-iteration generator: the choices of iteration I depend only on the
+ * run's seed, I and the population, so a resumed run continues the same way. */
+static void iteration_rng(const kv_controller *c, int64_t iteration, kv_rng *rng)
+{
+    kv_rng_seed(rng, c->seed ^ ((uint64_t)iteration * 0x9e3779b97f4a7c15ULL));
+}
+
+/* Applies a built-in mutator to the selection; falls back to the other
+ * mutators when the chosen one has nothing to change or fails. Returns 0 with
+ * OUT filled and *kind set, 1 when no mutator could change the parent, -1
+ * when none could and one failed (its message in *err). */
+static int mutate_selection(kv_controller *c, const kv_selection *sel, kv_rng *rng,
+                            kv_mutation *out, kv_mutator_kind *kind, char **err)
+{
+    double w[KV_MUTATOR_BUILTIN_COUNT];
+    memcpy(w, c->mutator_weights, sizeof w);
+    for (int attempt = 0; attempt < KV_MUTATOR_BUILTIN_COUNT; attempt++) {
+        double total = 0;
+        for (int k = 0; k < KV_MUTATOR_BUILTIN_COUNT; k++) total += w[k];
+        if (total <= 0) break;
+        size_t k = kv_rng_weighted(rng, w, KV_MUTATOR_BUILTIN_COUNT);
+        const kv_program *other = sel->n_inspirations ? sel->inspirations[0] : NULL;
+        if (k == KV_MUTATOR_CROSSOVER && !other) {
+            w[k] = 0;
+            continue;
+        }
+        char *why = NULL;
+        int rc = kv_mutate((kv_mutator_kind)k, sel->parent, other, rng, out, &why);
+        if (rc == 0) {
+            free(*err);
+            *err = NULL;
+            *kind = (kv_mutator_kind)k;
+            return 0;
+        }
+        /* A mutator that fails on this parent (a malformed tune annotation, say)
+         * leaves the choice to the others; its message is kept for the record. */
+        if (rc < 0 && why) {
+            free(*err);
+            *err = kv_asprintf("%s: %s", kv_mutator_name((kv_mutator_kind)k), why);
+        }
+        free(why);
+        w[k] = 0;
+    }
+    return *err ? -1 : 1;
+}
+
+/* Produces iteration C->next_iteration's child and either stores it (rejected,
+ * duplicate) or submits it for evaluation. Returns 0 or -1. */
+static int produce_child(kv_controller *c)
+{
+    int64_t iteration = c->next_iteration++;
+    int num_islands = kv_database_num_islands(c->db);
+    kv_rng rng;
+    iteration_rng(c, iteration, &rng);
+    kv_selection sel;
+    size_t max_insp =
+        (size_t)(c->cfg->prompt.num_top_programs + c->cfg->prompt.num_diverse_programs);
+    if (kv_database_sample(c->db, (int)(iteration % num_islands), &rng, max_insp ? max_insp : 1,
+                           &sel) != 0) {
+        kv_error("the population is empty: nothing to evolve");
+        return -1;
+    }
+    const kv_program *parent = sel.parent;
+    kv_program *child = kv_program_new();
+    child->parent_id = parent->id;
+    child->island = sel.island;
+    child->generation = parent->generation + 1;
+    child->iteration = iteration;
+
+    kv_mutation m = {0};
+    kv_mutator_kind kind = KV_MUTATOR_GI;
+    char *err = NULL;
+    int rc = mutate_selection(c, &sel, &rng, &m, &kind, &err);
+    if (rc != 0) {
+        kv_program_set_source(child, parent->source);
+        child->mutator = kv_strdup("none");
+        kv_selection_free(&sel);
+        char *reason = rc < 0 ? kv_asprintf("mutator failed: %s", err ? err : "unknown")
+                              : kv_strdup("no built-in mutator could change the parent");
+        free(err);
+        int src = store_unevaluated(c, child, KV_STATUS_REJECTED, reason);
+        kv_program_free(child);
+        return src;
+    }
+    child->mutator = kv_strdup(kv_mutator_name(kind));
+    child->change_summary = m.summary;
+    m.summary = NULL;
+    kv_program_set_source(child, m.source);
+    kv_mutation_free(&m);
+    if (kind == KV_MUTATOR_CROSSOVER && sel.n_inspirations)
+        child->other_parent_id = sel.inspirations[0]->id;
+
+    char *reason = NULL;
+    int check = kv_blocks_check_child(parent->source, child->source, &reason);
+    kv_selection_free(&sel);
+    if (check != 0) {
+        int src = store_unevaluated(c, child, KV_STATUS_REJECTED,
+                                    reason ? reason : kv_strdup("EVOLVE-BLOCK check failed"));
+        kv_program_free(child);
+        return src;
+    }
+    free(reason);
+    if (c->cfg->max_code_length > 0 && strlen(child->source) > (size_t)c->cfg->max_code_length) {
+        int src = store_unevaluated(
+            c, child, KV_STATUS_REJECTED,
+            kv_asprintf("program is %zu characters, over max_code_length %d",
+                        strlen(child->source), c->cfg->max_code_length));
+        kv_program_free(child);
+        return src;
+    }
+    int64_t same;
+    if (kv_u64map_get(&c->code_ids, code_key(child->code_hash), &same)) {
+        char *why = same > 0 ? kv_asprintf("identical to program %lld", (long long)same)
+                             : kv_asprintf("identical to the child of iteration %lld, still "
+                                           "being evaluated",
+                                           (long long)-same);
+        int src = store_unevaluated(c, child, KV_STATUS_DUPLICATE, why);
+        kv_program_free(child);
+        return src;
+    }
+    /* In flight: remember the code under the negated ticket until it is stored. */
+    kv_u64map_put(&c->code_ids, code_key(child->code_hash), -iteration);
+    if (kv_evaluator_submit(c->ev, iteration, child->source, c->cfg->file_suffix) != 0) {
+        kv_error("cannot submit iteration %lld for evaluation", (long long)iteration);
+        kv_program_free(child);
+        return -1;
+    }
+    if (c->n_pending == c->cap_pending) {
+        c->cap_pending = c->cap_pending ? c->cap_pending * 2 : 8;
+        c->pending = kv_realloc(c->pending, c->cap_pending * sizeof *c->pending);
+    }
+    c->pending[c->n_pending++] = (kv_pending){iteration, child};
+    return 0;
+}
+
+/* Stores migrants planned by the database, each in its own transaction. */
+static int migrate(kv_controller *c)
+{
+    kv_program **migrants = NULL;
+    size_t n = 0;
+    if (kv_database_plan_migration(c->db, &migrants, &n) != 0) return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        kv_program *m = migrants[i];
+        if (rc == 0) {
+            if (kv_store_begin(c->store) != 0 || kv_store_insert_program(c->store, m) != 0 ||
+                kv_database_add(c->db, m) < 0 || kv_store_update_placement(c->store, m) != 0 ||
+                kv_store_commit(c->store) != 0) {
+                kv_error("cannot store a migrant: %s", kv_store_errmsg(c->store));
+                kv_store_rollback(c->store);
+                rc = -1;
+            } else {
+                c->n_migrants++;
+            }
+        }
+        kv_program_free(m);
+    }
+    free(migrants);
+    if (n) {
+        json_t *data = json_pack("{s:I}", "migrants", (json_int_t)n);
+        kv_store_add_event(c->store, "migration", data);
+        json_decref(data);
+        kv_debug("migration: %zu programs moved along the ring", n);
+    }
+    return rc;
+}
+
+/* Takes an evaluation result for a pending child and commits it. */
+static int accept_result(kv_controller *c, kv_eval_result *r)
+{
+    size_t idx = c->n_pending;
+    for (size_t i = 0; i < c->n_pending; i++)
+        if (c->pending[i].ticket == r->ticket) idx = i;
+    if (idx == c->n_pending) {
+        kv_warn("evaluation result for unknown ticket %lld ignored", (long long)r->ticket);
+        return 0;
+    }
+    kv_program *child = c->pending[idx].child;
+    c->pending[idx] = c->pending[--c->n_pending];
+
+    child->status = r->status;
+    child->status_reason = r->reason;
+    r->reason = NULL;
+    child->metrics = r->metrics;
+    r->metrics = NULL;
+    child->artifacts = r->artifacts;
+    r->artifacts = NULL;
+    child->stages = r->stages;
+    r->stages = NULL;
+    child->eval_seconds = r->seconds;
+
+    int rc = 0;
+    if (kv_store_begin(c->store) != 0 || kv_store_insert_program(c->store, child) != 0) rc = -1;
+    if (rc == 0 && child->status == KV_STATUS_OK) {
+        int added = kv_database_add(c->db, child);
+        if (added < 0 || kv_store_update_placement(c->store, child) != 0) rc = -1;
+    }
+    if (rc == 0 && kv_store_commit(c->store) != 0) rc = -1;
+    if (rc != 0) {
+        kv_error("cannot store the result of iteration %lld: %s", (long long)child->iteration,
+                 kv_store_errmsg(c->store));
+        kv_store_rollback(c->store);
+        kv_program_free(child);
+        return -1;
+    }
+    kv_u64map_put(&c->code_ids, code_key(child->code_hash), child->id);
+    if (child->status == KV_STATUS_OK) {
+        c->n_evaluated++;
+        if (!isnan(child->fitness)) {
+            int64_t old_best = c->best_id;
+            note_ok_program(c, child);
+            if (c->best_id != old_best) {
+                kv_progress_new_best(c, child);
+                kv_controller_write_best(c);
+            }
+        }
+    } else {
+        c->n_failed++;
+        kv_debug("iteration %lld: %s: %s", (long long)child->iteration,
+                 kv_status_name(child->status), child->status_reason ? child->status_reason : "");
+    }
+    kv_program_free(child);
+    if (kv_database_migration_due(c->db) && migrate(c) != 0) return -1;
+    return 0;
+}
+
+/* Why the run should stop now, or NULL to go on. */
+static const char *stop_condition(const kv_controller *c)
+{
+    if (c->cfg->has_target_score && !isnan(c->best_fitness) &&
+        c->best_fitness >= c->cfg->target_score)
+        return "target score reached";
+    int patience = c->cfg->early_stopping_patience;
+    if (patience > 0 && !isnan(c->best_fitness) &&
+        c->next_iteration - 1 - c->last_improvement_iteration >= patience)
+        return "early stopping: no improvement within the patience";
+    return NULL;
+}
+
+int kv_controller_seed(kv_controller *c, const char *source)
+{
+    kv_program *p = kv_program_new();
+    kv_program_set_source(p, source);
+    p->mutator = kv_strdup("initial");
+    p->island = 0;
+    p->iteration = 0;
+    char *reason = NULL;
+    kv_blocks b;
+    if (kv_blocks_find(source, &b, &reason) != 0) {
+        kv_error("initial program: %s", reason ? reason : "malformed EVOLVE-BLOCK markers");
+        p->status = KV_STATUS_REJECTED;
+        p->status_reason = reason;
+        kv_store_insert_program(c->store, p);
+        kv_program_free(p);
+        return -1;
+    }
+    kv_blocks_free(&b);
+    if (kv_evaluator_submit(c->ev, 0, source, c->cfg->file_suffix) != 0) {
+        kv_program_free(p);
+        return -1;
+    }
+    c->pending = kv_realloc(c->pending, 8 * sizeof *c->pending);
+    c->cap_pending = 8;
+    c->pending[c->n_pending++] = (kv_pending){0, p};
+    kv_eval_result r;
+    int got;
+    while ((got = kv_evaluator_poll(c->ev, 200, &r)) == 0) {
+        if (kv_interrupt_count() >= 2) { /* the first waits for the result, as in the loop */
+            kv_evaluator_cancel_all(c->ev);
+            return -1;
+        }
+    }
+    if (got < 0) return -1;
+    kv_status status = r.status;
+    char *why = kv_strdup(r.reason);
+    int rc = accept_result(c, &r);
+    kv_eval_result_clear(&r);
+    c->next_iteration = 1;
+    if (rc != 0) {
+        free(why);
+        return -1;
+    }
+    if (status != KV_STATUS_OK || isnan(c->best_fitness)) {
+        kv_error("the initial program did not evaluate: %s",
+                 status != KV_STATUS_OK ? (why ? why : kv_status_name(status))
+                                        : "its metrics give no fitness (no numeric metric)");
+        free(why);
+        return -1;
+    }
+    free(why);
+    kv_info("initial program: fitness %.6g", c->best_fitness);
+    return 0;
+}
+
+int kv_controller_loop(kv_controller *c)
+{
+    int interrupted = 0;
+    int64_t parallel = c->cfg->evaluator.parallel_evaluations;
+    if (parallel < 1) parallel = 1;
+    c->stop_reason = NULL;
+    while (1) {
+        int signals = kv_interrupt_count();
+        if (signals >= 2) {
+            kv_evaluator_cancel_all(c->ev);
+            kv_store_add_event(c->store, "interrupted", NULL);
+            c->stop_reason = "interrupted twice: stopped at once";
+            interrupted = 1;
+            break;
+        }
+        if (signals == 1 && !interrupted) {
+            interrupted = 1;
+            c->stop_reason = "interrupted";
+            kv_warn("interrupted: finishing the %zu evaluation(s) in flight (interrupt again to "
+                    "stop at once)",
+                    c->n_pending);
+        }
+        if (!interrupted && !c->stop_reason) c->stop_reason = stop_condition(c);
+        while (!interrupted && !c->stop_reason && c->next_iteration <= c->last_iteration &&
+               (int64_t)c->n_pending < parallel) {
+            if (produce_child(c) != 0) return KV_EXIT_FAILURE;
+            c->stop_reason = stop_condition(c);
+        }
+        if (c->n_pending == 0) break;
+        kv_eval_result r;
+        int got = kv_evaluator_poll(c->ev, 100, &r);
+        if (got < 0) {
+            kv_error("the evaluation pipeline failed");
+            return KV_EXIT_FAILURE;
+        }
+        if (got == 0) {
+            kv_progress_update(c, 0);
+            continue;
+        }
+        int rc = accept_result(c, &r);
+        kv_eval_result_clear(&r);
+        if (rc != 0) return KV_EXIT_FAILURE;
+        kv_progress_update(c, 0);
+    }
+    kv_progress_update(c, 1);
+    if (!c->stop_reason) c->stop_reason = "all iterations done";
+    json_t *data = json_pack("{s:s, s:I}", "reason", c->stop_reason, "next_iteration",
+                             (json_int_t)c->next_iteration);
+    kv_store_add_event(c->store, interrupted ? "interrupted" : "stopped", data);
+    json_decref(data);
+    kv_controller_write_best(c);
+    return interrupted ? KV_EXIT_INTERRUPTED : KV_EXIT_OK;
+}
+
+int kv_controller_write_best(kv_controller *c)
+{
+    kv_program *best = kv_store_best_program(c->store);
+    if (!best) return 0;
+    char *dir = kv_path_join(c->output_dir, "best");
+    int rc = kv_mkdir_p(dir, 0755);
+    char *name = kv_asprintf("best_program%s", c->cfg->file_suffix ? c->cfg->file_suffix : "");
+    char *path = kv_path_join(dir, name);
+    if (rc == 0) rc = kv_write_file(path, best->source, strlen(best->source));
+    json_t *info = json_pack("{s:I, s:I, s:I, s:i, s:i, s:f, s:s}", "id", (json_int_t)best->id,
+                             "parent_id", (json_int_t)best->parent_id, "iteration",
+                             (json_int_t)best->iteration, "generation", best->generation,
+                             "island", best->island, "fitness", best->fitness, "mutator",
+                             best->mutator ? best->mutator : "");
+    if (best->metrics) json_object_set(info, "metrics", best->metrics);
+    char *text = json_dumps(info, JSON_INDENT(2) | JSON_SORT_KEYS);
+    char *info_path = kv_path_join(dir, "best_program_info.json");
+    if (rc == 0 && text) rc = kv_write_file(info_path, text, strlen(text));
+    if (rc != 0) kv_warn("cannot write the best program to %s", dir);
+    free(text);
+    free(info_path);
+    json_decref(info);
+    free(path);
+    free(name);
+    free(dir);
+    kv_program_free(best);
+    return rc;
+}

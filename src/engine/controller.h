@@ -1,0 +1,64 @@
+/* The controller: the one loop that drives an evolution. It picks a parent
+ * for each iteration's island, asks a mutator for a child, rejects children
+ * that break the rules or repeat earlier code, hands the rest to the
+ * evaluation pipeline, and commits every result to the store the moment it
+ * arrives. It never runs candidate code itself. */
+#ifndef KV_ENGINE_CONTROLLER_H
+#define KV_ENGINE_CONTROLLER_H
+
+#include "config/config.h"
+#include "eval/evaluator.h"
+#include "search/database.h"
+#include "store/store.h"
+#include "util/u64map.h"
+
+#include <stdint.h>
+
+typedef struct kv_pending {
+    int64_t ticket; /* the iteration that made it */
+    kv_program *child;
+} kv_pending;
+
+typedef struct kv_controller {
+    const kv_config *cfg; /* borrowed */
+    kv_store *store;      /* borrowed */
+    kv_database *db;      /* owned */
+    kv_evaluator *ev;     /* owned */
+    char *output_dir;
+    uint64_t seed;
+    int64_t next_iteration; /* the next iteration to produce */
+    int64_t last_iteration; /* stop after producing this one */
+    kv_u64map code_ids;     /* code hash -> id of the first program with that code */
+    kv_pending *pending;    /* children in evaluation */
+    size_t n_pending, cap_pending;
+    double mutator_weights[3]; /* tune, gi, crossover */
+    double best_fitness;       /* NAN until an OK program exists */
+    int64_t best_id;
+    double best_stop_value; /* best early_stopping_metric value, NAN until known */
+    int64_t last_improvement_iteration;
+    int progress;
+    double started_at;
+    /* counters for the progress line and the summary */
+    int64_t n_evaluated, n_failed, n_rejected, n_duplicates, n_migrants;
+    const char *stop_reason;
+} kv_controller;
+
+/* Prepares a controller over an open store: builds the database from the
+ * stored programs (replay in id order) and starts the evaluation pipeline.
+ * EVALUATOR is the command to run. Returns 0 or -1 (message logged). */
+int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
+                       const char *output_dir, const char *evaluator, uint64_t seed);
+void kv_controller_free(kv_controller *c);
+
+/* Evaluates and stores the initial program SOURCE (iteration 0, island 0).
+ * Returns 0 when it evaluated OK, -1 otherwise (the reason is logged and stored). */
+int kv_controller_seed(kv_controller *c, const char *source);
+
+/* Runs iterations until last_iteration, the target score, early stopping or
+ * an interrupt. Returns a KV_EXIT_* code. */
+int kv_controller_loop(kv_controller *c);
+
+/* Writes the best program and its metrics to OUTPUT_DIR/best/. Returns 0 or -1. */
+int kv_controller_write_best(kv_controller *c);
+
+#endif

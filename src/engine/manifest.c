@@ -1,0 +1,160 @@
+/* The run manifest in the store's meta table. */
+#include "engine/manifest.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+char *kv_manifest_evaluator_command(const kv_config *cfg, kv_config_error *err)
+{
+    if (cfg->evaluator.task && *cfg->evaluator.task) {
+        snprintf(err->message, sizeof err->message,
+                 "evaluator.task: built-in kernel tasks are evaluated by `kevolve eval`; give "
+                 "`evaluator:` a command for now (task '%s')",
+                 cfg->evaluator.task);
+        return NULL;
+    }
+    if (!cfg->evaluator_program) {
+        snprintf(err->message, sizeof err->message,
+                 "no evaluator: give it on the command line or as evaluator in %s",
+                 cfg->path ? cfg->path : "the config");
+        return NULL;
+    }
+    if (!kv_is_file(cfg->evaluator_program)) {
+        snprintf(err->message, sizeof err->message, "evaluator %s: %s", cfg->evaluator_program,
+                 strerror(errno ? errno : ENOENT));
+        return NULL;
+    }
+    return kv_strdup(cfg->evaluator_program);
+}
+
+/* First line printed by COMMAND (stderr folded in), or NULL. */
+static char *first_line_of(const char *command)
+{
+    FILE *f = popen(command, "r");
+    if (!f) return NULL;
+    char line[512];
+    char *out = NULL;
+    if (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        out = kv_strdup(line);
+    }
+    pclose(f);
+    return out;
+}
+
+static int set_meta_fmt(kv_store *s, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int set_meta_fmt(kv_store *s, const char *key, const char *fmt, ...)
+{
+    kv_buf b = KV_BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    kv_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    int rc = kv_store_set_meta(s, key, b.data ? b.data : "");
+    kv_buf_free(&b);
+    return rc;
+}
+
+int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator)
+{
+    struct utsname u;
+    char host[512] = "unknown";
+    if (uname(&u) == 0) snprintf(host, sizeof host, "%s %s %s %s", u.nodename, u.sysname,
+                                 u.release, u.machine);
+    char *cc = first_line_of("cc --version 2>/dev/null");
+    char *nvcc = first_line_of("nvcc --version 2>/dev/null | tail -n 1");
+    char *python = first_line_of("python3 --version 2>&1");
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+
+    int rc = kv_store_begin(s);
+    rc |= kv_store_set_meta(s, "kevolve_version", KV_VERSION);
+    rc |= kv_store_set_meta(s, "created_at", stamp);
+    rc |= kv_store_set_meta(s, "host", host);
+    rc |= kv_store_set_meta(s, "compiler_cc", cc ? cc : "not found");
+    rc |= kv_store_set_meta(s, "compiler_nvcc", nvcc ? nvcc : "not found");
+    rc |= kv_store_set_meta(s, "python", python ? python : "not found");
+    rc |= kv_store_set_meta(s, "config_text", cfg->text ? cfg->text : "");
+    rc |= kv_store_set_meta(s, "config_path", cfg->path ? cfg->path : "");
+    rc |= kv_store_set_meta(s, "config_dir", cfg->dir ? cfg->dir : ".");
+    rc |= kv_store_set_meta(s, "initial_program", cfg->initial_program ? cfg->initial_program : "");
+    rc |= kv_store_set_meta(s, "evaluator", cfg->evaluator_program ? cfg->evaluator_program : "");
+    rc |= kv_store_set_meta(s, "evaluator_command", evaluator);
+    rc |= set_meta_fmt(s, "random_seed", "%lld",
+                       (long long)(cfg->has_random_seed ? cfg->random_seed : 42));
+    rc |= set_meta_fmt(s, "max_iterations", "%d", cfg->max_iterations);
+    if (cfg->has_target_score)
+        rc |= set_meta_fmt(s, "target_score", "%.17g", cfg->target_score);
+    char *effective = kv_config_dump(cfg);
+    rc |= kv_store_set_meta(s, "config_effective", effective ? effective : "");
+    free(effective);
+    if (rc == 0)
+        rc = kv_store_commit(s);
+    else
+        kv_store_rollback(s);
+    free(cc);
+    free(nvcc);
+    free(python);
+    return rc ? -1 : 0;
+}
+
+int kv_manifest_load_config(kv_store *s, kv_config *cfg, kv_config_error *err)
+{
+    char *text = kv_store_get_meta(s, "config_text");
+    char *dir = kv_store_get_meta(s, "config_dir");
+    char *path = kv_store_get_meta(s, "config_path");
+    int rc = -1;
+    if (!text) {
+        snprintf(err->message, sizeof err->message, "the store has no run manifest (config_text)");
+        goto done;
+    }
+    if (kv_config_load_string(text, path && *path ? path : "run.db:config_text", dir, cfg, err) !=
+        0)
+        goto done;
+    static const char *const path_keys[] = {"initial_program", "evaluator"};
+    for (size_t i = 0; i < 2; i++) {
+        char *v = kv_store_get_meta(s, path_keys[i]);
+        if (v && *v) {
+            char **field = i == 0 ? &cfg->initial_program : &cfg->evaluator_program;
+            free(*field);
+            *field = v;
+        } else {
+            free(v);
+        }
+    }
+    char *v = kv_store_get_meta(s, "max_iterations");
+    if (v) cfg->max_iterations = atoi(v);
+    free(v);
+    v = kv_store_get_meta(s, "random_seed");
+    if (v) {
+        cfg->random_seed = strtoll(v, NULL, 10);
+        cfg->has_random_seed = 1;
+    }
+    free(v);
+    v = kv_store_get_meta(s, "target_score");
+    if (v) {
+        cfg->target_score = strtod(v, NULL);
+        cfg->has_target_score = 1;
+    }
+    free(v);
+    rc = 0;
+done:
+    free(text);
+    free(dir);
+    free(path);
+    return rc;
+}

@@ -1,0 +1,24 @@
+/* The run manifest: what makes a run reproducible and resumable — the config
+ * text and folder, the effective overrides, the seed, the evaluator, and the
+ * versions of kevolve, the host and the compilers — kept in the store's meta
+ * table. */
+#ifndef KV_ENGINE_MANIFEST_H
+#define KV_ENGINE_MANIFEST_H
+
+#include "config/config.h"
+#include "store/store.h"
+
+/* The command that evaluates a program for CFG: the config's evaluator (an
+ * absolute path that must exist), or, for a built-in kernel task, kevolve
+ * itself (`kevolve eval --task ...`) through a small wrapper script written
+ * beside the store. Returns a malloc'd path, or NULL with ERR filled. */
+char *kv_manifest_evaluator_command(const kv_config *cfg, kv_config_error *err);
+
+/* Writes the manifest of a new run. Returns 0 or -1. */
+int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator);
+
+/* Rebuilds the run's config from the manifest (stored text, folder and
+ * overrides). Returns 0, or -1 with ERR filled. */
+int kv_manifest_load_config(kv_store *s, kv_config *cfg, kv_config_error *err);
+
+#endif

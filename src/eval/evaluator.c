@@ -1,0 +1,706 @@
+/* The evaluation pipeline (see evaluator.h): a FIFO queue of programs, up to
+ * parallel_evaluations of them running at once as sandboxed kv_proc
+ * children, each job a small state machine over cascade stages and retries.
+ * kv_evaluator_poll sleeps in one poll(2) over the pipes and exit
+ * descriptors of every running child, so the controller never spins, and
+ * hands back results in the order they finish. */
+#include "eval/evaluator.h"
+#include "eval/eval_output.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/log.h"
+#include "util/proc.h"
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Bytes of stdout and stderr kept as artifacts (their tails). */
+#define KV_EVAL_TAIL_BYTES 4096
+/* Output captured per stream of one run. */
+#define KV_EVAL_MAX_OUTPUT ((size_t)4 << 20)
+/* How often to wake when a child has no exit descriptor (no pidfd). */
+#define KV_EVAL_SLICE_MS 20
+
+typedef struct job {
+    int64_t ticket;
+    char *program_path;
+    int stage;          /* 1-based stage now running */
+    int attempt;        /* runs of the current stage so far */
+    int first_attempts; /* runs of stage 1 */
+    kv_proc *proc;      /* NULL while queued */
+    double started;     /* monotonic seconds, when it first started */
+    json_t *metrics;    /* merged over stages */
+    json_t *artifacts;  /* merged over stages */
+    json_t *stages;     /* one record per stage run */
+    struct job *next;   /* queue link */
+} job;
+
+struct kv_evaluator {
+    double timeout;
+    int max_retries;
+    int cascade;
+    double *thresholds;
+    size_t n_thresholds;
+    size_t parallel;
+    int enable_artifacts;
+    size_t max_artifact;
+    long memory_limit_mb;
+
+    char **command; /* argv prefix, NULL-terminated */
+    size_t n_command;
+    char *work_dir;
+    char *config_json_path; /* NULL when no sections */
+
+    job *queue_head, *queue_tail;
+    size_t n_queued;
+    job **running;
+    size_t n_running;
+    kv_eval_result *done; /* FIFO of finished results */
+    size_t n_done, cap_done;
+    int64_t private_ticket; /* for kv_evaluator_run_one */
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int keep_programs(void)
+{
+    const char *v = getenv("KEVOLVE_KEEP_PROGRAMS");
+    return v && *v;
+}
+
+void kv_eval_result_clear(kv_eval_result *r)
+{
+    if (!r) return;
+    free(r->reason);
+    json_decref(r->metrics);
+    json_decref(r->artifacts);
+    json_decref(r->stages);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- setup ------------------------------------------------------------ */
+
+static void free_command(char **cmd)
+{
+    for (char **c = cmd; c && *c; c++)
+        free(*c);
+    free(cmd);
+}
+
+/* The argv prefix that runs COMMAND, or NULL with *err. */
+static char **resolve_command(const char *command, size_t *n, char **err)
+{
+    char **cmd = kv_calloc(3, sizeof(char *));
+    if (kv_is_file(command)) {
+        char *abs = kv_path_absolute(command);
+        if (!abs) {
+            *err = kv_asprintf("evaluator '%s': %s", command, strerror(errno));
+            free(cmd);
+            return NULL;
+        }
+        if (access(abs, X_OK) == 0) {
+            cmd[0] = abs;
+        } else if (kv_ends_with(abs, ".py")) {
+            cmd[0] = kv_strdup("python3");
+            cmd[1] = abs;
+        } else if (kv_ends_with(abs, ".sh")) {
+            cmd[0] = kv_strdup("sh");
+            cmd[1] = abs;
+        } else {
+            *err = kv_asprintf("evaluator '%s' is not executable (make it executable, or name it "
+                               "*.py or *.sh)",
+                               command);
+            free(abs);
+            free(cmd);
+            return NULL;
+        }
+        *n = cmd[1] ? 2 : 1;
+        return cmd;
+    }
+    if (strpbrk(command, " \t")) { /* "python3 -u eval.py": split on blanks */
+        free(cmd);
+        size_t cap = 4, k = 0;
+        cmd = kv_calloc(cap, sizeof(char *));
+        for (const char *p = command; *p;) {
+            p += strspn(p, " \t");
+            size_t len = strcspn(p, " \t");
+            if (!len) break;
+            if (k + 1 >= cap) {
+                cap *= 2;
+                cmd = kv_realloc(cmd, cap * sizeof(char *));
+            }
+            cmd[k++] = kv_strndup(p, len);
+            p += len;
+        }
+        cmd[k] = NULL;
+        *n = k;
+        return cmd;
+    }
+    *err = kv_asprintf("evaluator '%s': No such file", command);
+    free(cmd);
+    return NULL;
+}
+
+kv_evaluator *kv_evaluator_new(const kv_evaluator_config *cfg, const char *command,
+                               const char *work_dir, const json_t *sections, char **err)
+{
+    *err = NULL;
+    if (!cfg || !command || !*command || !work_dir || !*work_dir) {
+        *err = kv_strdup("evaluator: a configuration, a command and a work directory are needed");
+        return NULL;
+    }
+    if (cfg->cascade_evaluation && cfg->n_cascade_thresholds && !cfg->cascade_thresholds) {
+        *err = kv_strdup("evaluator: cascade thresholds missing");
+        return NULL;
+    }
+    size_t n_command = 0;
+    char **cmd = resolve_command(command, &n_command, err);
+    if (!cmd) return NULL;
+    if (kv_mkdir_p(work_dir, 0755) != 0) {
+        *err = kv_asprintf("evaluator: cannot create work directory '%s': %s", work_dir,
+                           strerror(errno));
+        free_command(cmd);
+        return NULL;
+    }
+
+    kv_evaluator *ev = kv_calloc(1, sizeof *ev);
+    ev->command = cmd;
+    ev->n_command = n_command;
+    ev->work_dir = kv_path_absolute(work_dir);
+    if (!ev->work_dir) ev->work_dir = kv_strdup(work_dir);
+    ev->timeout = cfg->timeout;
+    ev->max_retries = cfg->max_retries > 0 ? cfg->max_retries : 0;
+    ev->cascade = cfg->cascade_evaluation;
+    if (ev->cascade && cfg->n_cascade_thresholds) {
+        ev->n_thresholds = cfg->n_cascade_thresholds;
+        ev->thresholds = kv_calloc(ev->n_thresholds, sizeof(double));
+        memcpy(ev->thresholds, cfg->cascade_thresholds, ev->n_thresholds * sizeof(double));
+    }
+    ev->parallel = cfg->parallel_evaluations > 0 ? (size_t)cfg->parallel_evaluations : 1;
+    ev->enable_artifacts = cfg->enable_artifacts;
+    ev->max_artifact = cfg->max_artifact_storage > 0 ? (size_t)cfg->max_artifact_storage : 0;
+    ev->memory_limit_mb = cfg->memory_limit_mb;
+    ev->running = kv_calloc(ev->parallel, sizeof(job *));
+    ev->private_ticket = 0;
+
+    if (sections) {
+        ev->config_json_path = kv_path_join(ev->work_dir, "kevolve_config.json");
+        char *text = json_dumps(sections, JSON_INDENT(2) | JSON_ENCODE_ANY);
+        int rc = text ? kv_write_file(ev->config_json_path, text, strlen(text)) : -1;
+        int e = errno;
+        free(text);
+        if (rc != 0) {
+            *err =
+                kv_asprintf("evaluator: cannot write '%s': %s", ev->config_json_path, strerror(e));
+            kv_evaluator_free(ev);
+            return NULL;
+        }
+    }
+    return ev;
+}
+
+/* ---- jobs --------------------------------------------------------------- */
+
+static void job_free(job *j)
+{
+    if (!j) return;
+    kv_proc_free(j->proc);
+    if (j->program_path && !keep_programs()) unlink(j->program_path);
+    free(j->program_path);
+    json_decref(j->metrics);
+    json_decref(j->artifacts);
+    json_decref(j->stages);
+    free(j);
+}
+
+/* The text of an artifact cut to the storage limit (at a character boundary). */
+static json_t *limit_artifact(const kv_evaluator *ev, json_t *v)
+{
+    if (!ev->max_artifact) return json_incref(v);
+    const char *text;
+    size_t len;
+    char *dumped = NULL;
+    if (json_is_string(v)) {
+        text = json_string_value(v);
+        len = json_string_length(v);
+    } else {
+        dumped = kv_json_dumps(v);
+        text = dumped;
+        len = strlen(dumped);
+    }
+    json_t *out;
+    if (len <= ev->max_artifact) {
+        out = json_incref(v);
+    } else {
+        size_t n = ev->max_artifact;
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+            n--;
+        char *cut = kv_eval_clean_text(text, n);
+        out = json_string(cut);
+        free(cut);
+    }
+    free(dumped);
+    return out;
+}
+
+/* Last KV_EVAL_TAIL_BYTES of TEXT as a clean string (NULL when empty), with
+ * a note when the capture dropped bytes. */
+static json_t *tail_of(const char *text, size_t len, size_t dropped)
+{
+    if (len == 0) return NULL;
+    size_t start = len > KV_EVAL_TAIL_BYTES ? len - KV_EVAL_TAIL_BYTES : 0;
+    while (start < len && ((unsigned char)text[start] & 0xC0) == 0x80)
+        start++;
+    char *clean = kv_eval_clean_text(text + start, len - start);
+    json_t *s;
+    if (dropped) {
+        char *with = kv_asprintf("%s\n[... %zu more bytes were not captured]", clean, dropped);
+        s = json_string(with);
+        free(with);
+    } else {
+        s = json_string(clean);
+    }
+    free(clean);
+    return s;
+}
+
+/* The last non-empty line of stderr, shortened: the likeliest explanation of a crash. */
+static char *last_line(const char *text)
+{
+    size_t end = strlen(text);
+    while (end && (text[end - 1] == '\n' || text[end - 1] == '\r' || text[end - 1] == ' '))
+        end--;
+    size_t start = end;
+    while (start && text[start - 1] != '\n')
+        start--;
+    if (end - start > 200) start = end - 200;
+    while (start < end && ((unsigned char)text[start] & 0xC0) == 0x80)
+        start++;
+    return kv_eval_clean_text(text + start, end - start);
+}
+
+/* Records the run of the current stage in j->stages. */
+static void record_stage(job *j, const char *status, const json_t *metrics, double seconds,
+                         const char *reason)
+{
+    json_t *rec = json_object();
+    json_object_set_new(rec, "stage", json_integer(j->stage));
+    json_object_set_new(rec, "status", json_string(status));
+    json_object_set_new(rec, "metrics", metrics ? json_deep_copy(metrics) : json_object());
+    json_object_set_new(rec, "seconds", json_real(seconds));
+    json_object_set_new(rec, "attempts", json_integer(j->attempt));
+    if (reason) {
+        char *clean = kv_eval_clean_text(reason, strlen(reason));
+        json_object_set_new(rec, "reason", json_string(clean));
+        free(clean);
+    }
+    json_array_append_new(j->stages, rec);
+}
+
+static int n_stages(const kv_evaluator *ev)
+{
+    return ev->cascade ? (int)ev->n_thresholds + 1 : 1;
+}
+
+/* Moves a finished job into the results, with STATUS and REASON (copied;
+ * prefixed by the stage in a cascade), and frees it. */
+static void finish_job(kv_evaluator *ev, job *j, kv_status status, const char *reason)
+{
+    kv_eval_result r = {0};
+    r.ticket = j->ticket;
+    r.status = status;
+    if (status != KV_STATUS_OK) {
+        const char *why = reason ? reason : "evaluation failed";
+        r.reason = n_stages(ev) > 1 ? kv_asprintf("stage %d: %s", j->stage, why) : kv_strdup(why);
+    }
+    r.metrics = json_incref(j->metrics);
+    r.stages = json_incref(j->stages);
+    r.artifacts = json_object();
+    if (ev->enable_artifacts) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(j->artifacts, key, v)
+        {
+            json_object_set_new(r.artifacts, key, limit_artifact(ev, v));
+        }
+    }
+    r.seconds = j->started > 0 ? now_s() - j->started : 0;
+    r.attempts = j->first_attempts;
+    if (ev->n_done == ev->cap_done) {
+        ev->cap_done = ev->cap_done ? 2 * ev->cap_done : 8;
+        ev->done = kv_realloc(ev->done, ev->cap_done * sizeof *ev->done);
+    }
+    ev->done[ev->n_done++] = r;
+    if (status != KV_STATUS_OK)
+        kv_debug("evaluation %lld: %s: %s", (long long)j->ticket, kv_status_name(status), r.reason);
+    job_free(j);
+}
+
+/* Starts the current stage of J. Returns 0, or -1 when it could not start
+ * (the job is then finished as FAILED and freed). */
+static int start_run(kv_evaluator *ev, job *j)
+{
+    char stage[24];
+    snprintf(stage, sizeof stage, "%d", j->stage);
+    char *argv[16 + 4];
+    size_t k = 0;
+    char **cmd = ev->command;
+    char **argvp = argv;
+    if (ev->n_command + 5 > sizeof argv / sizeof *argv)
+        argvp = kv_calloc(ev->n_command + 5, sizeof(char *));
+    for (size_t i = 0; i < ev->n_command; i++)
+        argvp[k++] = cmd[i];
+    argvp[k++] = j->program_path;
+    if (ev->cascade) {
+        argvp[k++] = "--stage";
+        argvp[k++] = stage;
+    }
+    argvp[k] = NULL;
+
+    char *env[4] = {NULL};
+    size_t e = 0;
+    env[e++] = kv_asprintf("KEVOLVE_PROGRAM=%s", j->program_path);
+    env[e++] = kv_asprintf("KEVOLVE_STAGE=%d", j->stage);
+    if (ev->config_json_path)
+        env[e++] = kv_asprintf("KEVOLVE_CONFIG_JSON=%s", ev->config_json_path);
+
+    kv_proc_spec spec = {
+        .argv = argvp,
+        .extra_env = env,
+        .timeout_s = ev->timeout,
+        .memory_limit_mb = ev->memory_limit_mb,
+        .cpu_limit_s = ev->timeout > 0 ? (long)ceil(ev->timeout) + 5 : 0,
+        .max_output = KV_EVAL_MAX_OUTPUT,
+    };
+    char *err = NULL;
+    j->proc = kv_proc_start(&spec, &err);
+    for (size_t i = 0; i < e; i++)
+        free(env[i]);
+    if (argvp != argv) free(argvp);
+    j->attempt++;
+    if (j->stage == 1) j->first_attempts++;
+    if (!j->proc) {
+        record_stage(j, "failed", NULL, 0, err);
+        finish_job(ev, j, KV_STATUS_FAILED, err);
+        free(err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Starts queued jobs while slots are free. */
+static void start_queued(kv_evaluator *ev)
+{
+    while (ev->queue_head && ev->n_running < ev->parallel) {
+        job *j = ev->queue_head;
+        ev->queue_head = j->next;
+        if (!ev->queue_head) ev->queue_tail = NULL;
+        ev->n_queued--;
+        j->next = NULL;
+        j->started = now_s();
+        if (start_run(ev, j) == 0) ev->running[ev->n_running++] = j;
+    }
+}
+
+/* Folds the outputs of J's finished run into its artifacts. */
+static void keep_output(kv_evaluator *ev, job *j, json_t *evaluator_artifacts)
+{
+    if (!ev->enable_artifacts) return;
+    if (evaluator_artifacts) json_object_update(j->artifacts, evaluator_artifacts);
+    json_t *out = tail_of(kv_proc_stdout(j->proc), kv_proc_stdout_len(j->proc),
+                          kv_proc_stdout_dropped(j->proc));
+    json_t *err = tail_of(kv_proc_stderr(j->proc), kv_proc_stderr_len(j->proc),
+                          kv_proc_stderr_dropped(j->proc));
+    if (out)
+        json_object_set_new(j->artifacts, "stdout", out);
+    else
+        json_object_del(j->artifacts, "stdout");
+    if (err)
+        json_object_set_new(j->artifacts, "stderr", err);
+    else
+        json_object_del(j->artifacts, "stderr");
+}
+
+/* Retries J's stage after a crash when attempts remain; else finishes it.
+ * Returns 1 when J is still running. */
+static int crash(kv_evaluator *ev, job *j, const char *reason, double seconds)
+{
+    kv_proc_free(j->proc);
+    j->proc = NULL;
+    if (j->attempt <= ev->max_retries) {
+        kv_warn("evaluation %lld: stage %d attempt %d failed (%s); retrying", (long long)j->ticket,
+                j->stage, j->attempt, reason);
+        return start_run(ev, j) == 0;
+    }
+    record_stage(j, "failed", NULL, seconds, reason);
+    finish_job(ev, j, KV_STATUS_FAILED, reason);
+    return 0;
+}
+
+/* Advances J after its run ended. Returns 1 when J is still running (next
+ * stage or retry), 0 when it has been finished and freed. */
+static int on_run_end(kv_evaluator *ev, job *j)
+{
+    kv_proc *p = j->proc;
+    double seconds = kv_proc_seconds(p);
+    kv_proc_end how = kv_proc_how(p);
+
+    if (how == KV_PROC_TIMED_OUT || how == KV_PROC_KILLED) {
+        keep_output(ev, j, NULL);
+        const char *why = kv_proc_describe(p);
+        int timed_out = how == KV_PROC_TIMED_OUT;
+        record_stage(j, timed_out ? "timeout" : "failed", NULL, seconds, why);
+        char *reason = kv_strdup(why);
+        finish_job(ev, j, timed_out ? KV_STATUS_TIMEOUT : KV_STATUS_FAILED, reason);
+        free(reason);
+        return 0;
+    }
+    if (how != KV_PROC_EXITED || kv_proc_exit_code(p) != 0) {
+        keep_output(ev, j, NULL);
+        char *line = last_line(kv_proc_stderr(p));
+        char *reason = *line ? kv_asprintf("evaluator %s: %s", kv_proc_describe(p), line)
+                             : kv_asprintf("evaluator %s", kv_proc_describe(p));
+        free(line);
+        int running = crash(ev, j, reason, seconds);
+        free(reason);
+        return running;
+    }
+
+    json_t *metrics = NULL, *artifacts = NULL;
+    char *reason = NULL;
+    int rc = kv_eval_parse_output_ex(kv_proc_stdout(p), &metrics, &artifacts, &reason);
+    keep_output(ev, j, artifacts);
+    if (rc == KV_EVAL_OUTPUT_BAD) {
+        int running = crash(ev, j, reason, seconds);
+        free(reason);
+        return running;
+    }
+    json_object_update(j->metrics, metrics);
+    if (rc == KV_EVAL_OUTPUT_ERROR) {
+        record_stage(j, "failed", metrics, seconds, reason);
+        finish_job(ev, j, KV_STATUS_FAILED, reason);
+        json_decref(metrics);
+        json_decref(artifacts);
+        free(reason);
+        return 0;
+    }
+    record_stage(j, "ok", metrics, seconds, NULL);
+    double score = kv_eval_score(metrics);
+    json_decref(metrics);
+    json_decref(artifacts);
+
+    kv_proc_free(j->proc);
+    j->proc = NULL;
+    if (j->stage < n_stages(ev) && score >= ev->thresholds[j->stage - 1]) {
+        j->stage++;
+        j->attempt = 0;
+        return start_run(ev, j) == 0;
+    }
+    finish_job(ev, j, KV_STATUS_OK, NULL);
+    return 0;
+}
+
+/* Sleeps in one poll(2) over every running child's descriptors, at most
+ * WAIT_MS (negative: until something happens). Returns 0, or -1 when a
+ * signal interrupted the sleep. */
+static int wait_for_activity(kv_evaluator *ev, int wait_ms)
+{
+    struct pollfd *pf = kv_calloc(3 * ev->n_running + 1, sizeof *pf);
+    nfds_t n = 0;
+    for (size_t i = 0; i < ev->n_running; i++) {
+        kv_proc *p = ev->running[i]->proc;
+        int fds[2];
+        int k = kv_proc_fds(p, fds);
+        for (int f = 0; f < k; f++)
+            pf[n++] = (struct pollfd){.fd = fds[f], .events = POLLIN};
+        int xfd = kv_proc_exit_fd(p);
+        if (xfd >= 0)
+            pf[n++] = (struct pollfd){.fd = xfd, .events = POLLIN};
+        else if (wait_ms < 0 || wait_ms > KV_EVAL_SLICE_MS)
+            wait_ms = KV_EVAL_SLICE_MS;
+        int left = kv_proc_ms_to_deadline(p);
+        if (left >= 0 && (wait_ms < 0 || left < wait_ms)) wait_ms = left;
+    }
+    int rc = 0;
+    if (wait_ms != 0 && poll(pf, n, wait_ms) < 0) {
+        if (errno == EINTR) {
+            rc = -1;
+        } else if (errno != EAGAIN) {
+            kv_warn("evaluator: poll failed: %s", strerror(errno));
+            struct timespec ts = {0, KV_EVAL_SLICE_MS * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    free(pf);
+    return rc;
+}
+
+/* Reads every running child's output and advances those that ended. */
+static void advance(kv_evaluator *ev)
+{
+    for (size_t i = 0; i < ev->n_running;) {
+        job *j = ev->running[i];
+        if (kv_proc_poll(j->proc, 0) && !on_run_end(ev, j)) {
+            ev->running[i] = ev->running[--ev->n_running]; /* finished: drop it */
+            continue;
+        }
+        i++;
+    }
+    start_queued(ev);
+}
+
+/* Waits up to TIMEOUT_MS (negative: no limit) until a result (of TICKET
+ * when ONLY_TICKET) is ready. Returns 1 when there is one, 0 when nothing is
+ * left to wait for, the time is up, or (when INTERRUPTIBLE) a signal came. */
+static int wait_result(kv_evaluator *ev, int timeout_ms, int64_t ticket, int only_ticket,
+                       int interruptible)
+{
+    double deadline = timeout_ms >= 0 ? now_s() + timeout_ms / 1000.0 : 0;
+    for (;;) {
+        start_queued(ev);
+        advance(ev);
+        for (size_t i = 0; i < ev->n_done; i++)
+            if (!only_ticket || ev->done[i].ticket == ticket) return 1;
+        if (ev->n_running == 0) return 0;
+        int wait = -1;
+        if (timeout_ms >= 0) {
+            double left = deadline - now_s();
+            if (left <= 0) return 0;
+            wait = (int)(left * 1000.0) + 1;
+        }
+        if (wait_for_activity(ev, wait) != 0 && interruptible) {
+            advance(ev);
+            for (size_t i = 0; i < ev->n_done; i++)
+                if (!only_ticket || ev->done[i].ticket == ticket) return 1;
+            return 0;
+        }
+    }
+}
+
+/* Moves the first result (of TICKET when ONLY_TICKET) into OUT. Returns 1 or 0. */
+static int take_done(kv_evaluator *ev, int64_t ticket, int only_ticket, kv_eval_result *out)
+{
+    for (size_t i = 0; i < ev->n_done; i++) {
+        if (only_ticket && ev->done[i].ticket != ticket) continue;
+        *out = ev->done[i];
+        memmove(ev->done + i, ev->done + i + 1, (ev->n_done - i - 1) * sizeof *ev->done);
+        ev->n_done--;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- public API ----------------------------------------------------------- */
+
+/* Queues SOURCE as ticket TICKET in file NAME of the work dir. */
+static int submit_named(kv_evaluator *ev, int64_t ticket, const char *name, const char *source)
+{
+    for (job *q = ev->queue_head; q; q = q->next)
+        if (q->ticket == ticket) {
+            kv_error("evaluator: ticket %lld is already queued", (long long)ticket);
+            return -1;
+        }
+    for (size_t i = 0; i < ev->n_running; i++)
+        if (ev->running[i]->ticket == ticket) {
+            kv_error("evaluator: ticket %lld is already running", (long long)ticket);
+            return -1;
+        }
+    char *path = kv_path_join(ev->work_dir, name);
+    if (kv_write_file(path, source ? source : "", source ? strlen(source) : 0) != 0) {
+        kv_error("evaluator: cannot write program '%s': %s", path, strerror(errno));
+        free(path);
+        return -1;
+    }
+    job *j = kv_calloc(1, sizeof *j);
+    j->ticket = ticket;
+    j->program_path = path;
+    j->stage = 1;
+    j->metrics = json_object();
+    j->artifacts = json_object();
+    j->stages = json_array();
+    if (ev->queue_tail)
+        ev->queue_tail->next = j;
+    else
+        ev->queue_head = j;
+    ev->queue_tail = j;
+    ev->n_queued++;
+    start_queued(ev);
+    return 0;
+}
+
+int kv_evaluator_submit(kv_evaluator *ev, int64_t ticket, const char *source, const char *suffix)
+{
+    char *name = kv_asprintf("%lld%s", (long long)ticket, suffix ? suffix : "");
+    int rc = submit_named(ev, ticket, name, source);
+    free(name);
+    return rc;
+}
+
+int kv_evaluator_poll(kv_evaluator *ev, int timeout_ms, kv_eval_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!wait_result(ev, timeout_ms, 0, 0, 1)) return 0;
+    return take_done(ev, 0, 0, out);
+}
+
+size_t kv_evaluator_pending(const kv_evaluator *ev)
+{
+    return ev->n_queued + ev->n_running;
+}
+
+void kv_evaluator_cancel_all(kv_evaluator *ev)
+{
+    if (!ev) return;
+    for (size_t i = 0; i < ev->n_running; i++)
+        job_free(ev->running[i]); /* kills the group */
+    ev->n_running = 0;
+    while (ev->queue_head) {
+        job *j = ev->queue_head;
+        ev->queue_head = j->next;
+        job_free(j);
+    }
+    ev->queue_tail = NULL;
+    ev->n_queued = 0;
+}
+
+int kv_evaluator_run_one(kv_evaluator *ev, const char *source, const char *suffix,
+                         kv_eval_result *out)
+{
+    memset(out, 0, sizeof *out);
+    /* Private tickets are negative, so they never meet the caller's. */
+    int64_t ticket = --ev->private_ticket;
+    char *name = kv_asprintf("eval%lld%s", (long long)-ticket, suffix ? suffix : "");
+    int rc = submit_named(ev, ticket, name, source);
+    free(name);
+    if (rc != 0) return -1;
+    if (!wait_result(ev, -1, ticket, 1, 0)) return -1;
+    return take_done(ev, ticket, 1, out) ? 0 : -1;
+}
+
+void kv_evaluator_free(kv_evaluator *ev)
+{
+    if (!ev) return;
+    kv_evaluator_cancel_all(ev);
+    for (size_t i = 0; i < ev->n_done; i++)
+        kv_eval_result_clear(&ev->done[i]);
+    free(ev->done);
+    if (ev->config_json_path && !keep_programs()) unlink(ev->config_json_path);
+    free(ev->config_json_path);
+    free(ev->running);
+    free(ev->thresholds);
+    free_command(ev->command);
+    free(ev->work_dir);
+    free(ev);
+}

@@ -1,0 +1,51 @@
+/* Numeric checks of kernel outputs and small statistics: random inputs from
+ * several distributions, comparison against the reference (unwritten
+ * elements, NaN and Inf, max absolute, max relative and relative L2 error),
+ * and median and interquartile range of timings. */
+#ifndef KV_KERNEL_CHECK_H
+#define KV_KERNEL_CHECK_H
+
+#include <kevolve/task.h>
+
+#include "util/rng.h"
+
+#include <stddef.h>
+
+typedef enum kv_dist {
+    KV_DIST_NORMAL = 0, /* N(0, 1) */
+    KV_DIST_OUTLIERS,   /* N(0, 1) with about one in 500 elements (at least one) of size 30..80 */
+    KV_DIST_SMALL_INT,  /* integers in [-4, 4] */
+    KV_DIST_COUNT
+} kv_dist;
+
+const char *kv_dist_name(kv_dist d);
+
+/* Fills N elements of dtype DT at HOST (bytes) and VALS (the same values as
+ * doubles, after rounding to DT) from distribution D. */
+void kv_fill_random(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void *host, double *vals);
+
+typedef struct kv_check {
+    size_t n;         /* elements compared */
+    size_t unwritten; /* still holding the poison */
+    size_t nonfinite; /* NaN or Inf (other than the poison) */
+    size_t bad;       /* outside the tolerance */
+    double max_abs, max_rel, rel_l2;
+    size_t worst;     /* index of the largest violation (or error) */
+    double worst_got, worst_want;
+    size_t first_unwritten;
+} kv_check;
+
+/* Compares N elements of OUT (dtype DT) with REF. POISON: the poison bits
+ * (NULL: no unwritten check). */
+void kv_check_output(kv_dtype dt, const void *out, const double *ref, size_t n,
+                     const void *poison, kv_tolerance tol, kv_check *c);
+
+/* Counts elements where A and B (dtype DT) differ by more than the
+ * tolerance around REF; *BITWISE set to 1 when they are bit-identical. */
+size_t kv_compare_runs(kv_dtype dt, const void *a, const void *b, const double *ref, size_t n,
+                       kv_tolerance tol, int *bitwise, size_t *first);
+
+/* Median and interquartile range of N samples (sorted in place). */
+void kv_stats(double *samples, size_t n, double *median, double *iqr, double *min);
+
+#endif

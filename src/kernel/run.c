@@ -1,0 +1,669 @@
+/* Inside the worker child: correctness trials and timing (see run.h).
+ *
+ * Each correctness trial of a shape draws fresh inputs (normal, normal with
+ * outliers, small integers, in turn), uploads them, and runs the candidate
+ * twice. Before each run every output is poisoned with a NaN whose payload
+ * no computation produces. After each run, in order: the output must stay
+ * the same once the whole device is synchronised and a moment has passed
+ * (else work went on outside the harness's stream), no thread may be left
+ * running (cpu), every element must be written, the inputs must be
+ * unchanged, the canaries intact, the second run must agree with the first,
+ * and the values must match the double-precision reference. Trial 1 refills
+ * the same buffers in place (a result cached by pointer shows up as the
+ * previous trial's answer); later trials use new buffers at new addresses. */
+#include "kernel/run.h"
+#include "kernel/backend.h"
+#include "kernel/check.h"
+#include "kernel/dtype.h"
+#include "kernel/tasks.h"
+#include "kernel/worker.h"
+#include "util/buf.h"
+#include "util/hash.h"
+#include "util/rng.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct settings {
+    int trials, held_trials;
+    int warmup, rounds, min_reps, max_reps;
+    double min_time_s, max_time_s, settle_s, kernel_timeout_s;
+    size_t budget_bytes;
+} settings;
+
+static settings settings_for(const kv_kernel_opts *o)
+{
+    settings s;
+    if (o->quick) {
+        s = (settings){.trials = 3, .held_trials = 1, .warmup = 1, .rounds = 1, .min_reps = 5,
+                       .max_reps = 200, .min_time_s = 0.02, .max_time_s = 0.5, .settle_s = 0.002,
+                       .kernel_timeout_s = 5, .budget_bytes = 128u << 20};
+    } else {
+        s = (settings){.trials = 5, .held_trials = 3, .warmup = 5, .rounds = 2, .min_reps = 50,
+                       .max_reps = 5000, .min_time_s = 0.3, .max_time_s = 3.0, .settle_s = 0.01,
+                       .kernel_timeout_s = 10, .budget_bytes = 1024u << 20};
+    }
+    if (o->kernel_timeout_s > 0) s.kernel_timeout_s = o->kernel_timeout_s;
+    return s;
+}
+
+/* Everything a run needs, shared by the helpers below. */
+typedef struct run {
+    const kv_task *task;
+    const kv_kernel_opts *o;
+    kv_backend *b;
+    kv_module *cand, *base;
+    settings s;
+    kv_rng rng;
+    json_t *extra; /* sent with a failure: build log */
+} run;
+
+/* Sends the failure in ERR ("code: detail") and exits. */
+static _Noreturn void fail_err(run *r, const char *err, const char *context)
+{
+    const char *colon = err ? strstr(err, ": ") : NULL;
+    char code[64] = "harness_error";
+    if (colon && (size_t)(colon - err) < sizeof code) {
+        memcpy(code, err, (size_t)(colon - err));
+        code[colon - err] = '\0';
+    }
+    kv_worker_fail(code, r->extra, "%s%s%s", context ? context : "", context ? ": " : "",
+                   colon ? colon + 2 : (err ? err : "unknown error"));
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* Host-side images of one shape's tensors. */
+typedef struct shape_data {
+    const kv_shape *shape;
+    int held;
+    size_t count[KV_MAX_TENSORS], bytes[KV_MAX_TENSORS];
+    void *img[KV_MAX_TENSORS];     /* inputs: as uploaded; outputs: scratch */
+    double *val[KV_MAX_TENSORS];   /* inputs: values; outputs: the reference */
+    double *prev[KV_MAX_TENSORS];  /* outputs: the previous trial's reference */
+    void *got[2][KV_MAX_TENSORS];  /* outputs of run 0 and run 1 */
+    void *late[KV_MAX_TENSORS];    /* outputs read again after settling */
+    unsigned char poison[KV_MAX_TENSORS][8];
+    int have_prev;
+    /* worst errors over trials */
+    double max_abs, max_rel, rel_l2;
+} shape_data;
+
+static void shape_data_init(shape_data *d, const kv_task *t, const kv_shape *sh, int held)
+{
+    memset(d, 0, sizeof *d);
+    d->shape = sh;
+    d->held = held;
+    for (int i = 0; i < t->num_tensors; i++) {
+        d->count[i] = kv_tensor_count(t, i, sh->syms);
+        d->bytes[i] = d->count[i] * kv_dtype_size(t->tensors[i].dtype);
+        d->img[i] = kv_malloc(d->bytes[i] + 8);
+        d->val[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
+        if (t->tensors[i].role == KV_OUT) {
+            d->prev[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
+            d->got[0][i] = kv_malloc(d->bytes[i] + 8);
+            d->got[1][i] = kv_malloc(d->bytes[i] + 8);
+            d->late[i] = kv_malloc(d->bytes[i] + 8);
+        }
+    }
+}
+
+static void shape_data_free(shape_data *d, const kv_task *t)
+{
+    for (int i = 0; i < t->num_tensors; i++) {
+        free(d->img[i]);
+        free(d->val[i]);
+        free(d->prev[i]);
+        free(d->got[0][i]);
+        free(d->got[1][i]);
+        free(d->late[i]);
+    }
+}
+
+static void fill_args(const kv_task *t, const kv_shape *sh, kv_dbuf *bufs, kv_launch_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->abi_version = KV_TASK_ABI_VERSION;
+    a->num_tensors = (uint32_t)t->num_tensors;
+    for (int i = 0; i < t->num_tensors; i++)
+        a->tensors[i] = bufs[i].handle;
+    a->num_syms = (uint32_t)t->num_syms;
+    for (int i = 0; i < t->num_syms; i++)
+        a->syms[i] = sh->syms[i];
+}
+
+static void alloc_set(run *r, const shape_data *d, kv_dbuf *bufs)
+{
+    for (int i = 0; i < r->task->num_tensors; i++) {
+        char *err = NULL;
+        if (r->b->alloc(r->b, d->bytes[i], r->task->tensors[i].name, &bufs[i], &err) != 0)
+            fail_err(r, err, "allocating tensors");
+    }
+}
+
+static void release_set(run *r, kv_dbuf *bufs)
+{
+    for (int i = 0; i < r->task->num_tensors; i++)
+        if (bufs[i].priv || bufs[i].handle) r->b->release(r->b, &bufs[i]);
+}
+
+/* Draws inputs from distribution DIST with RNG, uploads them to BUFS. */
+static void upload_inputs(run *r, shape_data *d, kv_dbuf *bufs, kv_dist dist, kv_rng *rng)
+{
+    for (int i = 0; i < r->task->num_tensors; i++) {
+        if (r->task->tensors[i].role != KV_IN) continue;
+        kv_fill_random(r->task->tensors[i].dtype, dist, rng, d->count[i], d->img[i], d->val[i]);
+        char *err = NULL;
+        if (r->b->write(r->b, &bufs[i], d->img[i], &err) != 0) fail_err(r, err, "uploading inputs");
+    }
+}
+
+static void compute_reference(run *r, shape_data *d)
+{
+    double *t[KV_MAX_TENSORS];
+    for (int i = 0; i < r->task->num_tensors; i++)
+        t[i] = d->val[i];
+    r->task->reference(d->shape->syms, t);
+}
+
+/* Writes a fresh poison into every output of BUFS. */
+static void poison_outputs(run *r, shape_data *d, kv_dbuf *bufs)
+{
+    for (int i = 0; i < r->task->num_tensors; i++) {
+        const kv_tensor_spec *ts = &r->task->tensors[i];
+        if (ts->role != KV_OUT) continue;
+        kv_dtype_poison(ts->dtype, kv_rng_next(&r->rng), d->poison[i]);
+        kv_dtype_fill(ts->dtype, d->img[i], d->count[i], d->poison[i]);
+        char *err = NULL;
+        if (r->b->write(r->b, &bufs[i], d->img[i], &err) != 0) fail_err(r, err, "poisoning outputs");
+    }
+}
+
+static void read_outputs(run *r, shape_data *d, kv_dbuf *bufs, void **dst)
+{
+    (void)d;
+    for (int i = 0; i < r->task->num_tensors; i++) {
+        if (r->task->tensors[i].role != KV_OUT) continue;
+        char *err = NULL;
+        if (r->b->read(r->b, &bufs[i], dst[i], &err) != 0) fail_err(r, err, "reading outputs");
+    }
+}
+
+/* "prefill (rows=4096 cols=256)" into BUF. */
+static const char *shape_label(const kv_task *t, const kv_shape *sh, char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "%s (", sh->name);
+    for (int i = 0; i < t->num_syms && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s=%lld", i ? " " : "", t->syms[i],
+                              (long long)sh->syms[i]);
+    if (n < cap) snprintf(buf + n, cap - n, ")");
+    return buf;
+}
+
+/* Row-major coordinates of flat index IDX of tensor T as "[r, c]". */
+static const char *coords(const kv_task *t, int ti, const int64_t *syms, size_t idx, char *buf,
+                          size_t cap)
+{
+    const kv_tensor_spec *ts = &t->tensors[ti];
+    int64_t c[KV_MAX_RANK];
+    for (int d = ts->rank - 1; d >= 0; d--) {
+        int64_t ext = syms[ts->shape[d]];
+        c[d] = ext ? (int64_t)(idx % (size_t)ext) : 0;
+        idx = ext ? idx / (size_t)ext : 0;
+    }
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < ts->rank && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", d ? ", " : "", (long long)c[d]);
+    if (n < cap) snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+/* Fails with CODE, mapped to wrong_on_held_out_shape for value errors on
+ * a held-out shape. */
+static _Noreturn void fail_shape(run *r, shape_data *d, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static _Noreturn void fail_shape(run *r, shape_data *d, const char *code, const char *fmt, ...)
+{
+    kv_buf b = KV_BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    kv_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    int value_error = strcmp(code, "stale_or_unwritten_output") == 0 ||
+                      strcmp(code, "wrong_result") == 0 || strcmp(code, "nan_or_inf_output") == 0 ||
+                      strcmp(code, "result_cached_across_calls") == 0;
+    char label[160];
+    shape_label(r->task, d->shape, label, sizeof label);
+    if (d->held && value_error)
+        kv_worker_fail("wrong_on_held_out_shape", r->extra, "held-out shape %s: %s: %s", label,
+                       code, b.data);
+    kv_worker_fail(code, r->extra, "%s %s: %s", d->held ? "held-out shape" : "scenario", label,
+                   b.data);
+}
+
+/* One launch of M on BUFS under the watchdog, then its stream synchronised. */
+static void launch_once(run *r, kv_module *m, shape_data *d, kv_dbuf *bufs)
+{
+    kv_launch_args a;
+    fill_args(r->task, d->shape, bufs, &a);
+    char *err = NULL;
+    kv_worker_watchdog(r->s.kernel_timeout_s);
+    if (r->b->launch(r->b, m, &a, &err) != 0 || r->b->sync_stream(r->b, &err) != 0)
+        fail_err(r, err, "launch");
+    kv_worker_watchdog(0);
+}
+
+/* Checks one run's outputs (see the file comment for the order). */
+static void check_run(run *r, shape_data *d, kv_dbuf *bufs, int runno, int threads_before,
+                      int threads_after)
+{
+    const kv_task *t = r->task;
+    char where[64];
+    /* Work still landing after the launch returned and the stream was synced. */
+    char *err = NULL;
+    kv_worker_watchdog(r->s.kernel_timeout_s);
+    if (r->b->sync_device(r->b, &err) != 0) fail_err(r, err, "device synchronisation");
+    kv_worker_watchdog(0);
+    sleep_s(r->s.settle_s);
+    read_outputs(r, d, bufs, d->late);
+    for (int i = 0; i < t->num_tensors; i++) {
+        if (t->tensors[i].role != KV_OUT) continue;
+        if (memcmp(d->late[i], d->got[runno][i], d->bytes[i]) != 0) {
+            size_t diff = 0, es = kv_dtype_size(t->tensors[i].dtype);
+            for (size_t k = 0; k < d->count[i]; k++)
+                diff += memcmp((char *)d->late[i] + k * es, (char *)d->got[runno][i] + k * es,
+                               es) != 0;
+            fail_shape(r, d, "async_work_outside_harness_stream",
+                       "%zu elements of %s changed after kv_launch returned and the harness's "
+                       "stream was synchronised: work ran on another stream, queue or thread",
+                       diff, t->tensors[i].name);
+        }
+    }
+    if (r->b->kind == KV_BACKEND_CPU && threads_before >= 0 && threads_after > threads_before)
+        fail_shape(r, d, "async_work_outside_harness_stream",
+                   "%d thread(s) started by kv_launch were still running when it returned",
+                   threads_after - threads_before);
+    for (int i = 0; i < t->num_tensors; i++) {
+        const kv_tensor_spec *ts = &t->tensors[i];
+        if (ts->role == KV_OUT) {
+            kv_check c;
+            kv_check_output(ts->dtype, d->got[runno][i], d->val[i], d->count[i], d->poison[i],
+                            t->tol[ts->dtype], &c);
+            if (c.unwritten)
+                fail_shape(r, d, "stale_or_unwritten_output",
+                           "%zu of %zu elements of %s were not written by run %d (first at %s); "
+                           "outputs are poisoned before every run",
+                           c.unwritten, c.n, ts->name, runno + 1,
+                           coords(t, i, d->shape->syms, c.first_unwritten, where, sizeof where));
+        }
+    }
+    /* Inputs unchanged: read each back and compare with what was uploaded. */
+    for (int i = 0; i < t->num_tensors; i++) {
+        if (t->tensors[i].role != KV_IN) continue;
+        void *back = kv_malloc(d->bytes[i] + 8);
+        if (r->b->read(r->b, &bufs[i], back, &err) != 0) fail_err(r, err, "reading inputs back");
+        uint64_t h0 = kv_hash64(d->img[i], d->bytes[i]), h1 = kv_hash64(back, d->bytes[i]);
+        int same = h0 == h1 && memcmp(back, d->img[i], d->bytes[i]) == 0;
+        free(back);
+        if (!same)
+            fail_shape(r, d, "input_modified",
+                       "input %s changed during run %d (checksum %016llx before, %016llx after)",
+                       t->tensors[i].name, runno + 1, (unsigned long long)h0,
+                       (unsigned long long)h1);
+    }
+    for (int i = 0; i < t->num_tensors; i++) {
+        int ok = r->b->canary_ok(r->b, &bufs[i], &err);
+        if (ok < 0) fail_err(r, err, "checking canaries");
+        if (!ok)
+            fail_shape(r, d, "out_of_bounds_write",
+                       "bytes next to tensor %s were overwritten (canary damaged)",
+                       t->tensors[i].name);
+    }
+    for (int i = 0; i < t->num_tensors; i++) {
+        const kv_tensor_spec *ts = &t->tensors[i];
+        if (ts->role != KV_OUT) continue;
+        kv_tolerance tol = t->tol[ts->dtype];
+        if (runno == 1) {
+            int bitwise = 0;
+            size_t first = 0;
+            size_t differ = kv_compare_runs(ts->dtype, d->got[0][i], d->got[1][i], d->val[i],
+                                            d->count[i], tol, &bitwise, &first);
+            if (differ)
+                fail_shape(r, d, "nondeterministic",
+                           "two runs on the same inputs disagree in %zu elements of %s beyond "
+                           "the tolerance (first at %s: %.9g then %.9g)",
+                           differ, ts->name,
+                           coords(t, i, d->shape->syms, first, where, sizeof where),
+                           kv_dtype_load(ts->dtype, d->got[0][i], first),
+                           kv_dtype_load(ts->dtype, d->got[1][i], first));
+        }
+        kv_check c;
+        kv_check_output(ts->dtype, d->got[runno][i], d->val[i], d->count[i], NULL, tol, &c);
+        if (c.nonfinite)
+            fail_shape(r, d, "nan_or_inf_output",
+                       "%zu elements of %s are NaN or Inf (first bad at %s: got %g, expected %g)",
+                       c.nonfinite, ts->name, coords(t, i, d->shape->syms, c.worst, where, sizeof where),
+                       c.worst_got, c.worst_want);
+        if (c.bad) {
+            if (d->have_prev) {
+                kv_check pc;
+                kv_check_output(ts->dtype, d->got[runno][i], d->prev[i], d->count[i], NULL, tol,
+                                &pc);
+                if (pc.bad == 0)
+                    fail_shape(r, d, "result_cached_across_calls",
+                               "%s holds the answer for the previous trial's inputs, not for the "
+                               "new inputs written into the same buffers",
+                               ts->name);
+            }
+            fail_shape(r, d, "wrong_result",
+                       "%zu of %zu elements of %s outside tolerance (atol %g, rtol %g); worst at "
+                       "%s: got %.9g, expected %.9g; max abs err %.3g, max rel err %.3g, rel L2 "
+                       "err %.3g",
+                       c.bad, c.n, ts->name, tol.atol, tol.rtol,
+                       coords(t, i, d->shape->syms, c.worst, where, sizeof where), c.worst_got,
+                       c.worst_want, c.max_abs, c.max_rel, c.rel_l2);
+        }
+        if (c.max_abs > d->max_abs) d->max_abs = c.max_abs;
+        if (c.max_rel > d->max_rel) d->max_rel = c.max_rel;
+        if (c.rel_l2 > d->rel_l2) d->rel_l2 = c.rel_l2;
+    }
+}
+
+/* All correctness trials of one shape; returns its error summary. */
+static json_t *check_shape(run *r, const kv_shape *sh, int held)
+{
+    const kv_task *t = r->task;
+    shape_data d;
+    shape_data_init(&d, t, sh, held);
+    kv_dbuf bufs[KV_MAX_TENSORS] = {0};
+    alloc_set(r, &d, bufs);
+    int trials = held ? r->s.held_trials : r->s.trials;
+    for (int trial = 0; trial < trials; trial++) {
+        kv_dist dist = (kv_dist)(trial % KV_DIST_COUNT);
+        kv_worker_phase("correctness %s %s trial %d (%s inputs)", held ? "held-out" : "scenario",
+                        sh->name, trial + 1, kv_dist_name(dist));
+        if (trial >= 2) { /* new addresses: allocate before releasing the old set */
+            kv_dbuf fresh[KV_MAX_TENSORS] = {0};
+            alloc_set(r, &d, fresh);
+            release_set(r, bufs);
+            memcpy(bufs, fresh, sizeof bufs);
+        }
+        if (trial > 0) {
+            for (int i = 0; i < t->num_tensors; i++)
+                if (t->tensors[i].role == KV_OUT)
+                    memcpy(d.prev[i], d.val[i], d.count[i] * sizeof(double));
+            d.have_prev = 1;
+        }
+        upload_inputs(r, &d, bufs, dist, &r->rng);
+        compute_reference(r, &d);
+        for (int runno = 0; runno < 2; runno++) {
+            poison_outputs(r, &d, bufs);
+            int before = kv_thread_count();
+            launch_once(r, r->cand, &d, bufs);
+            int after = kv_thread_count();
+            read_outputs(r, &d, bufs, d.got[runno]);
+            check_run(r, &d, bufs, runno, before, after);
+        }
+    }
+    release_set(r, bufs);
+    json_t *j = json_pack("{s:s,s:f,s:f,s:f,s:i}", "name", sh->name, "max_abs_err", d.max_abs,
+                          "max_rel_err", d.max_rel, "rel_l2_err", d.rel_l2, "trials", trials);
+    shape_data_free(&d, t);
+    return j;
+}
+
+/* ---- timing ---- */
+
+typedef struct timing_sets {
+    int n;
+    kv_dbuf (*bufs)[KV_MAX_TENSORS];
+    uint64_t *seeds;
+    int *covered;
+} timing_sets;
+
+/* Times M on the sets in rotation until enough repetitions and time have
+ * passed; appends samples (microseconds) to SAMPLES. */
+static void time_block(run *r, kv_module *m, shape_data *d, timing_sets *ts, int *next,
+                       double *samples, size_t *ns, size_t cap, int min_reps, double min_time,
+                       double max_time, int mark_covered)
+{
+    double t0 = kv_now_s();
+    int reps = 0;
+    for (;;) {
+        double el = kv_now_s() - t0;
+        if (*ns >= cap) break;
+        if (reps >= min_reps && el >= min_time) break;
+        if (el >= max_time && reps >= 3) break;
+        int s = (*next)++ % ts->n;
+        kv_launch_args a;
+        fill_args(r->task, d->shape, ts->bufs[s], &a);
+        char *err = NULL;
+        if (r->b->flush && r->b->flush(r->b, &err) != 0) fail_err(r, err, "cache flush");
+        kv_worker_watchdog(r->s.kernel_timeout_s);
+        double us = 0;
+        if (r->b->time_launch(r->b, m, &a, &us, &err) != 0) fail_err(r, err, "timed launch");
+        kv_worker_watchdog(0);
+        samples[(*ns)++] = us;
+        if (mark_covered) ts->covered[s] = 1;
+        reps++;
+    }
+}
+
+/* Regenerates set S's inputs (same seed) into D and computes its reference. */
+static void regenerate(run *r, shape_data *d, uint64_t seed)
+{
+    kv_rng rng;
+    kv_rng_seed(&rng, seed);
+    for (int i = 0; i < r->task->num_tensors; i++)
+        if (r->task->tensors[i].role == KV_IN)
+            kv_fill_random(r->task->tensors[i].dtype, KV_DIST_NORMAL, &rng, d->count[i], d->img[i],
+                           d->val[i]);
+    compute_reference(r, d);
+}
+
+/* Times scenario SH for the candidate and the baseline side by side; adds
+ * the figures to SUMMARY (its correctness entry). */
+static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
+{
+    const kv_task *t = r->task;
+    shape_data d;
+    shape_data_init(&d, t, sh, 0);
+    size_t set_bytes = 0;
+    for (int i = 0; i < t->num_tensors; i++)
+        set_bytes += d.bytes[i];
+    if (set_bytes == 0) set_bytes = 1;
+    size_t cache = r->b->cache_bytes ? r->b->cache_bytes : (32u << 20);
+    size_t want = 2 * cache / set_bytes + 1;
+    size_t fit = r->s.budget_bytes / set_bytes;
+    size_t nsets = want < fit ? want : fit;
+    if (nsets < 2) nsets = 2;
+    if (nsets > 256) nsets = 256;
+    if (r->o->quick && nsets > 4) nsets = 4; /* quick runs trade cold caches for speed */
+    timing_sets ts = {.n = (int)nsets};
+    ts.bufs = kv_calloc(nsets, sizeof *ts.bufs);
+    ts.seeds = kv_calloc(nsets, sizeof *ts.seeds);
+    ts.covered = kv_calloc(nsets, sizeof *ts.covered);
+    kv_worker_phase("timing %s: preparing %zu input sets", sh->name, nsets);
+    for (size_t s = 0; s < nsets; s++) {
+        alloc_set(r, &d, ts.bufs[s]);
+        ts.seeds[s] = kv_rng_next(&r->rng);
+        kv_rng rng;
+        kv_rng_seed(&rng, ts.seeds[s]);
+        upload_inputs(r, &d, ts.bufs[s], KV_DIST_NORMAL, &rng);
+        poison_outputs(r, &d, ts.bufs[s]);
+    }
+    int next = 0;
+    char *err = NULL;
+    kv_worker_phase("timing %s: warm-up", sh->name);
+    for (int w = 0; w < r->s.warmup; w++) {
+        time_block(r, r->base, &d, &ts, &next, (double[1]){0}, (size_t[1]){0}, 1, 1, 0, 0, 0);
+        time_block(r, r->cand, &d, &ts, &next, (double[1]){0}, (size_t[1]){0}, 1, 1, 0, 0, 0);
+    }
+    size_t cap = (size_t)r->s.max_reps + nsets + 8;
+    double *cs = kv_malloc(cap * sizeof *cs), *bs = kv_malloc(cap * sizeof *bs);
+    size_t ncs = 0, nbs = 0;
+    json_t *tele0 = r->b->telemetry ? r->b->telemetry(r->b) : NULL;
+    int R = r->s.rounds;
+    for (int round = 0; round < R; round++) {
+        kv_worker_phase("timing %s: baseline, round %d", sh->name, round + 1);
+        time_block(r, r->base, &d, &ts, &next, bs, &nbs, cap, r->s.min_reps / R,
+                   r->s.min_time_s / R, r->s.max_time_s / R, 0);
+        if (round == R - 1) { /* the last block must write every output afresh */
+            for (size_t s = 0; s < nsets; s++)
+                poison_outputs(r, &d, ts.bufs[s]);
+            memset(ts.covered, 0, nsets * sizeof *ts.covered);
+            next = 0;
+        }
+        kv_worker_phase("timing %s: candidate, round %d", sh->name, round + 1);
+        int min_reps = r->s.min_reps / R;
+        if (round == R - 1 && min_reps < (int)nsets) min_reps = (int)nsets;
+        time_block(r, r->cand, &d, &ts, &next, cs, &ncs, cap, min_reps, r->s.min_time_s / R,
+                   r->s.max_time_s / R, round == R - 1);
+    }
+    json_t *tele1 = r->b->telemetry ? r->b->telemetry(r->b) : NULL;
+    if (r->b->sync_device(r->b, &err) != 0) fail_err(r, err, "device synchronisation");
+
+    /* The timed code must be the candidate's: every set it ran in the last
+     * block holds the right answer for that set's inputs. */
+    kv_worker_phase("timing %s: checking outputs of the timed runs", sh->name);
+    int checked = 0;
+    for (int s = (int)nsets - 1; s >= 0; s--) {
+        if (!ts.covered[s]) continue;
+        read_outputs(r, &d, ts.bufs[s], d.got[0]);
+        int full = checked < 3;
+        if (full) regenerate(r, &d, ts.seeds[s]);
+        for (int i = 0; i < t->num_tensors; i++) {
+            const kv_tensor_spec *sp = &t->tensors[i];
+            if (sp->role != KV_OUT) continue;
+            kv_check c;
+            if (full) {
+                kv_check_output(sp->dtype, d.got[0][i], d.val[i], d.count[i], d.poison[i],
+                                t->tol[sp->dtype], &c);
+            } else {
+                memset(&c, 0, sizeof c);
+                for (size_t k = 0; k < d.count[i]; k++)
+                    c.unwritten += kv_dtype_is_poison(sp->dtype, d.got[0][i], k, d.poison[i]);
+            }
+            if (c.unwritten || c.bad || c.nonfinite)
+                kv_worker_fail("timed_output_wrong", r->extra,
+                               "scenario %s: after the timed runs, input set %d's %s has %zu "
+                               "unwritten, %zu wrong and %zu NaN/Inf elements: the timed code "
+                               "did not compute the answer",
+                               sh->name, s, sp->name, c.unwritten, c.bad, c.nonfinite);
+        }
+        checked += full;
+    }
+
+    double med, iqr, mn, bmed, biqr, bmn;
+    kv_stats(cs, ncs, &med, &iqr, &mn);
+    kv_stats(bs, nbs, &bmed, &biqr, &bmn);
+    kv_roofline rf = t->roofline(sh->syms);
+    double floor_us = rf.bytes / (r->b->ceiling_gbps * 1e9) * 1e6;
+    double ideal_us = rf.bytes / (r->b->bandwidth_gbps * 1e9) * 1e6;
+    if (med < 0.5 * floor_us)
+        kv_worker_fail("faster_than_roofline", r->extra,
+                       "scenario %s: faster than the roofline allows: %.3f us < floor %.3f us "
+                       "(%.0f bytes at %.1f GB/s, halved for slack); the output after the timed "
+                       "runs was right, so this is a measurement error or work skipped in some "
+                       "timed runs",
+                       sh->name, med, floor_us, rf.bytes, r->b->ceiling_gbps);
+    json_object_set_new(summary, "median_us", json_real(med));
+    json_object_set_new(summary, "iqr_us", json_real(iqr));
+    json_object_set_new(summary, "min_us", json_real(mn));
+    json_object_set_new(summary, "reps", json_integer((json_int_t)ncs));
+    json_object_set_new(summary, "baseline_median_us", json_real(bmed));
+    json_object_set_new(summary, "baseline_iqr_us", json_real(biqr));
+    json_object_set_new(summary, "speedup", json_real(bmed / med));
+    json_object_set_new(summary, "roofline_us", json_real(ideal_us));
+    json_object_set_new(summary, "roofline_fraction", json_real(ideal_us / med));
+    json_object_set_new(summary, "bytes", json_real(rf.bytes));
+    json_object_set_new(summary, "flops", json_real(rf.flops));
+    json_object_set_new(summary, "input_sets", json_integer((json_int_t)nsets));
+    json_object_set_new(summary, "weight", json_real(sh->weight > 0 ? sh->weight : 1.0));
+    json_object_set_new(summary, "tags", json_string(sh->tags ? sh->tags : ""));
+    json_object_set_new(summary, "correct", json_integer(1));
+    if (tele0 || tele1) {
+        json_t *tel = json_object();
+        if (tele0) json_object_set_new(tel, "before", tele0);
+        if (tele1) json_object_set_new(tel, "after", tele1);
+        json_object_set_new(summary, "telemetry", tel);
+    }
+    (void)index;
+    free(cs);
+    free(bs);
+    for (size_t s = 0; s < nsets; s++)
+        release_set(r, ts.bufs[s]);
+    free(ts.bufs);
+    free(ts.seeds);
+    free(ts.covered);
+    shape_data_free(&d, t);
+}
+
+static kv_module *load_module(run *r, const kv_compiled *c, const char *what, json_t *logs)
+{
+    kv_worker_phase("loading %s", what);
+    kv_module *m = NULL;
+    char *err = NULL, *log = NULL;
+    int rc = r->b->load(r->b, c, &m, &log, &err);
+    if (log) {
+        json_object_set_new(logs, what, json_string(log));
+        if (!json_object_get(r->extra, "build_log") && strcmp(what, "candidate") == 0)
+            json_object_set_new(r->extra, "build_log", json_string(log));
+        free(log);
+    }
+    if (rc != 0) {
+        if (strcmp(what, "baseline") == 0) {
+            char *msg = kv_asprintf("harness_error: the task's baseline failed to load: %s", err);
+            fail_err(r, msg, NULL);
+        }
+        fail_err(r, err, NULL);
+    }
+    return m;
+}
+
+void kv_run_child(void *vctx)
+{
+    kv_run_ctx *ctx = vctx;
+    run r = {.task = ctx->task, .o = ctx->opts};
+    r.s = settings_for(ctx->opts);
+    kv_rng_seed(&r.rng, ctx->seed);
+    r.extra = json_object();
+    char *err = NULL;
+    kv_worker_phase("opening the %s device", kv_backend_kind_name(ctx->kind));
+    r.b = kv_backend_new(ctx->kind, &err);
+    if (!r.b) kv_worker_fail("not_built", NULL, "%s", err);
+    if (r.b->open(r.b, &err) != 0) kv_worker_fail("no_device", NULL, "%s", err);
+    if (ctx->opts->ceiling_gbps > 0) r.b->ceiling_gbps = r.b->bandwidth_gbps = ctx->opts->ceiling_gbps;
+    json_t *result = json_object();
+    json_object_set(result, "device", r.b->device);
+    json_object_set_new(result, "bandwidth_gbps", json_real(r.b->bandwidth_gbps));
+    json_object_set_new(result, "ceiling_gbps", json_real(r.b->ceiling_gbps));
+    if (ctx->probe_only) {
+        kv_worker_result(result);
+        return;
+    }
+    json_t *logs = json_object();
+    r.cand = load_module(&r, ctx->cand, "candidate", logs);
+    if (ctx->base) r.base = load_module(&r, ctx->base, "baseline", logs);
+    json_object_set_new(result, "build_logs", logs);
+
+    json_t *scen = json_array(), *held = json_array();
+    for (int i = 0; i < r.task->num_scenarios; i++)
+        json_array_append_new(scen, check_shape(&r, &r.task->scenarios[i], 0));
+    for (int i = 0; i < r.task->num_held_out; i++)
+        json_array_append_new(held, check_shape(&r, &r.task->held_out[i], 1));
+    if (r.base)
+        for (int i = 0; i < r.task->num_scenarios; i++)
+            time_shape(&r, &r.task->scenarios[i], i, json_array_get(scen, (size_t)i));
+    json_object_set_new(result, "scenarios", scen);
+    json_object_set_new(result, "held_out", held);
+    kv_worker_phase("done");
+    kv_worker_result(result);
+    /* The child exits right after; nothing to free that the OS will not. */
+}

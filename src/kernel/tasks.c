@@ -1,0 +1,42 @@
+/* Registry of the built-in kernel tasks and the embedded source files. */
+#include "kernel/tasks.h"
+
+#include <string.h>
+
+struct kv_embedded_file {
+    const char *name;
+    const char *text;
+};
+extern const struct kv_embedded_file kv_embedded_files[]; /* kv_embedded.c (generated) */
+
+extern const kv_task kv_task_softmax;
+
+static const kv_task *const kv_tasks[] = {&kv_task_softmax};
+
+const kv_task *kv_task_find(const char *name)
+{
+    if (!name) return NULL;
+    for (size_t i = 0; i < sizeof kv_tasks / sizeof kv_tasks[0]; i++)
+        if (strcmp(kv_tasks[i]->name, name) == 0) return kv_tasks[i];
+    return NULL;
+}
+
+const kv_task *kv_task_at(size_t i)
+{
+    return i < sizeof kv_tasks / sizeof kv_tasks[0] ? kv_tasks[i] : NULL;
+}
+
+const char *kv_embedded_text(const char *name)
+{
+    for (const struct kv_embedded_file *f = kv_embedded_files; f->name; f++)
+        if (strcmp(f->name, name) == 0) return f->text;
+    return NULL;
+}
+
+size_t kv_tensor_count(const kv_task *task, int t, const int64_t *syms)
+{
+    size_t n = 1;
+    for (int d = 0; d < task->tensors[t].rank; d++)
+        n *= (size_t)syms[task->tensors[t].shape[d]];
+    return n;
+}

@@ -1,0 +1,369 @@
+/* Worker processes for candidate kernels (see worker.h). */
+#include "kernel/worker.h"
+#include "util/buf.h"
+#include "util/json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KV_MAX_GUARDS 64
+
+/* Child state: the pipe to the parent, the phase, the watchdog message, and
+ * the guard regions. Read by signal handlers, so plain static storage. */
+static int g_fd = -1;
+static char g_phase[256];
+static char g_timeout_msg[512];
+static size_t g_timeout_len;
+static struct {
+    uintptr_t lo, hi;
+    const char *name;
+} g_guards[KV_MAX_GUARDS];
+static char g_altstack[64 * 1024];
+
+void kv_worker_outcome_clear(kv_worker_outcome *o)
+{
+    if (o->result) json_decref(o->result);
+    if (o->fail_extra) json_decref(o->fail_extra);
+    free(o->fail_code);
+    free(o->fail_detail);
+    free(o->phase);
+    memset(o, 0, sizeof *o);
+}
+
+int kv_worker_in_child(void)
+{
+    return g_fd >= 0;
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Async-signal-safe appending into a fixed buffer. */
+static size_t put(char *buf, size_t at, size_t cap, const char *s)
+{
+    while (*s && at + 1 < cap)
+        buf[at++] = *s++;
+    buf[at] = '\0';
+    return at;
+}
+
+static size_t put_hex(char *buf, size_t at, size_t cap, uintptr_t v)
+{
+    char tmp[2 + 2 * sizeof v + 1];
+    int n = 0;
+    do {
+        tmp[n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    char out[sizeof tmp + 2] = "0x";
+    for (int i = 0; i < n; i++)
+        out[2 + i] = tmp[n - 1 - i];
+    out[2 + n] = '\0';
+    return put(buf, at, cap, out);
+}
+
+static const char *sig_name(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGABRT: return "SIGABRT";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGALRM: return "SIGALRM";
+    case SIGXCPU: return "SIGXCPU";
+    default: return "a signal";
+    }
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    write_all(g_fd, g_timeout_msg, g_timeout_len);
+    _exit(4);
+}
+
+static void on_crash(int sig, siginfo_t *info, void *uc)
+{
+    (void)uc;
+    static char msg[1024];
+    uintptr_t addr = (uintptr_t)info->si_addr;
+    const char *tensor = NULL;
+    for (int i = 0; i < KV_MAX_GUARDS; i++)
+        if (g_guards[i].name && addr >= g_guards[i].lo && addr < g_guards[i].hi)
+            tensor = g_guards[i].name;
+    size_t n = put(msg, 0, sizeof msg, "{\"type\":\"fail\",\"code\":\"");
+    if (tensor && (sig == SIGSEGV || sig == SIGBUS)) {
+        n = put(msg, n, sizeof msg, "out_of_bounds\",\"detail\":\"out of bounds access (");
+        n = put(msg, n, sizeof msg, sig_name(sig));
+        n = put(msg, n, sizeof msg, ") past the end of tensor ");
+        n = put(msg, n, sizeof msg, tensor);
+    } else {
+        n = put(msg, n, sizeof msg, "crash: ");
+        n = put(msg, n, sizeof msg, sig_name(sig));
+        n = put(msg, n, sizeof msg, "\",\"detail\":\"crash: ");
+        n = put(msg, n, sizeof msg, sig_name(sig));
+    }
+    if (sig == SIGSEGV || sig == SIGBUS) {
+        n = put(msg, n, sizeof msg, " at address ");
+        n = put_hex(msg, n, sizeof msg, addr);
+    }
+    n = put(msg, n, sizeof msg, " during ");
+    n = put(msg, n, sizeof msg, g_phase[0] ? g_phase : "startup");
+    n = put(msg, n, sizeof msg, "\"}\n");
+    write_all(g_fd, msg, n);
+    _exit(3);
+}
+
+/* Copies TEXT into a JSON-string-safe form (no quotes, backslashes or
+ * control characters), so signal handlers can paste it into JSON. */
+static void safe_copy(char *dst, size_t cap, const char *text)
+{
+    size_t i = 0;
+    for (; text[i] && i + 1 < cap; i++) {
+        char c = text[i];
+        dst[i] = (c == '"' || c == '\\' || (unsigned char)c < 32) ? ' ' : c;
+    }
+    dst[i] = '\0';
+}
+
+static void send_json(json_t *obj)
+{
+    char *s = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    if (!s) return;
+    write_all(g_fd, s, strlen(s));
+    write_all(g_fd, "\n", 1);
+    free(s);
+}
+
+void kv_worker_phase(const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    safe_copy(g_phase, sizeof g_phase, tmp);
+    if (g_fd < 0) return;
+    json_t *o = json_pack("{s:s,s:s}", "type", "phase", "phase", g_phase);
+    send_json(o);
+    json_decref(o);
+}
+
+void kv_worker_result(const json_t *result)
+{
+    json_t *o = json_pack("{s:s,s:O}", "type", "result", "result", result);
+    send_json(o);
+    json_decref(o);
+}
+
+void kv_worker_fail(const char *code, const json_t *extra, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    kv_buf b = KV_BUF_INIT;
+    kv_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    json_t *o = json_pack("{s:s,s:s,s:s}", "type", "fail", "code", code, "detail",
+                          b.data ? b.data : "");
+    if (extra) json_object_set(o, "extra", (json_t *)extra);
+    send_json(o);
+    json_decref(o);
+    kv_buf_free(&b);
+    _exit(2);
+}
+
+void kv_worker_watchdog(double seconds)
+{
+    struct itimerval it = {0};
+    if (seconds > 0) {
+        char msg[512];
+        snprintf(msg, sizeof msg,
+                 "{\"type\":\"fail\",\"code\":\"timeout\",\"detail\":\"kernel exceeded %g s "
+                 "during %s\"}\n",
+                 seconds, g_phase[0] ? g_phase : "startup");
+        memcpy(g_timeout_msg, msg, sizeof msg);
+        g_timeout_len = strlen(g_timeout_msg);
+        it.it_value.tv_sec = (time_t)seconds;
+        it.it_value.tv_usec = (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6);
+        if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0) it.it_value.tv_usec = 1;
+    }
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+int kv_worker_guard_add(const void *lo, size_t len, const char *name)
+{
+    for (int i = 0; i < KV_MAX_GUARDS; i++)
+        if (!g_guards[i].name) {
+            g_guards[i].lo = (uintptr_t)lo;
+            g_guards[i].hi = (uintptr_t)lo + len;
+            g_guards[i].name = name;
+            return 0;
+        }
+    return -1;
+}
+
+void kv_worker_guard_remove(const void *lo)
+{
+    for (int i = 0; i < KV_MAX_GUARDS; i++)
+        if (g_guards[i].name && g_guards[i].lo == (uintptr_t)lo) g_guards[i].name = NULL;
+}
+
+/* Child side: handlers, redirections, then FN. Never returns. */
+static _Noreturn void child_main(int fd, void (*fn)(void *), void *ctx)
+{
+    g_fd = fd;
+    g_phase[0] = '\0';
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setpgid(0, 0);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    dup2(2, 1); /* candidates' prints must never reach the JSON on stdout */
+    stack_t ss = {.ss_sp = g_altstack, .ss_size = sizeof g_altstack};
+    sigaltstack(&ss, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_crash;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
+    struct sigaction al;
+    memset(&al, 0, sizeof al);
+    al.sa_handler = on_alarm;
+    sigemptyset(&al.sa_mask);
+    sigaction(SIGALRM, &al, NULL);
+    fn(ctx);
+    _exit(0);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Parses the child's lines into OUT. */
+static void parse_lines(const char *text, kv_worker_outcome *out)
+{
+    const char *p = text;
+    while (p && *p) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char *line = kv_strndup(p, len);
+        json_t *o = kv_json_loads(line);
+        free(line);
+        const char *type = o ? json_string_value(json_object_get(o, "type")) : NULL;
+        if (type && strcmp(type, "phase") == 0) {
+            free(out->phase);
+            out->phase = kv_strdup(json_string_value(json_object_get(o, "phase")));
+        } else if (type && strcmp(type, "result") == 0 && !out->result) {
+            out->result = json_incref(json_object_get(o, "result"));
+        } else if (type && strcmp(type, "fail") == 0 && !out->fail_code) {
+            out->fail_code = kv_strdup(json_string_value(json_object_get(o, "code")));
+            out->fail_detail = kv_strdup(json_string_value(json_object_get(o, "detail")));
+            json_t *extra = json_object_get(o, "extra");
+            if (extra) out->fail_extra = json_incref(extra);
+        }
+        if (o) json_decref(o);
+        p = nl ? nl + 1 : NULL;
+    }
+}
+
+int kv_worker_run(void (*fn)(void *ctx), void *ctx, double timeout_s, kv_worker_outcome *out,
+                  char **err)
+{
+    memset(out, 0, sizeof *out);
+    out->exit_code = -1;
+    int fds[2];
+    if (pipe(fds) != 0) {
+        *err = kv_asprintf("pipe: %s", strerror(errno));
+        return -1;
+    }
+    fflush(NULL);
+    double t0 = now_s();
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        *err = kv_asprintf("fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        child_main(fds[1], fn, ctx);
+    }
+    close(fds[1]);
+    setpgid(pid, pid);
+    kv_buf text = KV_BUF_INIT;
+    char chunk[8192];
+    int status = 0, reaped = 0;
+    for (;;) {
+        double left = t0 + timeout_s - now_s();
+        if (timeout_s > 0 && left <= 0) {
+            out->timed_out = 1;
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            break;
+        }
+        struct pollfd p = {.fd = fds[0], .events = POLLIN};
+        int r = poll(&p, 1, 100);
+        if (r > 0) {
+            ssize_t n = read(fds[0], chunk, sizeof chunk);
+            if (n > 0) {
+                kv_buf_append(&text, chunk, (size_t)n);
+                continue;
+            }
+            if (n < 0 && errno == EINTR) continue;
+            break; /* EOF: the child (and all holding the pipe) closed it */
+        }
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            reaped = 1;
+            /* Drain what is left without blocking on descendants. */
+            fcntl(fds[0], F_SETFL, O_NONBLOCK);
+            ssize_t n;
+            while ((n = read(fds[0], chunk, sizeof chunk)) > 0)
+                kv_buf_append(&text, chunk, (size_t)n);
+            break;
+        }
+    }
+    close(fds[0]);
+    if (!reaped)
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    kill(-pid, SIGKILL); /* anything the candidate left behind */
+    out->seconds = now_s() - t0;
+    if (WIFEXITED(status)) out->exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status) && !out->timed_out) out->signal = WTERMSIG(status);
+    if (text.data) parse_lines(text.data, out);
+    kv_buf_free(&text);
+    return 0;
+}
+
+const char *kv_worker_signal_name(int sig)
+{
+    return sig_name(sig);
+}

@@ -1,0 +1,63 @@
+/* Worker processes: every candidate runs in a forked child that dies with
+ * it. The parent waits with a hard deadline and reads what the child says
+ * over a pipe (one JSON object per line: the phase it is in, its result, or
+ * why it failed). A crash, a hang, or a sticky GPU error ends only the
+ * child; the parent reports it by name ("crash: SIGSEGV", "timeout",
+ * "out_of_bounds") with the phase it happened in.
+ *
+ * In the child, a watchdog (kv_worker_watchdog) bounds each launch: when it
+ * fires the child reports "kernel exceeded N s" and exits at once. Memory
+ * ranges registered as guards turn a fault inside them into "out of bounds
+ * access (SIGSEGV)" naming the tensor. */
+#ifndef KV_KERNEL_WORKER_H
+#define KV_KERNEL_WORKER_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+typedef struct kv_worker_outcome {
+    int exit_code;       /* the child's exit status, -1 when it did not exit */
+    int signal;          /* the signal that killed it, else 0 */
+    int timed_out;       /* 1 when the parent killed it at the deadline */
+    json_t *result;      /* what kv_worker_result sent, or NULL */
+    char *fail_code;     /* what kv_worker_fail (or a handler) sent, or NULL */
+    char *fail_detail;   /* its detail, or NULL */
+    json_t *fail_extra;  /* extra JSON it sent with the failure, or NULL */
+    char *phase;         /* the last phase reported, or NULL */
+    double seconds;
+} kv_worker_outcome;
+
+void kv_worker_outcome_clear(kv_worker_outcome *o);
+
+/* Runs FN(CTX) in a child process (its own process group, stdout sent to
+ * stderr, killed when the parent dies) and waits at most TIMEOUT_S seconds.
+ * Returns 0 with OUT filled (whatever the child did), -1 when the child
+ * could not be started (*ERR). */
+int kv_worker_run(void (*fn)(void *ctx), void *ctx, double timeout_s, kv_worker_outcome *out,
+                  char **err);
+
+/* ---- In the child ---- */
+
+/* Reports the phase it is in ("correctness decode trial 2"); used in the
+ * messages of timeouts and crashes. */
+void kv_worker_phase(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Sends the result (does not take ownership). */
+void kv_worker_result(const json_t *result);
+/* Sends a failure (CODE: a short name such as "wrong_result"; EXTRA: more
+ * JSON, may be NULL, not taken) and exits the child. */
+_Noreturn void kv_worker_fail(const char *code, const json_t *extra, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Arms the watchdog: after SECONDS the child reports "timeout" ("kernel
+ * exceeded N s during PHASE") and exits. 0 disarms it. */
+void kv_worker_watchdog(double seconds);
+/* Registers [LO, LO+LEN) as a guard region of tensor NAME (NAME must
+ * outlive the registration); a fault there is reported as out of bounds.
+ * Returns 0, or -1 when the table is full. */
+int kv_worker_guard_add(const void *lo, size_t len, const char *name);
+void kv_worker_guard_remove(const void *lo);
+/* Name of signal SIG ("SIGSEGV"). */
+const char *kv_worker_signal_name(int sig);
+/* 1 inside a worker child. */
+int kv_worker_in_child(void);
+
+#endif

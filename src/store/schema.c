@@ -1,0 +1,119 @@
+/* The store's schema as a list of migrations. Migration N takes a store from
+ * schema version N-1 to N. To add a table, index or column: append a
+ * migration to `migrations` (never edit a released one); kv_store_open runs
+ * the missing ones when it opens an older store read-write.
+ *
+ * Conventions: JSON is kept as compact text (columns named for what they
+ * hold: metrics, features, data, ...); a missing lineage link (parent,
+ * migration source) is NULL, not 0; code_hash is 16 lowercase hex digits
+ * (SQLite integers are signed, the hash is not); fitness NULL means NaN.
+ * Lineage columns carry no foreign key on purpose: a dangling link must
+ * never cost the record of an evaluated program. Rows that belong to a
+ * program (evaluations, artifacts) do reference it. */
+#include "store/schema.h"
+#include "util/buf.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+
+/* Version 1: programs with their evaluations and artifacts, events, meta.
+ * application_id 0x6b65766f ("kevo") marks the file for tools like file(1). */
+static const char *const schema_v1[] = {
+    "PRAGMA application_id = 1801811567",
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE programs ("
+    " id INTEGER PRIMARY KEY,"
+    " parent_id INTEGER,"       /* NULL for an initial program */
+    " other_parent_id INTEGER," /* second parent of a crossover, else NULL */
+    " island INTEGER NOT NULL,"
+    " generation INTEGER NOT NULL,"
+    " iteration INTEGER NOT NULL,"
+    " source TEXT,"
+    " mutator TEXT,"
+    " change_summary TEXT,"
+    " metrics TEXT,"         /* JSON object */
+    " features TEXT,"        /* JSON object: dimension -> bin */
+    " fitness REAL,"         /* NULL when NaN */
+    " status TEXT NOT NULL," /* kv_status_name() */
+    " status_reason TEXT,"
+    " is_migrant INTEGER NOT NULL DEFAULT 0,"
+    " migrated_from INTEGER,"   /* NULL unless a migrant */
+    " code_hash TEXT NOT NULL," /* 16 hex digits */
+    " created_at REAL,"
+    " eval_seconds REAL)",
+    "CREATE INDEX programs_code_hash ON programs(code_hash)",
+    "CREATE INDEX programs_fitness ON programs(fitness)",
+    "CREATE INDEX programs_status ON programs(status)",
+    "CREATE INDEX programs_parent ON programs(parent_id)",
+    "CREATE INDEX programs_island ON programs(island)",
+    "CREATE INDEX programs_iteration ON programs(iteration)",
+    /* One row per cascade stage. Keys of a stage object other than these
+     * columns (or of another JSON type) are kept in extra (JSON object). */
+    "CREATE TABLE evaluations ("
+    " id INTEGER PRIMARY KEY,"
+    " program_id INTEGER NOT NULL REFERENCES programs(id) ON DELETE CASCADE,"
+    " stage INTEGER NOT NULL,"
+    " status TEXT,"
+    " metrics TEXT," /* JSON */
+    " seconds REAL,"
+    " reason TEXT,"
+    " extra TEXT)",
+    "CREATE INDEX evaluations_program ON evaluations(program_id)",
+    /* The UNIQUE index also serves lookups by program_id. */
+    "CREATE TABLE artifacts ("
+    " id INTEGER PRIMARY KEY,"
+    " program_id INTEGER NOT NULL REFERENCES programs(id) ON DELETE CASCADE,"
+    " name TEXT NOT NULL,"
+    " value TEXT,"
+    " is_json INTEGER NOT NULL," /* 0: value is the string; 1: value is JSON text */
+    " UNIQUE (program_id, name))",
+    "CREATE TABLE events ("
+    " id INTEGER PRIMARY KEY,"
+    " time REAL NOT NULL," /* unix time, seconds */
+    " kind TEXT NOT NULL,"
+    " data TEXT)", /* JSON, or NULL */
+    NULL,
+};
+
+/* migrations[i] takes the schema from version i to i + 1. */
+static const char *const *const migrations[] = {
+    schema_v1,
+};
+
+#define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
+
+int kv_schema_version(void)
+{
+    return SCHEMA_VERSION;
+}
+
+/* Runs one statement; returns 0, or -1 with *err set. */
+static int exec(sqlite3 *db, const char *sql, int version, char **err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK) return 0;
+    *err = kv_asprintf("schema migration to version %d failed: %s (in: %.60s)", version,
+                       msg ? msg : sqlite3_errmsg(db), sql);
+    sqlite3_free(msg);
+    return -1;
+}
+
+int kv_schema_migrate(sqlite3 *db, int from, char **err)
+{
+    if (from < 0 || from > SCHEMA_VERSION) {
+        *err = kv_asprintf("cannot migrate from schema version %d (this build knows 0..%d)", from,
+                           SCHEMA_VERSION);
+        return -1;
+    }
+    for (int v = from; v < SCHEMA_VERSION; v++) {
+        for (const char *const *sql = migrations[v]; *sql; sql++) {
+            if (exec(db, *sql, v + 1, err) != 0) return -1;
+        }
+    }
+    char *set = kv_asprintf("INSERT INTO meta(key, value) VALUES('schema_version', '%d')"
+                            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                            SCHEMA_VERSION);
+    int rc = exec(db, set, SCHEMA_VERSION, err);
+    free(set);
+    return rc;
+}

@@ -1,0 +1,37 @@
+# Shared helpers for the end-to-end tests (sourced, not run).
+set -eu
+: "${KV_BINARY:?KV_BINARY must name the kevolve binary}"
+: "${KV_SOURCE_DIR:?KV_SOURCE_DIR must name the source tree}"
+KV=$KV_BINARY
+TINY=$KV_SOURCE_DIR/tests/data/tiny
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kevolve-test.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# sql DB QUERY: prints the rows, fields separated by '|'.
+sql() {
+    python3 - "$1" "$2" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+for row in con.execute(sys.argv[2]):
+    print("|".join("" if v is None else str(v) for v in row))
+PY
+}
+
+# expect_exit CODE COMMAND...: runs COMMAND, fails unless it exits with CODE.
+expect_exit() {
+    want=$1
+    shift
+    set +e
+    "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"
+    got=$?
+    set -e
+    [ "$got" -eq "$want" ] || {
+        cat "$WORK/out.txt" "$WORK/err.txt" >&2
+        fail "'$*' exited $got, expected $want"
+    }
+}

@@ -1,0 +1,149 @@
+/* The model ensemble: each child's mutator is drawn by weight from one list
+ * where LLMs and built-in mutators stand together, reproducibly from the
+ * seed, and draws move away from a model that keeps failing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "llm/ensemble.h"
+#include "test_llm_server.h"
+
+static void draws_follow_the_weights_across_llms_and_builtins(void **state)
+{
+    (void)state;
+    kv_model_config m[3] = {test_model("gpt-a"), test_model("builtin:tune"),
+                            test_model("builtin:crossover")};
+    m[0].weight = 6;
+    m[1].weight = 3;
+    m[2].weight = 1;
+    char *err = NULL;
+    kv_ensemble *e = kv_ensemble_new(m, 3, 0, &err);
+    assert_non_null(e);
+    assert_true(kv_ensemble_has_llm(e));
+    kv_rng rng;
+    kv_rng_seed(&rng, 5);
+    int count[3] = {0, 0, 0};
+    for (int i = 0; i < 10000; i++) {
+        kv_ensemble_choice ch;
+        kv_ensemble_choose(e, &rng, &ch);
+        count[ch.index]++;
+        if (ch.index == 0) {
+            assert_int_equal(ch.kind, KV_ENSEMBLE_LLM);
+            assert_ptr_equal(ch.model, &m[0]);
+        } else {
+            assert_int_equal(ch.kind, KV_ENSEMBLE_BUILTIN);
+            assert_int_equal(ch.builtin, ch.index == 1 ? KV_MUTATOR_TUNE : KV_MUTATOR_CROSSOVER);
+        }
+    }
+    assert_in_range(count[0], 5700, 6300);
+    assert_in_range(count[1], 2700, 3300);
+    assert_in_range(count[2], 800, 1200);
+    kv_ensemble_free(e);
+}
+
+static void same_seed_gives_the_same_choices(void **state)
+{
+    (void)state;
+    kv_model_config m[3] = {test_model("a"), test_model("b"), test_model("builtin:gi")};
+    char *err = NULL;
+    kv_ensemble *e = kv_ensemble_new(m, 3, 0, &err);
+    kv_rng r1, r2;
+    kv_rng_seed(&r1, 77);
+    kv_rng_seed(&r2, 77);
+    for (int i = 0; i < 200; i++) {
+        kv_ensemble_choice a, b;
+        kv_ensemble_choose(e, &r1, &a);
+        kv_ensemble_choose(e, &r2, &b);
+        assert_int_equal(a.index, b.index);
+    }
+    kv_ensemble_free(e);
+}
+
+static void zero_weight_entries_are_never_drawn(void **state)
+{
+    (void)state;
+    kv_model_config m[2] = {test_model("a"), test_model("b")};
+    m[0].weight = 0;
+    char *err = NULL;
+    kv_ensemble *e = kv_ensemble_new(m, 2, 0, &err);
+    kv_rng rng;
+    kv_rng_seed(&rng, 1);
+    for (int i = 0; i < 500; i++) {
+        kv_ensemble_choice ch;
+        kv_ensemble_choose(e, &rng, &ch);
+        assert_int_equal(ch.index, 1);
+    }
+    kv_ensemble_free(e);
+}
+
+static void bad_lists_are_refused_with_the_reason(void **state)
+{
+    (void)state;
+    char *err = NULL;
+    assert_null(kv_ensemble_new(NULL, 0, 0, &err));
+    assert_non_null(strstr(err, "empty"));
+    free(err);
+    kv_model_config m[2] = {test_model("a"), test_model("builtin:mutate")};
+    assert_null(kv_ensemble_new(m, 2, 0, &err));
+    assert_non_null(strstr(err, "builtin:mutate"));
+    free(err);
+    m[1] = test_model("b");
+    m[0].weight = 0;
+    m[1].weight = 0;
+    assert_null(kv_ensemble_new(m, 2, 0, &err));
+    assert_non_null(strstr(err, "weight"));
+    free(err);
+    m[0].weight = -1;
+    assert_null(kv_ensemble_new(m, 2, 0, &err));
+    assert_non_null(strstr(err, "weight"));
+    free(err);
+}
+
+static void a_model_failing_n_times_falls_back_to_another_until_it_recovers(void **state)
+{
+    (void)state;
+    kv_model_config m[3] = {test_model("main"), test_model("backup"), test_model("builtin:gi")};
+    m[0].weight = 1;
+    m[1].weight = 0.0001; /* almost never drawn by itself */
+    m[2].weight = 0;
+    char *err = NULL;
+    kv_ensemble *e = kv_ensemble_new(m, 3, 3, &err);
+    kv_rng rng;
+    kv_rng_seed(&rng, 9);
+    kv_ensemble_choice ch;
+    kv_ensemble_choose(e, &rng, &ch);
+    assert_int_equal(ch.index, 0);
+    for (int i = 0; i < 2; i++)
+        kv_ensemble_report(e, 0, 0);
+    assert_false(kv_ensemble_failing(e, 0));
+    kv_ensemble_report(e, 0, 0);
+    assert_true(kv_ensemble_failing(e, 0));
+    int fell = 0, probes = 0;
+    for (int i = 0; i < 30; i++) {
+        kv_ensemble_choose(e, &rng, &ch);
+        if (ch.index == 1 && ch.fell_back) fell++;
+        if (ch.index == 0) probes++;
+        assert_true(ch.index != 2); /* a builtin is not an LLM fallback */
+    }
+    assert_int_equal(fell, 20);   /* two of every three draws move to the backup */
+    assert_int_equal(probes, 10); /* every third still probes the failing model */
+    kv_ensemble_report(e, 0, 1);
+    assert_false(kv_ensemble_failing(e, 0));
+    kv_ensemble_choose(e, &rng, &ch);
+    assert_int_equal(ch.index, 0);
+    assert_false(ch.fell_back);
+    kv_ensemble_free(e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(draws_follow_the_weights_across_llms_and_builtins),
+        cmocka_unit_test(same_seed_gives_the_same_choices),
+        cmocka_unit_test(zero_weight_entries_are_never_drawn),
+        cmocka_unit_test(bad_lists_are_refused_with_the_reason),
+        cmocka_unit_test(a_model_failing_n_times_falls_back_to_another_until_it_recovers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,666 @@
+/* Tests of the built-in mutators (tune, gi, crossover): they change only
+ * mutable text, in the ways they promise, reproducibly from the seed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "mutate/blocks.h"
+#include "mutate/mutator.h"
+#include "util/buf.h"
+#include "util/json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const C_SRC = "#include <stdio.h>\n"                                 /* 1 */
+                                 "#define N 1024\n"                                     /* 2 */
+                                 "// EVOLVE-BLOCK-START\n"                              /* 3 */
+                                 "#define VEC 4  // kevolve: tune 1 2 4 8\n"            /* 4 */
+                                 "const int TILE = 16; // kevolve: tune range 8 64 8\n" /* 5 */
+                                 "static int f(int x)\n"                                /* 6 */
+                                 "{\n"                                                  /* 7 */
+                                 "    int y = x * VEC;\n"                               /* 8 */
+                                 "\n"                                                   /* 9 */
+                                 "    y += TILE;\n"                                     /* 10 */
+                                 "    return y;\n"                                      /* 11 */
+                                 "}\n"                                                  /* 12 */
+                                 "// EVOLVE-BLOCK-END\n"                                /* 13 */
+                                 "int main(void) { return f(N); } // kevolve: tune 1 2\n"
+                                 "// EVOLVE-BLOCK-START\n"
+                                 "static int g(int x) { return x + 1; }\n"
+                                 "#define SPLIT 1 /* kevolve: tune 1 2 4 8 16 */\n"
+                                 "// EVOLVE-BLOCK-END\n";
+
+static const char *const PY_SRC = "import numpy as np\n"
+                                  "# EVOLVE-BLOCK-START\n"
+                                  "BLOCK = 64  # kevolve: tune 32 64 128 256\n"
+                                  "USE_SHARED = False  # kevolve: tune True False\n"
+                                  "def kernel(x):\n"
+                                  "    y = x * 2\n"
+                                  "    if USE_SHARED:\n"
+                                  "        y = y + 1\n"
+                                  "    return y[:BLOCK]\n"
+                                  "# EVOLVE-BLOCK-END\n"
+                                  "def run(x):\n"
+                                  "    return kernel(x)\n";
+
+static const char *const LUA_SRC = "local M = {}\n"
+                                   "-- EVOLVE-BLOCK-START\n"
+                                   "local threads = 128 -- kevolve: tune 64 128 256\n"
+                                   "function M.step(x)\n"
+                                   "  local y = x + threads\n"
+                                   "  return y * 2\n"
+                                   "end\n"
+                                   "-- EVOLVE-BLOCK-END\n"
+                                   "return M\n";
+
+static const char *const CL_SRC = "/* fixed prologue */\n"
+                                  "/* EVOLVE-BLOCK-START */\n"
+                                  "#define WG 64 /* kevolve: tune pow2 16 256 */\n"
+                                  "__kernel void k(__global float *a) {\n"
+                                  "    int i = get_global_id(0);\n"
+                                  "    a[i] = a[i] * 2.0f;\n"
+                                  "}\n"
+                                  "/* EVOLVE-BLOCK-END */\n"
+                                  "/* EVOLVE-BLOCK-START */\n"
+                                  "/* EVOLVE-BLOCK-END */\n"
+                                  "/* fixed epilogue */";
+
+static const char *const WHOLE_SRC = "x = 3  # kevolve: tune 1 2 3 4\n"
+                                     "y = x * 2\n"
+                                     "print(y)";
+
+#define NSAMPLES 5
+static const char *const SAMPLES[NSAMPLES] = {C_SRC, PY_SRC, LUA_SRC, CL_SRC, WHOLE_SRC};
+
+/* Lines of S as malloc'd strings; returns the count. */
+static size_t split_lines(const char *s, char ***out)
+{
+    size_t n = 0;
+    *out = NULL;
+    while (*s) {
+        const char *nl = strchr(s, '\n');
+        size_t len = nl ? (size_t)(nl - s) : strlen(s);
+        *out = realloc(*out, (n + 1) * sizeof **out);
+        (*out)[n++] = strndup(s, len);
+        s += len + (nl != NULL);
+    }
+    return n;
+}
+
+static void free_lines(char **l, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(l[i]);
+    free(l);
+}
+
+static void assert_passes_block_check(const char *parent, const char *child)
+{
+    char *reason = NULL;
+    int rc = kv_blocks_check_child(parent, child, &reason);
+    if (rc != 0) fail_msg("child rejected: %s\n--- child ---\n%s", reason, child);
+}
+
+/* The parameter of PARAMS (from kv_tune_parameters) on line LINE, or NULL. */
+static json_t *param_on_line(json_t *params, int line)
+{
+    size_t i;
+    json_t *p;
+    json_array_foreach(params, i, p)
+    {
+        if (json_integer_value(json_object_get(p, "line")) == line) return p;
+    }
+    return NULL;
+}
+
+static int in_choices(json_t *p, const char *value)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(p, "choices"), i, c)
+    {
+        if (strcmp(json_string_value(c), value) == 0) return 1;
+    }
+    return 0;
+}
+
+static void tune_changes_only_annotated_value_to_an_allowed_one(void **state)
+{
+    (void)state;
+    json_t *before = kv_tune_parameters(C_SRC);
+    assert_non_null(before);
+    assert_int_equal(json_array_size(before), 3); /* line 14's annotation is outside the blocks */
+    char **pl;
+    size_t pn = split_lines(C_SRC, &pl);
+    for (uint64_t seed = 0; seed < 100; seed++) {
+        kv_rng rng;
+        kv_rng_seed(&rng, seed);
+        kv_mutation m;
+        char *err = NULL;
+        assert_int_equal(kv_mutate_tune(C_SRC, &rng, &m, &err), 0);
+        char **cl;
+        size_t cn = split_lines(m.source, &cl);
+        assert_int_equal(cn, pn);
+        int changed = 0;
+        for (size_t i = 0; i < pn; i++) {
+            if (strcmp(pl[i], cl[i]) == 0) continue;
+            changed++;
+            json_t *old = param_on_line(before, (int)i + 1);
+            assert_non_null(old);
+            json_t *after = kv_tune_parameters(m.source);
+            json_t *now = param_on_line(after, (int)i + 1);
+            const char *v = json_string_value(json_object_get(now, "value"));
+            assert_true(in_choices(old, v));
+            assert_string_not_equal(v, json_string_value(json_object_get(old, "value")));
+            char expect[128];
+            snprintf(expect, sizeof expect, "tune: %s %s -> %s (line %zu)",
+                     json_string_value(json_object_get(old, "name")),
+                     json_string_value(json_object_get(old, "value")), v, i + 1);
+            assert_string_equal(m.summary, expect);
+            json_decref(after);
+        }
+        assert_int_equal(changed, 1);
+        free_lines(cl, cn);
+        kv_mutation_free(&m);
+    }
+    free_lines(pl, pn);
+    json_decref(before);
+}
+
+static void tune_range_form(void **state)
+{
+    (void)state;
+    json_t *params = kv_tune_parameters("const int TILE = 16; // kevolve: tune range 8 64 8\n"
+                                        "int W = 4; // kevolve: tune pow2 3 40\n"
+                                        "int R = 2; // kevolve: tune range 1 3\n");
+    assert_non_null(params);
+    assert_int_equal(json_array_size(params), 3);
+    char *text = kv_json_dumps(params);
+    assert_non_null(
+        strstr(text, "\"choices\":[\"8\",\"16\",\"24\",\"32\",\"40\",\"48\",\"56\",\"64\"]"));
+    assert_non_null(strstr(text, "\"choices\":[\"4\",\"8\",\"16\",\"32\"]"));
+    assert_non_null(strstr(text, "\"choices\":[\"1\",\"2\",\"3\"]"));
+    free(text);
+    json_decref(params);
+
+    kv_mutation m;
+    char *err = NULL;
+    kv_rng rng;
+    kv_rng_seed(&rng, 1);
+    assert_int_equal(kv_mutate_tune("x = 1 # kevolve: tune range 5 1\n", &rng, &m, &err), -1);
+    assert_non_null(strstr(err, "line 1"));
+    free(err);
+}
+
+static void tune_moves_mostly_to_neighbouring_values(void **state)
+{
+    (void)state;
+    const char *src = "T = 32  # kevolve: tune range 8 64 8\n";
+    int neighbour = 0, total = 300;
+    for (int seed = 0; seed < total; seed++) {
+        kv_rng rng;
+        kv_rng_seed(&rng, (uint64_t)seed);
+        kv_mutation m;
+        char *err = NULL;
+        assert_int_equal(kv_mutate_tune(src, &rng, &m, &err), 0);
+        if (strstr(m.summary, "-> 24 ") || strstr(m.summary, "-> 40 ")) neighbour++;
+        kv_mutation_free(&m);
+    }
+    /* 70% neighbours plus their share of the other 30%: about 78%. */
+    assert_true(neighbour > total * 6 / 10);
+    assert_true(neighbour < total * 95 / 100);
+}
+
+static void tune_value_not_listed_moves_to_a_listed_one(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 0; seed < 20; seed++) {
+        kv_rng rng;
+        kv_rng_seed(&rng, seed);
+        kv_mutation m;
+        char *err = NULL;
+        assert_int_equal(kv_mutate_tune("X = 3 # kevolve: tune 1 2 4\n", &rng, &m, &err), 0);
+        assert_true(strcmp(m.source, "X = 1 # kevolve: tune 1 2 4\n") == 0 ||
+                    strcmp(m.source, "X = 2 # kevolve: tune 1 2 4\n") == 0 ||
+                    strcmp(m.source, "X = 4 # kevolve: tune 1 2 4\n") == 0);
+        kv_mutation_free(&m);
+    }
+}
+
+static void expect_param(const char *line, const char *name, const char *value, size_t nchoices,
+                         const char *new_text_start)
+{
+    json_t *params = kv_tune_parameters(line);
+    if (!params || json_array_size(params) != 1) fail_msg("no parameter found in: %s", line);
+    json_t *p = json_array_get(params, 0);
+    assert_string_equal(json_string_value(json_object_get(p, "name")), name);
+    assert_string_equal(json_string_value(json_object_get(p, "value")), value);
+    assert_int_equal(json_array_size(json_object_get(p, "choices")), nchoices);
+    json_decref(params);
+    kv_rng rng;
+    kv_rng_seed(&rng, 7);
+    kv_mutation m;
+    char *err = NULL;
+    assert_int_equal(kv_mutate_tune(line, &rng, &m, &err), 0);
+    if (!kv_starts_with(m.source, new_text_start))
+        fail_msg("\"%s\" does not start with \"%s\"", m.source, new_text_start);
+    /* The comment is intact. */
+    assert_non_null(strstr(m.source, strstr(line, "kevolve: tune")));
+    kv_mutation_free(&m);
+}
+
+static void tune_in_python_lua_c_styles(void **state)
+{
+    (void)state;
+    expect_param("#define VEC 4  // kevolve: tune 1 2 4 8\n", "VEC", "4", 4, "#define VEC ");
+    expect_param("BLOCK = 64  # kevolve: tune 32 64 128 256\n", "BLOCK", "64", 4, "BLOCK = ");
+    expect_param("const int TILE = 16; // kevolve: tune range 8 64 8\n", "TILE", "16", 8,
+                 "const int TILE = ");
+    expect_param("local threads = 128 -- kevolve: tune 64 128 256\n", "threads", "128", 3,
+                 "local threads = ");
+    expect_param("USE_SHARED = False  # kevolve: tune True False\n", "USE_SHARED", "False", 2,
+                 "USE_SHARED = True  #");
+    expect_param("#define SPLIT 1 /* kevolve: tune 1 2 4 8 16 */\n", "SPLIT", "1", 5,
+                 "#define SPLIT ");
+    expect_param("MODE = \"fast\"  # kevolve: tune \"fast\" \"exact\"\n", "MODE", "\"fast\"", 2,
+                 "MODE = \"exact\"  #");
+    expect_param("    scale = -1.5e-3,  // kevolve: tune -1.5e-3 2e-3\n", "scale", "-1.5e-3", 2,
+                 "    scale = 2e-3,  //");
+    expect_param("(setq width 8) ;; kevolve: tune 8 16\n", "width", "8", 2, "(setq width 16)");
+    expect_param("n = 3 % kevolve: tune 3 5\n", "n", "3", 2, "n = 5 %");
+    expect_param("foo(bar=2)  # kevolve: tune 2 3\n", "bar", "2", 2, "foo(bar=3)");
+    expect_param("    4 // kevolve: tune 4 8\n", "line 1", "4", 2, "    8 //");
+}
+
+static void tune_returns_nothing_to_do_without_annotations(void **state)
+{
+    (void)state;
+    kv_rng rng;
+    kv_rng_seed(&rng, 3);
+    kv_mutation m;
+    char *err = NULL;
+    assert_int_equal(kv_mutate_tune(LUA_SRC + 0, &rng, &m, &err), 0);
+    kv_mutation_free(&m);
+    assert_int_equal(kv_mutate_tune("int x = 4; // just a comment\n", &rng, &m, &err), 1);
+    assert_null(m.source);
+    assert_null(err);
+    /* A parameter whose only choice is its value cannot move. */
+    assert_int_equal(kv_mutate_tune("int x = 4; // kevolve: tune 4\n", &rng, &m, &err), 1);
+    json_t *params = kv_tune_parameters("int x = 4;\n");
+    assert_int_equal(json_array_size(params), 0);
+    json_decref(params);
+}
+
+static void tune_ignores_annotations_outside_blocks(void **state)
+{
+    (void)state;
+    const char *src = "#define N 4 // kevolve: tune 4 8\n"
+                      "// EVOLVE-BLOCK-START\n"
+                      "int x;\n"
+                      "// EVOLVE-BLOCK-END\n"
+                      "#define M 4 // kevolve: tune 4 8\n";
+    kv_rng rng;
+    kv_rng_seed(&rng, 3);
+    kv_mutation m;
+    char *err = NULL;
+    assert_int_equal(kv_mutate_tune(src, &rng, &m, &err), 1);
+    json_t *params = kv_tune_parameters(src);
+    assert_int_equal(json_array_size(params), 0);
+    json_decref(params);
+}
+
+static void tune_malformed_annotation_names_its_line(void **state)
+{
+    (void)state;
+    kv_rng rng;
+    kv_rng_seed(&rng, 3);
+    kv_mutation m;
+    char *err = NULL;
+    const char *bad[] = {"a\nx = 4 + // kevolve: tune 1 2\n", "a\nx = 4 // kevolve: tune\n",
+                         "a\nx = 4 // kevolve: tune range 1\n",
+                         "a\nx = 4 // kevolve: tune pow2 0 8\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(kv_mutate_tune(bad[i], &rng, &m, &err), -1);
+        assert_non_null(strstr(err, "line 2: kevolve: tune"));
+        free(err);
+        assert_null(kv_tune_parameters(bad[i]));
+    }
+}
+
+static void gi_edits_only_mutable_lines(void **state)
+{
+    (void)state;
+    int kinds[4] = {0};
+    for (uint64_t seed = 0; seed < 200; seed++) {
+        kv_rng rng;
+        kv_rng_seed(&rng, seed);
+        kv_mutation m;
+        char *err = NULL;
+        assert_int_equal(kv_mutate_gi(C_SRC, &rng, &m, &err), 0);
+        assert_passes_block_check(C_SRC, m.source);
+        assert_string_not_equal(m.source, C_SRC);
+        /* The fixed lines and markers stay where they were, in order. */
+        assert_true(kv_starts_with(m.source, "#include <stdio.h>\n#define N 1024\n"
+                                             "// EVOLVE-BLOCK-START\n"));
+        assert_non_null(strstr(m.source, "// EVOLVE-BLOCK-END\nint main(void) { return f(N); } "
+                                         "// kevolve: tune 1 2\n// EVOLVE-BLOCK-START\n"));
+        assert_true(kv_ends_with(m.source, "// EVOLVE-BLOCK-END\n"));
+        kinds[0] += kv_starts_with(m.summary, "gi: delete line ");
+        kinds[1] += kv_starts_with(m.summary, "gi: copy line ");
+        kinds[2] += kv_starts_with(m.summary, "gi: swap lines ");
+        kinds[3] += kv_starts_with(m.summary, "gi: replace line ");
+        kv_mutation_free(&m);
+    }
+    for (int k = 0; k < 4; k++)
+        assert_true(kinds[k] > 10);
+    assert_int_equal(kinds[0] + kinds[1] + kinds[2] + kinds[3], 200);
+}
+
+static void gi_swap_summary_names_both_lines(void **state)
+{
+    (void)state;
+    const char *src = "# EVOLVE-BLOCK-START\na = 1\nb = 2\n# EVOLVE-BLOCK-END\n";
+    for (uint64_t seed = 0; seed < 50; seed++) {
+        kv_rng rng;
+        kv_rng_seed(&rng, seed);
+        kv_mutation m;
+        char *err = NULL;
+        assert_int_equal(kv_mutate_gi(src, &rng, &m, &err), 0);
+        if (strcmp(m.summary, "gi: swap lines 2 and 3") == 0)
+            assert_string_equal(m.source,
+                                "# EVOLVE-BLOCK-START\nb = 2\na = 1\n# EVOLVE-BLOCK-END\n");
+        if (strcmp(m.summary, "gi: delete line 2") == 0)
+            assert_string_equal(m.source, "# EVOLVE-BLOCK-START\nb = 2\n# EVOLVE-BLOCK-END\n");
+        kv_mutation_free(&m);
+    }
+}
+
+static void gi_returns_nothing_to_do_without_mutable_lines(void **state)
+{
+    (void)state;
+    kv_rng rng;
+    kv_rng_seed(&rng, 5);
+    kv_mutation m;
+    char *err = NULL;
+    assert_int_equal(
+        kv_mutate_gi("fixed\n// EVOLVE-BLOCK-START\n// EVOLVE-BLOCK-END\n", &rng, &m, &err), 1);
+    assert_null(m.source);
+    assert_int_equal(
+        kv_mutate_gi("fixed\n// EVOLVE-BLOCK-START\n\n  \n// EVOLVE-BLOCK-END\n", &rng, &m, &err),
+        0); /* blank lines can still be replaced by "fixed" */
+    assert_passes_block_check("fixed\n// EVOLVE-BLOCK-START\n\n  \n// EVOLVE-BLOCK-END\n",
+                              m.source);
+    kv_mutation_free(&m);
+    assert_int_equal(kv_mutate_gi("// EVOLVE-BLOCK-START\n\n// EVOLVE-BLOCK-END\n", &rng, &m, &err),
+                     1);
+}
+
+/* A three-block program whose block bodies are X1, X2, X3. */
+static char *three_blocks(const char *x1, const char *x2, const char *x3)
+{
+    return kv_asprintf("head\n# EVOLVE-BLOCK-START\n%s# EVOLVE-BLOCK-END\nmid\n"
+                       "# EVOLVE-BLOCK-START\n%s# EVOLVE-BLOCK-END\nmid2\n"
+                       "# EVOLVE-BLOCK-START\n%s# EVOLVE-BLOCK-END\ntail\n",
+                       x1, x2, x3);
+}
+
+static void crossover_takes_blocks_from_both_parents(void **state)
+{
+    (void)state;
+    char *a = three_blocks("a1\n", "a2\n", "a3\n");
+    char *b = three_blocks("b1\nb1\n", "b2\n", "b3\n");
+    kv_program *pa = kv_program_new(), *pb = kv_program_new();
+    kv_program_set_source(pa, a);
+    kv_program_set_source(pb, b);
+    pa->id = 12;
+    pb->id = 40;
+    for (uint64_t seed = 0; seed < 50; seed++) {
+        kv_rng rng;
+        kv_rng_seed(&rng, seed);
+        kv_mutation m;
+        char *err = NULL;
+        assert_int_equal(kv_mutate(KV_MUTATOR_CROSSOVER, pa, pb, &rng, &m, &err), 0);
+        int from_b[3];
+        from_b[0] = strstr(m.source, "b1\nb1\n") != NULL;
+        from_b[1] = strstr(m.source, "b2\n") != NULL;
+        from_b[2] = strstr(m.source, "b3\n") != NULL;
+        assert_int_equal(from_b[0], strstr(m.source, "a1\n") == NULL);
+        assert_int_equal(from_b[1], strstr(m.source, "a2\n") == NULL);
+        assert_int_equal(from_b[2], strstr(m.source, "a3\n") == NULL);
+        int nb = from_b[0] + from_b[1] + from_b[2];
+        assert_true(nb >= 1 && nb <= 2);
+        char *expect = three_blocks(from_b[0] ? "b1\nb1\n" : "a1\n", from_b[1] ? "b2\n" : "a2\n",
+                                    from_b[2] ? "b3\n" : "a3\n");
+        assert_string_equal(m.source, expect);
+        free(expect);
+        /* "crossover: blocks 1,3 from #12, block 2 from #40" */
+        char want[128] = "crossover: ";
+        for (int side = 0; side < 2; side++) {
+            int cnt = 0;
+            for (int k = 0; k < 3; k++)
+                cnt += from_b[k] == side;
+            strcat(want, cnt == 1 ? "block " : "blocks ");
+            const char *sep = "";
+            for (int k = 0; k < 3; k++) {
+                if (from_b[k] != side) continue;
+                char num[16];
+                snprintf(num, sizeof num, "%s%d", sep, k + 1);
+                strcat(want, num);
+                sep = ",";
+            }
+            strcat(want, side == 0 ? " from #12, " : " from #40");
+        }
+        assert_string_equal(m.summary, want);
+        kv_mutation_free(&m);
+    }
+    kv_program_free(pa);
+    kv_program_free(pb);
+    free(a);
+    free(b);
+}
+
+static void crossover_of_one_block_cuts_between_lines(void **state)
+{
+    (void)state;
+    const char *a = "h\n// EVOLVE-BLOCK-START\nA1\nA2\nA3\nA4\n// EVOLVE-BLOCK-END\nt\n";
+    const char *b = "h\n// EVOLVE-BLOCK-START\nB1\nB2\nB3\nB4\n// EVOLVE-BLOCK-END\nt\n";
+    int seen[5] = {0};
+    for (uint64_t seed = 0; seed < 40; seed++) {
+        kv_rng rng;
+        kv_rng_seed(&rng, seed);
+        kv_mutation m;
+        char *err = NULL;
+        assert_int_equal(kv_mutate_crossover(a, b, &rng, &m, &err), 0);
+        /* A's first k lines, then B's from line k + 1: */
+        int k = 0;
+        while (k < 4) {
+            char l[16];
+            snprintf(l, sizeof l, "A%d\n", k + 1);
+            if (!strstr(m.source, l)) break;
+            k++;
+        }
+        assert_true(k >= 1 && k <= 3);
+        seen[k]++;
+        char expect[128] = "h\n// EVOLVE-BLOCK-START\n";
+        for (int i = 1; i <= 4; i++) {
+            char l[16];
+            snprintf(l, sizeof l, "%c%d\n", i <= k ? 'A' : 'B', i);
+            strcat(expect, l);
+        }
+        strcat(expect, "// EVOLVE-BLOCK-END\nt\n");
+        assert_string_equal(m.source, expect);
+        assert_true(kv_starts_with(m.summary, "crossover: block 1 cut: "));
+        kv_mutation_free(&m);
+    }
+    assert_true(seen[1] > 0 && seen[2] > 0 && seen[3] > 0);
+}
+
+static void crossover_needs_the_same_fixed_text(void **state)
+{
+    (void)state;
+    char *a = three_blocks("a1\n", "a2\n", "a3\n");
+    char *b = three_blocks("b1\n", "b2\n", "b3\n");
+    b[0] = 'H'; /* "Head": the fixed text differs */
+    kv_rng rng;
+    kv_rng_seed(&rng, 1);
+    kv_mutation m;
+    char *err = NULL;
+    assert_int_equal(kv_mutate_crossover(a, b, &rng, &m, &err), 1);
+    assert_null(m.source);
+    assert_null(err);
+    /* Equal blocks: nothing to cross. */
+    assert_int_equal(kv_mutate_crossover(a, a, &rng, &m, &err), 1);
+    /* A single differing line cannot make a new child. */
+    char *c = three_blocks("a1\n", "a2\n", "c3\n");
+    assert_int_equal(kv_mutate_crossover(a, c, &rng, &m, &err), 1);
+    /* No second parent. */
+    kv_program *p = kv_program_new();
+    kv_program_set_source(p, a);
+    assert_int_equal(kv_mutate(KV_MUTATOR_CROSSOVER, p, NULL, &rng, &m, &err), -1);
+    assert_non_null(err);
+    free(err);
+    kv_program_free(p);
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* A variant of SRC made by a few gi and tune steps from SEED. */
+static char *variant(const char *src, uint64_t seed)
+{
+    char *cur = strdup(src);
+    kv_rng rng;
+    kv_rng_seed(&rng, seed ^ 0x9e3779b97f4a7c15u);
+    for (int step = 0; step < 4; step++) {
+        kv_mutation m;
+        char *err = NULL;
+        int rc = step % 2 ? kv_mutate_tune(cur, &rng, &m, &err) : kv_mutate_gi(cur, &rng, &m, &err);
+        if (rc < 0) fail_msg("%s\n--- source ---\n%s", err, cur);
+        if (rc == 0) {
+            free(cur);
+            cur = m.source;
+            m.source = NULL;
+            kv_mutation_free(&m);
+        }
+    }
+    return cur;
+}
+
+static void every_mutator_child_passes_block_check(void **state)
+{
+    (void)state;
+    for (size_t s = 0; s < NSAMPLES; s++) {
+        const char *src = SAMPLES[s];
+        int made[KV_MUTATOR_BUILTIN_COUNT] = {0};
+        for (uint64_t seed = 0; seed < 150; seed++) {
+            char *other = variant(src, seed);
+            /* Children of children too: the parent may already be evolved. */
+            char *parent = seed % 3 == 0 ? variant(src, seed + 1000) : strdup(src);
+            kv_program *pp = kv_program_new(), *po = kv_program_new();
+            kv_program_set_source(pp, parent);
+            kv_program_set_source(po, other);
+            for (int k = 0; k < KV_MUTATOR_BUILTIN_COUNT; k++) {
+                kv_rng rng;
+                kv_rng_seed(&rng, seed);
+                kv_mutation m;
+                char *err = NULL;
+                int rc = kv_mutate((kv_mutator_kind)k, pp, po, &rng, &m, &err);
+                if (rc < 0) fail_msg("%s on sample %zu: %s", kv_mutator_name(k), s, err);
+                if (rc == 1) continue;
+                made[k]++;
+                assert_passes_block_check(parent, m.source);
+                assert_passes_block_check(src, m.source);
+                assert_string_not_equal(m.source, parent);
+                assert_true(kv_starts_with(m.summary, kv_mutator_name(k)));
+                kv_mutation_free(&m);
+            }
+            kv_program_free(pp);
+            kv_program_free(po);
+            free(parent);
+            free(other);
+        }
+        for (int k = 0; k < KV_MUTATOR_BUILTIN_COUNT; k++)
+            if (made[k] < 50)
+                fail_msg("%s made only %d children of sample %zu", kv_mutator_name(k), made[k], s);
+    }
+}
+
+static void same_seed_same_child(void **state)
+{
+    (void)state;
+    kv_program *pa = kv_program_new(), *pb = kv_program_new();
+    kv_program_set_source(pa, C_SRC);
+    char *other = variant(C_SRC, 77);
+    kv_program_set_source(pb, other);
+    for (int k = 0; k < KV_MUTATOR_BUILTIN_COUNT; k++) {
+        int distinct = 0;
+        char *first = NULL;
+        for (uint64_t seed = 0; seed < 10; seed++) {
+            kv_mutation m1, m2;
+            char *err = NULL;
+            kv_rng r1, r2;
+            kv_rng_seed(&r1, seed);
+            kv_rng_seed(&r2, seed);
+            assert_int_equal(kv_mutate((kv_mutator_kind)k, pa, pb, &r1, &m1, &err), 0);
+            assert_int_equal(kv_mutate((kv_mutator_kind)k, pa, pb, &r2, &m2, &err), 0);
+            assert_string_equal(m1.source, m2.source);
+            assert_string_equal(m1.summary, m2.summary);
+            if (!first)
+                first = strdup(m1.source);
+            else
+                distinct |= strcmp(first, m1.source) != 0;
+            kv_mutation_free(&m1);
+            kv_mutation_free(&m2);
+        }
+        assert_true(distinct); /* the seed matters */
+        free(first);
+    }
+    free(other);
+    kv_program_free(pa);
+    kv_program_free(pb);
+}
+
+static void mutator_names_parse_with_or_without_prefix(void **state)
+{
+    (void)state;
+    kv_mutator_kind k;
+    for (int i = 0; i < KV_MUTATOR_BUILTIN_COUNT; i++) {
+        char name[32];
+        assert_int_equal(kv_mutator_parse(kv_mutator_name((kv_mutator_kind)i), &k), 0);
+        assert_int_equal(k, i);
+        snprintf(name, sizeof name, "builtin:%s", kv_mutator_name((kv_mutator_kind)i));
+        assert_int_equal(kv_mutator_parse(name, &k), 0);
+        assert_int_equal(k, i);
+    }
+    assert_int_equal(kv_mutator_parse("llm", &k), -1);
+    assert_int_equal(kv_mutator_parse("builtin:", &k), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(tune_changes_only_annotated_value_to_an_allowed_one),
+        cmocka_unit_test(tune_range_form),
+        cmocka_unit_test(tune_moves_mostly_to_neighbouring_values),
+        cmocka_unit_test(tune_value_not_listed_moves_to_a_listed_one),
+        cmocka_unit_test(tune_in_python_lua_c_styles),
+        cmocka_unit_test(tune_returns_nothing_to_do_without_annotations),
+        cmocka_unit_test(tune_ignores_annotations_outside_blocks),
+        cmocka_unit_test(tune_malformed_annotation_names_its_line),
+        cmocka_unit_test(gi_edits_only_mutable_lines),
+        cmocka_unit_test(gi_swap_summary_names_both_lines),
+        cmocka_unit_test(gi_returns_nothing_to_do_without_mutable_lines),
+        cmocka_unit_test(crossover_takes_blocks_from_both_parents),
+        cmocka_unit_test(crossover_of_one_block_cuts_between_lines),
+        cmocka_unit_test(crossover_needs_the_same_fixed_text),
+        cmocka_unit_test(every_mutator_child_passes_block_check),
+        cmocka_unit_test(same_seed_same_child),
+        cmocka_unit_test(mutator_names_parse_with_or_without_prefix),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,389 @@
+/* Tests of util/proc: child processes run in their own group, end within
+ * their time limit with their whole group, keep no secrets, inherit no
+ * descriptors, and report their end (and failures to start) clearly. */
+#include "util/buf.h"
+#include "util/proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+/* Runs ARGV with SPEC's other fields as given; fails the test when it
+ * cannot start. */
+static kv_proc *run(kv_proc_spec spec)
+{
+    char *err = NULL;
+    kv_proc *p = kv_proc_run(&spec, &err);
+    if (!p) fail_msg("cannot start: %s", err ? err : "?");
+    return p;
+}
+
+/* 1 when no process of group PGID exists any more (zombies included). */
+static int group_is_gone(pid_t pgid)
+{
+    return kill(-pgid, 0) == -1 && errno == ESRCH;
+}
+
+static void exit_code_and_output_are_captured(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c", "echo out; echo err >&2; exit 3", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv});
+    assert_int_equal(kv_proc_how(p), KV_PROC_EXITED);
+    assert_int_equal(kv_proc_exit_code(p), 3);
+    assert_string_equal(kv_proc_stdout(p), "out\n");
+    assert_int_equal(kv_proc_stdout_len(p), 4);
+    assert_string_equal(kv_proc_stderr(p), "err\n");
+    assert_string_equal(kv_proc_describe(p), "exit 3");
+    kv_proc_free(p);
+}
+
+static void death_by_signal_is_described_by_name(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c", "kill -SEGV $$", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv});
+    assert_int_equal(kv_proc_how(p), KV_PROC_SIGNALED);
+    assert_int_equal(kv_proc_signal(p), SIGSEGV);
+    assert_int_equal(kv_proc_exit_code(p), -1);
+    assert_string_equal(kv_proc_describe(p), "killed by signal SIGSEGV");
+    kv_proc_free(p);
+}
+
+static void timeout_kills_whole_group_even_a_child_ignoring_sigterm(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c", "trap '' TERM; sleep 1000 & echo started; sleep 1000", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .timeout_s = 0.3});
+    assert_int_equal(kv_proc_how(p), KV_PROC_TIMED_OUT);
+    assert_true(kv_proc_seconds(p) >= 0.29);
+    assert_true(kv_proc_seconds(p) < 3.0);
+    assert_string_equal(kv_proc_describe(p), "timed out after 0.3 s");
+    assert_string_equal(kv_proc_stdout(p), "started\n"); /* output before the kill is kept */
+    assert_true(group_is_gone(kv_proc_pid(p)));
+    kv_proc_free(p);
+}
+
+static void stray_background_child_does_not_outlive_a_normal_exit(void **state)
+{
+    (void)state;
+    /* The background sleep keeps stdout open; the run must still end at once. */
+    char *argv[] = {"sh", "-c", "sleep 1000 & echo done", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .timeout_s = 20});
+    assert_int_equal(kv_proc_how(p), KV_PROC_EXITED);
+    assert_int_equal(kv_proc_exit_code(p), 0);
+    assert_string_equal(kv_proc_stdout(p), "done\n");
+    assert_true(kv_proc_seconds(p) < 3.0);
+    assert_true(group_is_gone(kv_proc_pid(p)));
+    kv_proc_free(p);
+}
+
+static void kill_ends_a_running_group(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c", "trap '' TERM; sleep 1000 & sleep 1000", NULL};
+    kv_proc_spec spec = {.argv = argv};
+    char *err = NULL;
+    kv_proc *p = kv_proc_start(&spec, &err);
+    assert_non_null(p);
+    assert_int_equal(kv_proc_poll(p, 50), 0);
+    pid_t pgid = kv_proc_pid(p);
+    kv_proc_kill(p);
+    assert_int_equal(kv_proc_poll(p, 0), 1);
+    assert_int_equal(kv_proc_how(p), KV_PROC_KILLED);
+    assert_true(group_is_gone(pgid));
+    kv_proc_free(p);
+}
+
+static void free_of_a_running_process_leaves_no_survivor(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c", "sleep 1000 & echo started; sleep 1000", NULL};
+    kv_proc_spec spec = {.argv = argv};
+    char *err = NULL;
+    kv_proc *p = kv_proc_start(&spec, &err);
+    assert_non_null(p);
+    for (int i = 0; i < 200 && !strstr(kv_proc_stdout(p), "started"); i++)
+        assert_int_equal(kv_proc_poll(p, 50), 0);
+    assert_string_equal(kv_proc_stdout(p), "started\n"); /* the background child exists */
+    pid_t pgid = kv_proc_pid(p);
+    kv_proc_free(p);
+    assert_true(group_is_gone(pgid));
+}
+
+static void runs_in_its_own_process_group(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c", "ps -o pgid= -p $$ 2>/dev/null || cut -d' ' -f5 /proc/$$/stat",
+                    NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv});
+    assert_int_equal(atoi(kv_proc_stdout(p)), kv_proc_pid(p));
+    assert_int_not_equal(kv_proc_pid(p), getpgrp());
+    kv_proc_free(p);
+}
+
+static void environment_has_no_secrets_but_keeps_the_rest(void **state)
+{
+    (void)state;
+    setenv("OPENAI_API_KEY", "sk-secret", 1);
+    setenv("MY_SERVICE_TOKEN", "tok", 1);
+    setenv("DB_PASSWORD", "pw", 1);
+    setenv("KEVOLVE_TEST_VISIBLE", "yes", 1);
+    setenv("KV_TEST_OVERRIDDEN", "old", 1);
+    char *argv[] = {"env", NULL};
+    char *extra[] = {"KV_TEST_EXTRA=added", "KV_TEST_OVERRIDDEN=new", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .extra_env = extra});
+    const char *out = kv_proc_stdout(p);
+    assert_null(strstr(out, "OPENAI_API_KEY"));
+    assert_null(strstr(out, "sk-secret"));
+    assert_null(strstr(out, "MY_SERVICE_TOKEN"));
+    assert_null(strstr(out, "DB_PASSWORD"));
+    assert_non_null(strstr(out, "KEVOLVE_TEST_VISIBLE=yes\n"));
+    assert_non_null(strstr(out, "KV_TEST_EXTRA=added\n"));
+    assert_non_null(strstr(out, "KV_TEST_OVERRIDDEN=new\n"));
+    assert_null(strstr(out, "KV_TEST_OVERRIDDEN=old"));
+    assert_non_null(strstr(out, "PATH="));
+    kv_proc_free(p);
+    unsetenv("OPENAI_API_KEY");
+    unsetenv("MY_SERVICE_TOKEN");
+    unsetenv("DB_PASSWORD");
+    unsetenv("KEVOLVE_TEST_VISIBLE");
+    unsetenv("KV_TEST_OVERRIDDEN");
+}
+
+static void secret_names_are_recognised(void **state)
+{
+    (void)state;
+    const char *secret[] = {
+        "OPENAI_API_KEY",  "ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY",
+        "HF_TOKEN",        "GITHUB_TOKEN",      "MY_SERVICE_TOKEN",
+        "DB_PASSWORD",     "SMTP_PASSWD",       "GOOGLE_APPLICATION_CREDENTIALS",
+        "stripe_secret",   "SOME_API_KEY",      "KEVOLVE_LLM_API_KEY",
+        "OPENAI_BASE_URL", "AWS_SESSION_TOKEN", "CLIENT_SECRET_FILE"};
+    const char *plain[] = {"PATH",
+                           "HOME",
+                           "PWD",
+                           "OLDPWD",
+                           "LANG",
+                           "CUDA_VISIBLE_DEVICES",
+                           "KEVOLVE_CONFIG_JSON",
+                           "KEVOLVE_STAGE",
+                           "KEVOLVE_PROGRAM",
+                           "PYTHONPATH",
+                           "TMPDIR",
+                           "USER"};
+    for (size_t i = 0; i < sizeof secret / sizeof *secret; i++)
+        if (!kv_env_is_secret(secret[i])) fail_msg("%s should be a secret", secret[i]);
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+        if (kv_env_is_secret(plain[i])) fail_msg("%s should not be a secret", plain[i]);
+}
+
+static void no_descriptor_of_the_parent_is_inherited(void **state)
+{
+    (void)state;
+    int leaked = open("/dev/null", O_RDONLY); /* deliberately without O_CLOEXEC */
+    assert_true(leaked > 2);
+    char script[128];
+    snprintf(script, sizeof script, "test -e /proc/self/fd/%d && echo leaked || echo clean",
+             leaked);
+    char *argv[] = {"sh", "-c", script, NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv});
+    assert_string_equal(kv_proc_stdout(p), "clean\n");
+    kv_proc_free(p);
+    close(leaked);
+}
+
+static void stdin_is_empty_so_a_reader_does_not_hang(void **state)
+{
+    (void)state;
+    char *argv[] = {"cat", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .timeout_s = 5});
+    assert_int_equal(kv_proc_how(p), KV_PROC_EXITED);
+    assert_int_equal(kv_proc_stdout_len(p), 0);
+    kv_proc_free(p);
+}
+
+static void resource_limits_are_applied(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c", "ulimit -c; ulimit -t; ulimit -v", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .cpu_limit_s = 7, .memory_limit_mb = 512});
+    assert_string_equal(kv_proc_stdout(p), "0\n7\n524288\n");
+    kv_proc_free(p);
+}
+
+static void memory_limit_stops_a_greedy_child(void **state)
+{
+    (void)state;
+    /* A 512 MiB string under a 128 MiB address-space limit cannot be made. */
+    char *argv[] = {"python3", "-c", "x = 'a' * (512 << 20); print('allocated')", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .memory_limit_mb = 128});
+    assert_null(strstr(kv_proc_stdout(p), "allocated"));
+    assert_false(kv_proc_how(p) == KV_PROC_EXITED && kv_proc_exit_code(p) == 0);
+    kv_proc_free(p);
+}
+
+static void missing_program_is_a_clear_start_error(void **state)
+{
+    (void)state;
+    char *argv[] = {"kv-no-such-program", NULL};
+    kv_proc_spec spec = {.argv = argv};
+    char *err = NULL;
+    assert_null(kv_proc_start(&spec, &err));
+    assert_string_equal(err, "cannot run 'kv-no-such-program': No such file or directory");
+    free(err);
+
+    char *argv2[] = {"/nonexistent/dir/prog", "x", NULL};
+    spec.argv = argv2;
+    assert_null(kv_proc_run(&spec, &err));
+    assert_string_equal(err, "cannot run '/nonexistent/dir/prog': No such file or directory");
+    free(err);
+}
+
+static void failed_exec_reports_errno_from_the_child(void **state)
+{
+    (void)state;
+    /* The file exists and is executable, but its interpreter does not:
+     * only execve in the child can find out. */
+    char path[] = "/tmp/kv_test_proc_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char text[] = "#!/nonexistent/interpreter\n";
+    assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    chmod(path, 0700);
+    char *argv[] = {path, NULL};
+    kv_proc_spec spec = {.argv = argv};
+    char *err = NULL;
+    assert_null(kv_proc_start(&spec, &err));
+    char *want = kv_asprintf("cannot run '%s': No such file or directory", path);
+    assert_string_equal(err, want);
+    free(want);
+    free(err);
+
+    /* Not executable at all. */
+    chmod(path, 0600);
+    assert_null(kv_proc_start(&spec, &err));
+    assert_non_null(strstr(err, "Permission denied"));
+    free(err);
+    unlink(path);
+}
+
+static void bad_working_directory_is_a_start_error(void **state)
+{
+    (void)state;
+    char *argv[] = {"true", NULL};
+    kv_proc_spec spec = {.argv = argv, .cwd = "/nonexistent/kv/dir"};
+    char *err = NULL;
+    assert_null(kv_proc_start(&spec, &err));
+    assert_non_null(strstr(err, "cannot enter directory '/nonexistent/kv/dir'"));
+    free(err);
+
+    spec.cwd = "/tmp";
+    char *argv2[] = {"pwd", NULL};
+    spec.argv = argv2;
+    kv_proc *p = run(spec);
+    assert_string_equal(kv_proc_stdout(p), "/tmp\n");
+    kv_proc_free(p);
+}
+
+static void output_is_capped_keeping_the_head_and_counting_the_rest(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c", "echo HEAD; head -c 200000 /dev/zero | tr '\\0' a; echo >&2 e",
+                    NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .max_output = 1000});
+    assert_int_equal(kv_proc_how(p), KV_PROC_EXITED);
+    assert_int_equal(kv_proc_exit_code(p), 0);
+    assert_int_equal(kv_proc_stdout_len(p), 1000);
+    assert_int_equal(strlen(kv_proc_stdout(p)), 1000);
+    assert_true(strncmp(kv_proc_stdout(p), "HEAD\naaa", 8) == 0);
+    assert_int_equal(kv_proc_stdout_dropped(p), 200005 - 1000);
+    assert_string_equal(kv_proc_stderr(p), "e\n");
+    assert_int_equal(kv_proc_stderr_dropped(p), 0);
+    kv_proc_free(p);
+}
+
+static void large_output_on_both_streams_does_not_deadlock(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c",
+                    "head -c 300000 /dev/zero; head -c 300000 /dev/zero >&2; "
+                    "head -c 300000 /dev/zero",
+                    NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .timeout_s = 10});
+    assert_int_equal(kv_proc_how(p), KV_PROC_EXITED);
+    assert_int_equal(kv_proc_stdout_len(p), 600000);
+    assert_int_equal(kv_proc_stderr_len(p), 300000);
+    kv_proc_free(p);
+}
+
+static void child_closing_its_output_early_is_harmless(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c", "exec >&-; sleep 0.1; echo still here >&2", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .timeout_s = 5});
+    assert_int_equal(kv_proc_how(p), KV_PROC_EXITED);
+    assert_int_equal(kv_proc_exit_code(p), 0);
+    assert_string_equal(kv_proc_stderr(p), "still here\n");
+    kv_proc_free(p);
+}
+
+static void poll_reports_running_then_the_end(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c", "sleep 0.2; echo late", NULL};
+    kv_proc_spec spec = {.argv = argv, .timeout_s = 5};
+    char *err = NULL;
+    kv_proc *p = kv_proc_start(&spec, &err);
+    assert_non_null(p);
+    assert_int_equal(kv_proc_poll(p, 0), 0);
+    assert_string_equal(kv_proc_describe(p), "running");
+    int fds[2];
+    assert_true(kv_proc_fds(p, fds) == 2);
+    assert_true(kv_proc_ms_to_deadline(p) > 4000);
+    kv_proc_wait(p);
+    assert_int_equal(kv_proc_poll(p, 0), 1);
+    assert_int_equal(kv_proc_fds(p, fds), 0);
+    assert_int_equal(kv_proc_exit_fd(p), -1);
+    assert_string_equal(kv_proc_stdout(p), "late\n");
+    assert_true(kv_proc_seconds(p) >= 0.19);
+    kv_proc_free(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(exit_code_and_output_are_captured),
+        cmocka_unit_test(death_by_signal_is_described_by_name),
+        cmocka_unit_test(timeout_kills_whole_group_even_a_child_ignoring_sigterm),
+        cmocka_unit_test(stray_background_child_does_not_outlive_a_normal_exit),
+        cmocka_unit_test(kill_ends_a_running_group),
+        cmocka_unit_test(free_of_a_running_process_leaves_no_survivor),
+        cmocka_unit_test(runs_in_its_own_process_group),
+        cmocka_unit_test(environment_has_no_secrets_but_keeps_the_rest),
+        cmocka_unit_test(secret_names_are_recognised),
+        cmocka_unit_test(no_descriptor_of_the_parent_is_inherited),
+        cmocka_unit_test(stdin_is_empty_so_a_reader_does_not_hang),
+        cmocka_unit_test(resource_limits_are_applied),
+        cmocka_unit_test(memory_limit_stops_a_greedy_child),
+        cmocka_unit_test(missing_program_is_a_clear_start_error),
+        cmocka_unit_test(failed_exec_reports_errno_from_the_child),
+        cmocka_unit_test(bad_working_directory_is_a_start_error),
+        cmocka_unit_test(output_is_capped_keeping_the_head_and_counting_the_rest),
+        cmocka_unit_test(large_output_on_both_streams_does_not_deadlock),
+        cmocka_unit_test(child_closing_its_output_early_is_harmless),
+        cmocka_unit_test(poll_reports_running_then_the_end),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
