@@ -8,9 +8,9 @@
 
 /* Exit codes of the kevolve command (and return values of the functions below). */
 enum {
-    KV_EXIT_OK = 0,          /* finished: iterations done, target reached, or early stop */
-    KV_EXIT_FAILURE = 1,     /* the run could not go on (initial program failed, store error) */
-    KV_EXIT_USAGE = 2,       /* bad command line or configuration */
+    KV_EXIT_OK = 0,           /* finished: iterations done, target reached, or early stop */
+    KV_EXIT_FAILURE = 1,      /* the run could not go on (initial program failed, store error) */
+    KV_EXIT_USAGE = 2,        /* bad command line or configuration */
     KV_EXIT_INTERRUPTED = 130 /* stopped by SIGINT/SIGTERM; the store holds all finished work */
 };
 

@@ -50,8 +50,8 @@ int cmd_best(int argc, char **argv)
         fputs(best_usage, stderr);
         return KV_EXIT_USAGE;
     }
-    char *path = kv_is_dir(argv[optind]) ? kv_path_join(argv[optind], "run.db")
-                                          : kv_strdup(argv[optind]);
+    char *path =
+        kv_is_dir(argv[optind]) ? kv_path_join(argv[optind], "run.db") : kv_strdup(argv[optind]);
     kv_store *st = NULL;
     char *err = NULL;
     if (kv_store_open(path, KV_STORE_READONLY, &st, &err) != 0) {

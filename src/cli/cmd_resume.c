@@ -60,9 +60,15 @@ int cmd_resume(int argc, char **argv)
             kv_log_set_level(level);
             break;
         }
-        case 'q': kv_log_set_quiet(1); break;
-        case 'h': fputs(resume_usage, stdout); return KV_EXIT_OK;
-        default: fputs(resume_usage, stderr); return KV_EXIT_USAGE;
+        case 'q':
+            kv_log_set_quiet(1);
+            break;
+        case 'h':
+            fputs(resume_usage, stdout);
+            return KV_EXIT_OK;
+        default:
+            fputs(resume_usage, stderr);
+            return KV_EXIT_USAGE;
         }
     }
     if (optind != argc - 1) {

@@ -120,7 +120,9 @@ int cmd_run(int argc, char **argv)
     optind = 1;
     while ((opt = getopt_long(argc, argv, "c:n:o:s:t:qh", long_options, NULL)) != -1) {
         switch (opt) {
-        case 'c': o.config_path = optarg; break;
+        case 'c':
+            o.config_path = optarg;
+            break;
         case 'n':
             if (parse_long(optarg, &v) != 0 || v < 1) {
                 kv_error("--iterations: expected a positive integer, got '%s'", optarg);
@@ -128,7 +130,9 @@ int cmd_run(int argc, char **argv)
             }
             o.iterations = (long)v;
             break;
-        case 'o': o.output_dir = optarg; break;
+        case 'o':
+            o.output_dir = optarg;
+            break;
         case 's':
             if (parse_long(optarg, &v) != 0) {
                 kv_error("--seed: expected an integer, got '%s'", optarg);
@@ -147,8 +151,12 @@ int cmd_run(int argc, char **argv)
             o.has_target_score = 1;
             break;
         }
-        case 'D': dry = 1; break;
-        case 'F': o.force = 1; break;
+        case 'D':
+            dry = 1;
+            break;
+        case 'F':
+            o.force = 1;
+            break;
         case 'L': {
             kv_log_level level;
             if (kv_log_parse_level(optarg, &level) != 0) {
@@ -158,9 +166,15 @@ int cmd_run(int argc, char **argv)
             kv_log_set_level(level);
             break;
         }
-        case 'q': kv_log_set_quiet(1); break;
-        case 'h': fputs(run_usage, stdout); return KV_EXIT_OK;
-        default: fputs(run_usage, stderr); return KV_EXIT_USAGE;
+        case 'q':
+            kv_log_set_quiet(1);
+            break;
+        case 'h':
+            fputs(run_usage, stdout);
+            return KV_EXIT_OK;
+        default:
+            fputs(run_usage, stderr);
+            return KV_EXIT_USAGE;
         }
     }
     if (optind < argc) o.initial_program = argv[optind++];

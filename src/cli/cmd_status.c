@@ -42,7 +42,8 @@ static int collect(kv_program *p, void *ud)
     if (p->iteration > s->max_iteration) s->max_iteration = p->iteration;
     if (p->status == KV_STATUS_OK && p->island >= 0 && p->island < MAX_ISLANDS) {
         if (p->island >= s->n_islands) {
-            for (int i = s->n_islands; i <= p->island; i++) s->island_best[i] = NAN;
+            for (int i = s->n_islands; i <= p->island; i++)
+                s->island_best[i] = NAN;
             s->n_islands = p->island + 1;
         }
         s->island_programs[p->island]++;
@@ -93,8 +94,8 @@ int cmd_status(int argc, char **argv)
         fputs(status_usage, stderr);
         return KV_EXIT_USAGE;
     }
-    char *path = kv_is_dir(argv[optind]) ? kv_path_join(argv[optind], "run.db")
-                                          : kv_strdup(argv[optind]);
+    char *path =
+        kv_is_dir(argv[optind]) ? kv_path_join(argv[optind], "run.db") : kv_strdup(argv[optind]);
     kv_store *st = NULL;
     char *err = NULL;
     if (kv_store_open(path, KV_STORE_READONLY, &st, &err) != 0) {
@@ -115,8 +116,8 @@ int cmd_status(int argc, char **argv)
 
     json_t *out = json_object();
     json_object_set_new(out, "store", json_string(path));
-    static const char *const meta_keys[] = {"created_at", "kevolve_version", "host",
-                                            "config_path", "random_seed", "max_iterations"};
+    static const char *const meta_keys[] = {"created_at",  "kevolve_version", "host",
+                                            "config_path", "random_seed",     "max_iterations"};
     for (size_t i = 0; i < sizeof meta_keys / sizeof meta_keys[0]; i++)
         json_object_set_new(out, meta_keys[i], meta_json(st, meta_keys[i]));
     json_object_set_new(out, "iterations_done", json_integer(s.max_iteration));
@@ -141,11 +142,11 @@ int cmd_status(int argc, char **argv)
     }
     json_t *islands = json_array();
     for (int i = 0; i < s.n_islands; i++)
-        json_array_append_new(islands,
-                              json_pack("{s:i, s:I, s:o}", "island", i, "programs",
-                                        (json_int_t)s.island_programs[i], "best_fitness",
-                                        isnan(s.island_best[i]) ? json_null()
-                                                                : json_real(s.island_best[i])));
+        json_array_append_new(
+            islands,
+            json_pack("{s:i, s:I, s:o}", "island", i, "programs", (json_int_t)s.island_programs[i],
+                      "best_fitness",
+                      isnan(s.island_best[i]) ? json_null() : json_real(s.island_best[i])));
     json_object_set_new(out, "islands", islands);
     json_object_set(out, "failure_reasons", s.reasons);
 
@@ -155,7 +156,8 @@ int cmd_status(int argc, char **argv)
         free(text);
     } else if (rc == KV_EXIT_OK) {
         printf("run        %s\n", path);
-        printf("created    %s (kevolve %s)\n", json_string_value(json_object_get(out, "created_at")),
+        printf("created    %s (kevolve %s)\n",
+               json_string_value(json_object_get(out, "created_at")),
                json_string_value(json_object_get(out, "kevolve_version")));
         printf("config     %s (seed %s)\n", json_string_value(json_object_get(out, "config_path")),
                json_string_value(json_object_get(out, "random_seed")));

@@ -27,8 +27,8 @@ typedef struct kv_model_config {
     double retry_delay;  /* seconds; NAN: inherit */
     int64_t random_seed; /* used when has_random_seed */
     int has_random_seed;
-    char *reasoning_effort; /* NULL: unset */
-    int is_reasoning;       /* -1: guess from the name; 0/1: forced */
+    char *reasoning_effort;       /* NULL: unset */
+    int is_reasoning;             /* -1: guess from the name; 0/1: forced */
     double price_input_per_mtok;  /* USD per million prompt tokens (0: unknown) */
     double price_output_per_mtok; /* USD per million completion tokens */
 } kv_model_config;
@@ -38,16 +38,16 @@ typedef struct kv_llm_config {
     size_t n_models;
     kv_model_config *evaluator_models;
     size_t n_evaluator_models;
-    char *api_base;    /* default "https://api.openai.com/v1" */
-    char *api_key;     /* may be NULL */
-    double temperature; /* default 0.7 */
-    double top_p;       /* default 0.95 */
-    int max_tokens;     /* default 4096 */
-    double timeout;     /* default 60 s */
-    int retries;        /* default 3 */
-    double retry_delay; /* default 5 s */
-    char *primary_model;   /* OpenEvolve's shorthand; becomes a models entry when models is empty */
-    double primary_model_weight;   /* default 0.8 */
+    char *api_base;      /* default "https://api.openai.com/v1" */
+    char *api_key;       /* may be NULL */
+    double temperature;  /* default 0.7 */
+    double top_p;        /* default 0.95 */
+    int max_tokens;      /* default 4096 */
+    double timeout;      /* default 60 s */
+    int retries;         /* default 3 */
+    double retry_delay;  /* default 5 s */
+    char *primary_model; /* OpenEvolve's shorthand; becomes a models entry when models is empty */
+    double primary_model_weight; /* default 0.8 */
     char *secondary_model;
     double secondary_model_weight; /* default 0.2 */
     double max_budget_usd;         /* 0: no budget */
@@ -64,24 +64,24 @@ typedef struct kv_prompt_config {
     int num_top_programs;     /* default 3 */
     int num_diverse_programs; /* default 2 */
     int use_template_stochasticity;
-    int include_artifacts;    /* default 1 */
-    int max_artifact_bytes;   /* default 20480 */
-    int artifact_security_filter; /* default 1 */
-    int suggest_simplification_after_chars; /* default 500 */
-    int include_changes_under_chars;        /* default 100 */
-    int concise_implementation_max_lines;   /* default 10 */
+    int include_artifacts;                      /* default 1 */
+    int max_artifact_bytes;                     /* default 20480 */
+    int artifact_security_filter;               /* default 1 */
+    int suggest_simplification_after_chars;     /* default 500 */
+    int include_changes_under_chars;            /* default 100 */
+    int concise_implementation_max_lines;       /* default 10 */
     int comprehensive_implementation_min_lines; /* default 50 */
-    int max_prompt_chars;     /* kevolve: size budget of a prompt; default 60000 */
+    int max_prompt_chars;        /* kevolve: size budget of a prompt; default 60000 */
     json_t *template_variations; /* OpenEvolve's mapping, kept as JSON; NULL when unset */
 } kv_prompt_config;
 
 typedef struct kv_database_config {
-    char *db_path;          /* OpenEvolve's checkpoint folder; kevolve ignores it (warned) */
+    char *db_path; /* OpenEvolve's checkpoint folder; kevolve ignores it (warned) */
     int in_memory;
-    int log_prompts;        /* default 1 */
-    int population_size;    /* default 1000 */
-    int archive_size;       /* default 100 */
-    int num_islands;        /* default 5 */
+    int log_prompts;              /* default 1 */
+    int population_size;          /* default 1000 */
+    int archive_size;             /* default 100 */
+    int num_islands;              /* default 5 */
     double elite_selection_ratio; /* default 0.1 */
     double exploration_ratio;     /* default 0.2 */
     double exploitation_ratio;    /* default 0.7 */
@@ -93,20 +93,20 @@ typedef struct kv_database_config {
     double migration_rate;        /* fraction of an island that migrates; default 0.1 */
     int64_t random_seed;          /* unset: the top-level random_seed */
     int has_random_seed;
-    char *diversity_metric;       /* default "edit_distance" */
-    char *artifacts_base_path;    /* absolute; NULL: inside the run's folder */
-    int artifact_size_threshold;  /* bytes; larger artifacts go to files; default 32768 */
-    int cleanup_old_artifacts;    /* default 1 */
-    int artifact_retention_days;  /* default 30 */
+    char *diversity_metric;      /* default "edit_distance" */
+    char *artifacts_base_path;   /* absolute; NULL: inside the run's folder */
+    int artifact_size_threshold; /* bytes; larger artifacts go to files; default 32768 */
+    int cleanup_old_artifacts;   /* default 1 */
+    int artifact_retention_days; /* default 30 */
 } kv_database_config;
 
 typedef struct kv_evaluator_config {
-    double timeout;       /* seconds per evaluation (each stage); default 300 */
-    int max_retries;      /* retries after a crash (not after a timeout); default 3 */
+    double timeout;  /* seconds per evaluation (each stage); default 300 */
+    int max_retries; /* retries after a crash (not after a timeout); default 3 */
     int cascade_evaluation;
     double *cascade_thresholds; /* score needed after stage i to run stage i+1 */
     size_t n_cascade_thresholds;
-    int parallel_evaluations;   /* default 1 (OpenEvolve: 4) */
+    int parallel_evaluations; /* default 1 (OpenEvolve: 4) */
     int use_llm_feedback;
     double llm_feedback_weight; /* default 0.1 */
     int enable_artifacts;       /* default 1 */
@@ -118,9 +118,9 @@ typedef struct kv_evaluator_config {
 } kv_evaluator_config;
 
 typedef struct kv_config {
-    char *path;  /* the file it was read from (absolute), or NULL */
-    char *dir;   /* its directory: relative paths are resolved against it */
-    char *text;  /* the file's text as read (before ${VAR} expansion, so no secrets) */
+    char *path; /* the file it was read from (absolute), or NULL */
+    char *dir;  /* its directory: relative paths are resolved against it */
+    char *text; /* the file's text as read (before ${VAR} expansion, so no secrets) */
 
     int max_iterations;      /* default 100 */
     int checkpoint_interval; /* default 10: how often the best program is written to best/ */
@@ -129,16 +129,16 @@ typedef struct kv_config {
     int has_random_seed;
     char *language;    /* default "python"; guessed from initial_program's suffix when unset */
     char *file_suffix; /* default from initial_program, else ".py" */
-    int diff_based_evolution; /* default 1 */
-    int max_code_length;      /* default 10000 characters */
+    int diff_based_evolution;     /* default 1 */
+    int max_code_length;          /* default 10000 characters */
     int early_stopping_patience;  /* iterations without improvement; 0 = off */
     double convergence_threshold; /* improvement smaller than this does not count; default 0.001 */
     char *early_stopping_metric;  /* default "combined_score" */
-    char *initial_program; /* absolute path, or NULL */
+    char *initial_program;        /* absolute path, or NULL */
     /* Absolute path of the evaluator command, or NULL. YAML: top-level `evaluator: PATH` or
      * evaluator.program. Not named `evaluator`: that is the section below. */
     char *evaluator_program;
-    double target_score;   /* stop when the best fitness reaches it */
+    double target_score; /* stop when the best fitness reaches it */
     int has_target_score;
 
     kv_llm_config llm;

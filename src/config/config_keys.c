@@ -247,9 +247,10 @@ const kv_key kv_config_key_table[] = {
     {"evaluator", "max_retries", KV_KEY_INT, C(evaluator.max_retries), 0, "3", NULL,
      "Retries after a crash (not after a timeout)."},
     {"evaluator", "cascade_evaluation", KV_KEY_BOOL, C(evaluator.cascade_evaluation), 0, "false",
-     NULL, "Run the evaluator in stages (`EVALUATOR PROGRAM --stage N`), stopping early on poor "
-           "programs. Off by default: an evaluator must know --stage (OpenEvolve's default is on, "
-           "for Python evaluators with evaluate_stageN functions)."},
+     NULL,
+     "Run the evaluator in stages (`EVALUATOR PROGRAM --stage N`), stopping early on poor "
+     "programs. Off by default: an evaluator must know --stage (OpenEvolve's default is on, "
+     "for Python evaluators with evaluate_stageN functions)."},
     {"evaluator", "cascade_thresholds", KV_KEY_DOUBLES, C(evaluator.cascade_thresholds),
      C(evaluator.n_cascade_thresholds), "0.5,0.75,0.9", "[0.5, 0.75, 0.9]",
      "Score needed after stage i to run stage i+1."},

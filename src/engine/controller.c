@@ -129,7 +129,8 @@ int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
 
 void kv_controller_free(kv_controller *c)
 {
-    for (size_t i = 0; i < c->n_pending; i++) kv_program_free(c->pending[i].child);
+    for (size_t i = 0; i < c->n_pending; i++)
+        kv_program_free(c->pending[i].child);
     free(c->pending);
     if (c->ev) kv_evaluator_free(c->ev);
     if (c->db) kv_database_free(c->db);
@@ -139,8 +140,7 @@ void kv_controller_free(kv_controller *c)
 }
 
 /* Stores a program that will not be evaluated (rejected or duplicate). */
-static int store_unevaluated(kv_controller *c, kv_program *child, kv_status status,
-                             char *reason)
+static int store_unevaluated(kv_controller *c, kv_program *child, kv_status status, char *reason)
 {
     child->status = status;
     free(child->status_reason);
@@ -180,7 +180,8 @@ static int mutate_selection(kv_controller *c, const kv_selection *sel, kv_rng *r
     memcpy(w, c->mutator_weights, sizeof w);
     for (int attempt = 0; attempt < KV_MUTATOR_BUILTIN_COUNT; attempt++) {
         double total = 0;
-        for (int k = 0; k < KV_MUTATOR_BUILTIN_COUNT; k++) total += w[k];
+        for (int k = 0; k < KV_MUTATOR_BUILTIN_COUNT; k++)
+            total += w[k];
         if (total <= 0) break;
         size_t k = kv_rng_weighted(rng, w, KV_MUTATOR_BUILTIN_COUNT);
         const kv_program *other = sel->n_inspirations ? sel->inspirations[0] : NULL;
@@ -254,9 +255,15 @@ static int produce_child(kv_controller *c)
     if (kind == KV_MUTATOR_CROSSOVER && sel.n_inspirations)
         child->other_parent_id = sel.inspirations[0]->id;
 
-    char *reason = NULL;
-    int check = kv_blocks_check_child(parent->source, child->source, &reason);
+    int rc_offer = kv_controller_offer_child(c, child, parent->source);
     kv_selection_free(&sel);
+    return rc_offer;
+}
+
+int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *parent_source)
+{
+    char *reason = NULL;
+    int check = kv_blocks_check_child(parent_source, child->source, &reason);
     if (check != 0) {
         int src = store_unevaluated(c, child, KV_STATUS_REJECTED,
                                     reason ? reason : kv_strdup("EVOLVE-BLOCK check failed"));
@@ -265,10 +272,10 @@ static int produce_child(kv_controller *c)
     }
     free(reason);
     if (c->cfg->max_code_length > 0 && strlen(child->source) > (size_t)c->cfg->max_code_length) {
-        int src = store_unevaluated(
-            c, child, KV_STATUS_REJECTED,
-            kv_asprintf("program is %zu characters, over max_code_length %d",
-                        strlen(child->source), c->cfg->max_code_length));
+        int src =
+            store_unevaluated(c, child, KV_STATUS_REJECTED,
+                              kv_asprintf("program is %zu characters, over max_code_length %d",
+                                          strlen(child->source), c->cfg->max_code_length));
         kv_program_free(child);
         return src;
     }
@@ -283,9 +290,10 @@ static int produce_child(kv_controller *c)
         return src;
     }
     /* In flight: remember the code under the negated ticket until it is stored. */
-    kv_u64map_put(&c->code_ids, code_key(child->code_hash), -iteration);
-    if (kv_evaluator_submit(c->ev, iteration, child->source, c->cfg->file_suffix) != 0) {
-        kv_error("cannot submit iteration %lld for evaluation", (long long)iteration);
+    int64_t ticket = child->iteration;
+    kv_u64map_put(&c->code_ids, code_key(child->code_hash), -ticket);
+    if (kv_evaluator_submit(c->ev, ticket, child->source, c->cfg->file_suffix) != 0) {
+        kv_error("cannot submit iteration %lld for evaluation", (long long)ticket);
         kv_program_free(child);
         return -1;
     }
@@ -293,7 +301,7 @@ static int produce_child(kv_controller *c)
         c->cap_pending = c->cap_pending ? c->cap_pending * 2 : 8;
         c->pending = kv_realloc(c->pending, c->cap_pending * sizeof *c->pending);
     }
-    c->pending[c->n_pending++] = (kv_pending){iteration, child};
+    c->pending[c->n_pending++] = (kv_pending){ticket, child};
     return 0;
 }
 
@@ -519,11 +527,11 @@ int kv_controller_write_best(kv_controller *c)
     char *name = kv_asprintf("best_program%s", c->cfg->file_suffix ? c->cfg->file_suffix : "");
     char *path = kv_path_join(dir, name);
     if (rc == 0) rc = kv_write_file(path, best->source, strlen(best->source));
-    json_t *info = json_pack("{s:I, s:I, s:I, s:i, s:i, s:f, s:s}", "id", (json_int_t)best->id,
-                             "parent_id", (json_int_t)best->parent_id, "iteration",
-                             (json_int_t)best->iteration, "generation", best->generation,
-                             "island", best->island, "fitness", best->fitness, "mutator",
-                             best->mutator ? best->mutator : "");
+    json_t *info =
+        json_pack("{s:I, s:I, s:I, s:i, s:i, s:f, s:s}", "id", (json_int_t)best->id, "parent_id",
+                  (json_int_t)best->parent_id, "iteration", (json_int_t)best->iteration,
+                  "generation", best->generation, "island", best->island, "fitness", best->fitness,
+                  "mutator", best->mutator ? best->mutator : "");
     if (best->metrics) json_object_set(info, "metrics", best->metrics);
     char *text = json_dumps(info, JSON_INDENT(2) | JSON_SORT_KEYS);
     char *info_path = kv_path_join(dir, "best_program_info.json");

@@ -54,6 +54,14 @@ void kv_controller_free(kv_controller *c);
  * Returns 0 when it evaluated OK, -1 otherwise (the reason is logged and stored). */
 int kv_controller_seed(kv_controller *c, const char *source);
 
+/* Offers a mutator's CHILD (ownership taken; its lineage fields, iteration,
+ * mutator and source set) for evaluation. A child that changes text outside
+ * the EVOLVE-BLOCKs of PARENT_SOURCE or is longer than max_code_length is
+ * stored as rejected with the reason; one whose code was seen before is
+ * stored as a duplicate; any other is submitted to the evaluation pipeline.
+ * Returns 0, or -1 when the store or the pipeline fails. */
+int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *parent_source);
+
 /* Runs iterations until last_iteration, the target score, early stopping or
  * an interrupt. Returns a KV_EXIT_* code. */
 int kv_controller_loop(kv_controller *c);

@@ -70,8 +70,8 @@ int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator)
 {
     struct utsname u;
     char host[512] = "unknown";
-    if (uname(&u) == 0) snprintf(host, sizeof host, "%s %s %s %s", u.nodename, u.sysname,
-                                 u.release, u.machine);
+    if (uname(&u) == 0)
+        snprintf(host, sizeof host, "%s %s %s %s", u.nodename, u.sysname, u.release, u.machine);
     char *cc = first_line_of("cc --version 2>/dev/null");
     char *nvcc = first_line_of("nvcc --version 2>/dev/null | tail -n 1");
     char *python = first_line_of("python3 --version 2>&1");
@@ -97,8 +97,7 @@ int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator)
     rc |= set_meta_fmt(s, "random_seed", "%lld",
                        (long long)(cfg->has_random_seed ? cfg->random_seed : 42));
     rc |= set_meta_fmt(s, "max_iterations", "%d", cfg->max_iterations);
-    if (cfg->has_target_score)
-        rc |= set_meta_fmt(s, "target_score", "%.17g", cfg->target_score);
+    if (cfg->has_target_score) rc |= set_meta_fmt(s, "target_score", "%.17g", cfg->target_score);
     char *effective = kv_config_dump(cfg);
     rc |= kv_store_set_meta(s, "config_effective", effective ? effective : "");
     free(effective);

@@ -53,7 +53,6 @@ void kv_progress_update(kv_controller *c, int final)
 void kv_progress_new_best(kv_controller *c, const kv_program *p)
 {
     if (c->progress) fprintf(stderr, "\r\033[K");
-    kv_info("new best: program %lld (iteration %lld, island %d, %s) fitness %.6g",
-            (long long)p->id, (long long)p->iteration, p->island, p->mutator ? p->mutator : "?",
-            p->fitness);
+    kv_info("new best: program %lld (iteration %lld, island %d, %s) fitness %.6g", (long long)p->id,
+            (long long)p->iteration, p->island, p->mutator ? p->mutator : "?", p->fitness);
 }

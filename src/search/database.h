@@ -66,7 +66,10 @@ int kv_database_migration_due(const kv_database *db);
  * ceil(migration_rate * size) programs that are not migrants themselves, bound
  * for island (i+1) % n, skipping code the target island already holds. The
  * copies (is_migrant=1, migrated_from, parent_id = original, mutator
- * "migration", id 0) are returned for the caller to store and then add. */
+ * "migration", id 0) are returned for the caller to store and then add.
+ * The migration counts as done only when copies are returned (so replaying
+ * the stored migrants restores the schedule); when nothing can move it stays
+ * due. */
 int kv_database_plan_migration(kv_database *db, kv_program ***out, size_t *n_out);
 
 /* Queries. */

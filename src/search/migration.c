@@ -60,7 +60,9 @@ int kv_database_plan_migration(kv_database *db, kv_program ***out, size_t *n_out
             list[n++] = migrant_of(e, target);
         }
     }
-    db->last_migration_gen = kv_database_max_generation(db);
+    /* Marked only when something moves: a resumed run rebuilds the schedule from
+     * the stored migrants alone, so an empty migration must leave no trace. */
+    if (n) db->last_migration_gen = kv_database_max_generation(db);
     *out = list;
     *n_out = n;
     return 0;

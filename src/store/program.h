@@ -32,14 +32,14 @@ typedef struct kv_program {
     char *source;            /* whole program text (owned) */
     char *mutator;           /* "initial", "tune", "gi", "crossover", "migration", "llm:MODEL" */
     char *change_summary;    /* what the mutator changed, one line or a few (owned, may be NULL) */
-    json_t *metrics;         /* object name -> value, as the evaluator reported (owned ref, may be NULL) */
-    json_t *artifacts;       /* object name -> string or JSON (owned ref, may be NULL) */
-    json_t *stages;          /* array, one object per cascade stage (owned ref, may be NULL) */
-    json_t *features;        /* object dimension -> bin index, set by search (owned ref, may be NULL) */
-    double fitness;          /* set by search from metrics; NAN until then or when not OK */
+    json_t *metrics; /* object name -> value, as the evaluator reported (owned ref, may be NULL) */
+    json_t *artifacts; /* object name -> string or JSON (owned ref, may be NULL) */
+    json_t *stages;    /* array, one object per cascade stage (owned ref, may be NULL) */
+    json_t *features;  /* object dimension -> bin index, set by search (owned ref, may be NULL) */
+    double fitness;    /* set by search from metrics; NAN until then or when not OK */
     kv_status status;
-    char *status_reason; /* why it failed or was rejected (owned, may be NULL) */
-    int is_migrant;      /* 1 for a copy made by migration */
+    char *status_reason;   /* why it failed or was rejected (owned, may be NULL) */
+    int is_migrant;        /* 1 for a copy made by migration */
     int64_t migrated_from; /* id of the program a migrant copies, else 0 */
     uint64_t code_hash;    /* kv_hash_code(source) */
     double created_at;     /* unix time, seconds */

@@ -72,6 +72,27 @@ static const char *const schema_v1[] = {
     " time REAL NOT NULL," /* unix time, seconds */
     " kind TEXT NOT NULL,"
     " data TEXT)", /* JSON, or NULL */
+    /* One row per language-model call: the prompt (secrets redacted), the
+     * reply, usage and outcome, and the child it produced (NULL when none). */
+    "CREATE TABLE llm_calls ("
+    " id INTEGER PRIMARY KEY,"
+    " program_id INTEGER REFERENCES programs(id) ON DELETE SET NULL,"
+    " iteration INTEGER,"
+    " model TEXT,"
+    " endpoint TEXT,"
+    " system_prompt TEXT,"
+    " user_prompt TEXT,"
+    " reply TEXT,"
+    " prompt_tokens INTEGER,"
+    " completion_tokens INTEGER,"
+    " cost_usd REAL,"
+    " latency_s REAL,"
+    " attempts INTEGER,"
+    " http_status INTEGER,"
+    " outcome TEXT," /* "child", "rejected: ...", "error: ..." */
+    " error TEXT,"
+    " created_at REAL)",
+    "CREATE INDEX llm_calls_program ON llm_calls(program_id)",
     NULL,
 };
 

@@ -95,4 +95,41 @@ int kv_store_add_event(kv_store *s, const char *kind, const json_t *data);
 /* Counts programs per status into counts[KV_STATUS_COUNT]. Returns 0 or -1. */
 int kv_store_status_counts(kv_store *s, int64_t counts[KV_STATUS_COUNT]);
 
+
+/* ---- Dashboard reads (store_web.c) ---------------------------------------
+ * Read-only queries for the web dashboard and the static report. Each
+ * returns a new JSON value (the caller decrefs it), or NULL with
+ * kv_store_errmsg set. Callers wanting one consistent view of a store that
+ * a run is writing wrap several calls in kv_store_begin/kv_store_commit. */
+
+/* Most rows one paged call returns. */
+#define KV_STORE_WEB_PAGE_MAX 10000
+
+/* Programs with id > SINCE in id order, at most LIMIT (1..KV_STORE_WEB_PAGE_MAX),
+ * in compact form: an array of arrays, one per program, holding
+ * [id, parent_id, other_parent_id, island, iteration, generation, status,
+ *  fitness, mutator, is_migrant, migrated_from]; absent links and NaN
+ * fitness are null, status is kv_status_name(). */
+json_t *kv_store_web_programs(kv_store *s, int64_t since, int limit);
+/* The language-model calls recorded for PROGRAM_ID, oldest first: an array
+ * of objects with the llm_calls columns (prompts and reply included). */
+json_t *kv_store_web_llm_calls(kv_store *s, int64_t program_id);
+/* Events with id > SINCE, oldest first, at most LIMIT (1..KV_STORE_WEB_PAGE_MAX):
+ * an array of {id, time, kind, data} (data parsed JSON or null). */
+json_t *kv_store_web_events(kv_store *s, int64_t since, int limit);
+/* Fitness of every OK program with a fitness, in (iteration, id) order:
+ * an array of [island, iteration, fitness, id]. */
+json_t *kv_store_web_scores(kv_store *s);
+/* The OK programs of ISLAND that search placed (features set) with a
+ * fitness: an array of [id, fitness, features-object]. */
+json_t *kv_store_web_placed(kv_store *s, int island);
+/* Aggregates for the run summary: an object with meta (every meta key but
+ * the run state), programs, max_id, max_iteration, by_status {name: count},
+ * migrants, islands [{island, programs, ok, best_fitness, best_id}],
+ * failure_reasons [{status, reason, count}] (reason cut to its first line,
+ * most frequent first, at most 50), llm {calls, prompt_tokens,
+ * completion_tokens, cost_usd, errors, by_model [{model, calls,
+ * prompt_tokens, completion_tokens, cost_usd}]}. */
+json_t *kv_store_web_summary(kv_store *s);
+
 #endif

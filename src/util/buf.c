@@ -37,7 +37,8 @@ static int reserve(kv_buf *b, size_t extra)
     size_t need = b->len + extra + 1;
     if (need <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 64;
-    while (cap < need) cap *= 2;
+    while (cap < need)
+        cap *= 2;
     char *p = realloc(b->data, cap);
     if (!p) return -1;
     b->data = p;
@@ -147,7 +148,8 @@ size_t kv_edit_distance(const char *a, const char *b, size_t max)
     size_t la = strlen(a), lb = strlen(b);
     if ((la > lb ? la - lb : lb - la) >= max) return max;
     size_t *row = kv_malloc((lb + 1) * sizeof *row);
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
     for (size_t i = 1; i <= la; i++) {
         size_t diag = row[0], best = i;
         row[0] = i;

@@ -12,7 +12,10 @@ typedef struct kv_buf {
     size_t cap;
 } kv_buf;
 
-#define KV_BUF_INIT {NULL, 0, 0}
+#define KV_BUF_INIT                                                                                \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
 
 /* Appends; each returns 0, or -1 when out of memory (the buffer is unchanged). */
 int kv_buf_append(kv_buf *b, const void *data, size_t len);

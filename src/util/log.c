@@ -29,8 +29,8 @@ int kv_log_parse_level(const char *name, kv_log_level *out)
     static const struct {
         const char *name;
         kv_log_level level;
-    } names[] = {{"debug", KV_LOG_DEBUG},   {"info", KV_LOG_INFO},   {"warning", KV_LOG_WARN},
-                 {"warn", KV_LOG_WARN},     {"error", KV_LOG_ERROR}, {"critical", KV_LOG_ERROR},
+    } names[] = {{"debug", KV_LOG_DEBUG}, {"info", KV_LOG_INFO},   {"warning", KV_LOG_WARN},
+                 {"warn", KV_LOG_WARN},   {"error", KV_LOG_ERROR}, {"critical", KV_LOG_ERROR},
                  {"off", KV_LOG_OFF}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcasecmp(name, names[i].name) == 0) {
@@ -55,11 +55,16 @@ int kv_log_open_file(const char *path)
 static const char *level_name(kv_log_level level)
 {
     switch (level) {
-    case KV_LOG_DEBUG: return "debug";
-    case KV_LOG_INFO: return "info";
-    case KV_LOG_WARN: return "warning";
-    case KV_LOG_ERROR: return "error";
-    default: return "";
+    case KV_LOG_DEBUG:
+        return "debug";
+    case KV_LOG_INFO:
+        return "info";
+    case KV_LOG_WARN:
+        return "warning";
+    case KV_LOG_ERROR:
+        return "error";
+    default:
+        return "";
     }
 }
 

@@ -14,14 +14,15 @@
 #include <sys/types.h>
 
 typedef struct kv_proc_spec {
-    char *const *argv;      /* argv[0] is looked up in PATH when it has no '/' */
-    const char *cwd;        /* NULL: inherit */
-    char *const *extra_env; /* "NAME=value" entries added to the scrubbed environment; may be NULL */
-    double timeout_s;       /* wall-clock limit; <= 0: none */
-    long memory_limit_mb;   /* RLIMIT_AS; 0: none */
-    long cpu_limit_s;       /* RLIMIT_CPU; 0: none */
-    size_t max_output;      /* bytes kept of each of stdout and stderr (the tail beyond is
-                               dropped, the head kept); 0: 1 MiB */
+    char *const *argv; /* argv[0] is looked up in PATH when it has no '/' */
+    const char *cwd;   /* NULL: inherit */
+    char *const
+        *extra_env;       /* "NAME=value" entries added to the scrubbed environment; may be NULL */
+    double timeout_s;     /* wall-clock limit; <= 0: none */
+    long memory_limit_mb; /* RLIMIT_AS; 0: none */
+    long cpu_limit_s;     /* RLIMIT_CPU; 0: none */
+    size_t max_output;    /* bytes kept of each of stdout and stderr (the tail beyond is
+                             dropped, the head kept); 0: 1 MiB */
 } kv_proc_spec;
 
 typedef enum kv_proc_end {

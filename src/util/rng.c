@@ -16,7 +16,8 @@ static uint64_t splitmix64(uint64_t *x)
 void kv_rng_seed(kv_rng *r, uint64_t seed)
 {
     uint64_t x = seed;
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&x);
 }
 
 static uint64_t rotl(uint64_t x, int k)
@@ -43,7 +44,8 @@ uint64_t kv_rng_below(kv_rng *r, uint64_t n)
     /* Rejection sampling keeps the draw unbiased. */
     uint64_t limit = UINT64_MAX - UINT64_MAX % n;
     uint64_t x;
-    do x = kv_rng_next(r);
+    do
+        x = kv_rng_next(r);
     while (x >= limit);
     return x % n;
 }
@@ -79,7 +81,8 @@ size_t kv_rng_weighted(kv_rng *r, const double *weights, size_t n)
 
 void kv_rng_format(const kv_rng *r, char out[65])
 {
-    for (int i = 0; i < 4; i++) snprintf(out + 16 * i, 17, "%016llx", (unsigned long long)r->s[i]);
+    for (int i = 0; i < 4; i++)
+        snprintf(out + 16 * i, 17, "%016llx", (unsigned long long)r->s[i]);
 }
 
 int kv_rng_parse(kv_rng *r, const char *text)

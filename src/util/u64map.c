@@ -21,7 +21,8 @@ static void grow(kv_u64map *m)
     for (size_t i = 0; i < m->cap; i++) {
         if (!m->keys[i]) continue;
         size_t j = slot_of(m->keys[i], cap);
-        while (keys[j]) j = (j + 1) & (cap - 1);
+        while (keys[j])
+            j = (j + 1) & (cap - 1);
         keys[j] = m->keys[i];
         values[j] = m->values[i];
     }
@@ -37,7 +38,8 @@ void kv_u64map_put(kv_u64map *m, uint64_t key, int64_t value)
     assert(key != 0);
     if ((m->len + 1) * 2 > m->cap) grow(m);
     size_t j = slot_of(key, m->cap);
-    while (m->keys[j] && m->keys[j] != key) j = (j + 1) & (m->cap - 1);
+    while (m->keys[j] && m->keys[j] != key)
+        j = (j + 1) & (m->cap - 1);
     if (!m->keys[j]) {
         m->keys[j] = key;
         m->len++;

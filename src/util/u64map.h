@@ -14,7 +14,10 @@ typedef struct kv_u64map {
     size_t len;
 } kv_u64map;
 
-#define KV_U64MAP_INIT {NULL, NULL, 0, 0}
+#define KV_U64MAP_INIT                                                                             \
+    {                                                                                              \
+        NULL, NULL, 0, 0                                                                           \
+    }
 
 /* Sets KEY (non-zero) to VALUE, replacing any earlier value. */
 void kv_u64map_put(kv_u64map *m, uint64_t key, int64_t value);

@@ -214,7 +214,7 @@ static void unauthorized_401_is_not_retried_and_never_shows_the_key(void **state
     assert_non_null(strstr(res.error, s.api_base));
     assert_non_null(strstr(res.error, "401"));
     assert_non_null(strstr(res.error, "not retried"));
-    assert_non_null(strstr(res.error, "provided: ***")); /* echoed, then redacted */
+    assert_non_null(strstr(res.error, "provided: Bearer ***")); /* echoed, then redacted */
     assert_null(strstr(res.error, "SECRET"));
     assert_null(strstr(res.errors, "SECRET"));
 

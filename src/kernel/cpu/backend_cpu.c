@@ -56,10 +56,10 @@ static size_t llc_bytes(void)
     return best > (64u << 20) ? 64u << 20 : best;
 }
 
-/* Best of a few 64 MiB memcpy runs, counting bytes read plus written, GB/s. */
+/* Best of a few 32 MiB memcpy runs, counting bytes read plus written, GB/s. */
 static double measure_memcpy_gbps(void)
 {
-    size_t n = 64u << 20;
+    size_t n = 32u << 20;
     char *a = malloc(n), *b = malloc(n);
     if (!a || !b) {
         free(a);

@@ -1,0 +1,44 @@
+/* Red team (opencl): hard-codes the row length of the published scenarios. */
+#ifdef __OPENCL_VERSION__
+__kernel void softmax_rows(__global const float *x, __global float *y, long rows, long cols)
+{
+    long r = get_global_id(0);
+    if (r >= rows) return;
+    __global const float *xr = x + r * cols;
+    __global float *yr = y + r * cols;
+    float m = -INFINITY;
+    for (long c = 0; c < cols; c++)
+        m = fmax(m, xr[c]);
+    float sum = 0.0f;
+    for (long c = 0; c < cols; c++)
+        sum += exp(xr[c] - m);
+    for (long c = 0; c < cols; c++)
+        yr[c] = exp(xr[c] - m) / sum;
+}
+
+#else
+#include <kevolve/task.h>
+#include <CL/cl.h>
+#include <string.h>
+
+/* Enqueues softmax_rows over ROWS rows of COLS on QUEUE. */
+static int run_rows(const kv_launch_args *a, cl_command_queue q, cl_mem x, cl_mem y, cl_long rows,
+                    cl_long cols)
+{
+    cl_kernel k = (cl_kernel)a->cl_kernel(a, "softmax_rows");
+    if (!k) return 1;
+    clSetKernelArg(k, 0, sizeof x, &x);
+    clSetKernelArg(k, 1, sizeof y, &y);
+    clSetKernelArg(k, 2, sizeof rows, &rows);
+    clSetKernelArg(k, 3, sizeof cols, &cols);
+    size_t global = (size_t)rows;
+    return clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL) == CL_SUCCESS ? 0 : 2;
+}
+
+int kv_launch(const kv_launch_args *a)
+{
+    cl_long cols = a->syms[1] >= 8192 ? 8192 : a->syms[1] >= 1024 ? 1024 : 256;
+    return run_rows(a, (cl_command_queue)a->stream, (cl_mem)a->tensors[0], (cl_mem)a->tensors[1],
+                    a->syms[0] * a->syms[1] / cols, cols);
+}
+#endif

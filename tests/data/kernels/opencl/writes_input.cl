@@ -1,0 +1,61 @@
+/* Red team (opencl): right answer, but the kernel subtracts the row maximum from x in place. */
+#ifdef __OPENCL_VERSION__
+__kernel void softmax_rows(__global const float *x, __global float *y, long rows, long cols)
+{
+    long r = get_global_id(0);
+    if (r >= rows) return;
+    __global const float *xr = x + r * cols;
+    __global float *yr = y + r * cols;
+    float m = -INFINITY;
+    for (long c = 0; c < cols; c++)
+        m = fmax(m, xr[c]);
+    float sum = 0.0f;
+    for (long c = 0; c < cols; c++)
+        sum += exp(xr[c] - m);
+    for (long c = 0; c < cols; c++)
+        yr[c] = exp(xr[c] - m) / sum;
+}
+
+__kernel void shift_rows(__global float *x, long rows, long cols)
+{
+    long r = get_global_id(0);
+    if (r >= rows) return;
+    float m = -INFINITY;
+    for (long c = 0; c < cols; c++)
+        m = fmax(m, x[r * cols + c]);
+    for (long c = 0; c < cols; c++)
+        x[r * cols + c] -= m;
+}
+
+#else
+#include <kevolve/task.h>
+#include <CL/cl.h>
+#include <string.h>
+
+/* Enqueues softmax_rows over ROWS rows of COLS on QUEUE. */
+static int run_rows(const kv_launch_args *a, cl_command_queue q, cl_mem x, cl_mem y, cl_long rows,
+                    cl_long cols)
+{
+    cl_kernel k = (cl_kernel)a->cl_kernel(a, "softmax_rows");
+    if (!k) return 1;
+    clSetKernelArg(k, 0, sizeof x, &x);
+    clSetKernelArg(k, 1, sizeof y, &y);
+    clSetKernelArg(k, 2, sizeof rows, &rows);
+    clSetKernelArg(k, 3, sizeof cols, &cols);
+    size_t global = (size_t)rows;
+    return clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL) == CL_SUCCESS ? 0 : 2;
+}
+
+int kv_launch(const kv_launch_args *a)
+{
+    cl_kernel k = (cl_kernel)a->cl_kernel(a, "shift_rows");
+    cl_mem x = (cl_mem)a->tensors[0];
+    cl_long rows = a->syms[0], cols = a->syms[1];
+    clSetKernelArg(k, 0, sizeof x, &x);
+    clSetKernelArg(k, 1, sizeof rows, &rows);
+    clSetKernelArg(k, 2, sizeof cols, &cols);
+    size_t global = (size_t)rows;
+    clEnqueueNDRangeKernel((cl_command_queue)a->stream, k, 1, NULL, &global, NULL, 0, NULL, NULL);
+    return run_rows(a, (cl_command_queue)a->stream, (cl_mem)a->tensors[0], (cl_mem)a->tensors[1], a->syms[0], a->syms[1]);
+}
+#endif

@@ -1,0 +1,178 @@
+/* The controller's rules for children: edits outside EVOLVE-BLOCKs and
+ * over-long programs are rejected with the reason stored, repeated code is
+ * stored as a duplicate without evaluation, and valid children are evaluated
+ * and committed with their lineage. */
+#include "engine/controller.h"
+#include "util/buf.h"
+#include "util/fs.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+typedef struct fixture {
+    char dir[64];
+    kv_config cfg;
+    kv_store *store;
+    kv_controller c;
+    char *initial;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = kv_calloc(1, sizeof *f);
+    strcpy(f->dir, "/tmp/kv-controller-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    const char *src = getenv("KV_SOURCE_DIR");
+    assert_non_null(src);
+    char *tiny = kv_path_join(src, "tests/data/tiny");
+    char *yaml = kv_asprintf("initial_program: initial.py\nevaluator: evaluator.sh\n"
+                             "max_code_length: 600\ndatabase:\n  num_islands: 2\n");
+    kv_config_error err;
+    assert_int_equal(kv_config_load_string(yaml, "test.yaml", tiny, &f->cfg, &err), 0);
+    f->initial = kv_read_file(f->cfg.initial_program, NULL);
+    assert_non_null(f->initial);
+    char *db = kv_path_join(f->dir, "run.db");
+    char *msg = NULL;
+    assert_int_equal(kv_store_open(db, KV_STORE_CREATE, &f->store, &msg), 0);
+    assert_int_equal(
+        kv_controller_init(&f->c, &f->cfg, f->store, f->dir, f->cfg.evaluator_program, 1), 0);
+    assert_int_equal(kv_controller_seed(&f->c, f->initial), 0);
+    free(db);
+    free(yaml);
+    free(tiny);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    kv_controller_free(&f->c);
+    kv_store_close(f->store);
+    kv_config_free(&f->cfg);
+    kv_remove_tree(f->dir);
+    free(f->initial);
+    free(f);
+    return 0;
+}
+
+/* A child of the initial program with SOURCE, as a mutator would make it. */
+static kv_program *child_with(fixture *f, const char *source, int64_t iteration)
+{
+    kv_program *p = kv_program_new();
+    p->parent_id = 1;
+    p->island = 1;
+    p->generation = 1;
+    p->iteration = iteration;
+    p->mutator = kv_strdup("test");
+    kv_program_set_source(p, source);
+    (void)f;
+    return p;
+}
+
+/* Replaces the first occurrence of FROM in S with TO (new string). */
+static char *replace(const char *s, const char *from, const char *to)
+{
+    const char *at = strstr(s, from);
+    assert_non_null(at);
+    return kv_asprintf("%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+}
+
+/* Runs the loop until every child offered is evaluated and stored. */
+static void drain(fixture *f)
+{
+    f->c.last_iteration = f->c.next_iteration - 1;
+    assert_int_equal(kv_controller_loop(&f->c), 0);
+}
+
+static void child_editing_outside_blocks_is_rejected_with_reason_stored(void **state)
+{
+    fixture *f = *state;
+    char *src = replace(f->initial, "print(A, B, C)", "print(A)");
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 1), f->initial), 0);
+    kv_program *p = kv_store_get_program(f->store, 2);
+    assert_non_null(p);
+    assert_int_equal(p->status, KV_STATUS_REJECTED);
+    assert_non_null(p->status_reason);
+    assert_non_null(strstr(p->status_reason, "outside"));
+    assert_string_equal(p->source, src); /* the rejected text is kept for the record */
+    kv_program_free(p);
+    free(src);
+}
+
+static void child_repeating_code_is_stored_as_duplicate_without_evaluation(void **state)
+{
+    fixture *f = *state;
+    /* Whitespace differences do not make new code. */
+    char *src = replace(f->initial, "A = 1", "A  =  1");
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 1), f->initial), 0);
+    kv_program *p = kv_store_get_program(f->store, 2);
+    assert_int_equal(p->status, KV_STATUS_DUPLICATE);
+    assert_string_equal(p->status_reason, "identical to program 1");
+    assert_null(p->metrics);
+    kv_program_free(p);
+    free(src);
+}
+
+static void overlong_child_is_rejected(void **state)
+{
+    fixture *f = *state;
+    kv_buf pad = KV_BUF_INIT;
+    for (int i = 0; i < 700; i++)
+        kv_buf_putc(&pad, 'x');
+    char *line = kv_asprintf("A = 1  # %s", pad.data);
+    char *src = replace(f->initial, "A = 1", line);
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 1), f->initial), 0);
+    kv_program *p = kv_store_get_program(f->store, 2);
+    assert_int_equal(p->status, KV_STATUS_REJECTED);
+    assert_non_null(strstr(p->status_reason, "max_code_length"));
+    kv_program_free(p);
+    free(src);
+    free(line);
+    kv_buf_free(&pad);
+}
+
+static void valid_child_is_evaluated_and_committed_with_lineage(void **state)
+{
+    fixture *f = *state;
+    char *src = replace(f->initial, "A = 1", "A = 7");
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 1), f->initial), 0);
+    /* A second offer of the same code while the first is in flight is a duplicate. */
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 2), f->initial), 0);
+    drain(f);
+    assert_int_equal(kv_store_count_programs(f->store, -1), 3);
+    kv_program *dup = kv_store_get_program(f->store, 2);
+    assert_int_equal(dup->status, KV_STATUS_DUPLICATE);
+    assert_non_null(strstr(dup->status_reason, "still being evaluated"));
+    kv_program *p = kv_store_get_program(f->store, 3);
+    assert_int_equal(p->status, KV_STATUS_OK);
+    assert_int_equal(p->parent_id, 1);
+    assert_int_equal(p->island, 1);
+    /* 30 - |7-7| - |8-2| - |3-5| */
+    assert_true(p->fitness == 22.0);
+    assert_non_null(p->features);
+    kv_program_free(p);
+    kv_program_free(dup);
+    free(src);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(child_editing_outside_blocks_is_rejected_with_reason_stored,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            child_repeating_code_is_stored_as_duplicate_without_evaluation, setup, teardown),
+        cmocka_unit_test_setup_teardown(overlong_child_is_rejected, setup, teardown),
+        cmocka_unit_test_setup_teardown(valid_child_is_evaluated_and_committed_with_lineage, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

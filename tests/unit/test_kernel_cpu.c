@@ -1,0 +1,190 @@
+/* The kernel harness on the cpu backend: honest kernels are accepted with
+ * the metrics the engine relies on, the roofline floor rejects impossible
+ * times, stage 1 checks correctness only, and usage errors are errors. */
+#include "kernel/compile.h"
+#include "kernel/harness.h"
+#include "util/buf.h"
+#include "util/fs.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char g_cache[] = "/tmp/kv_test_kernel_cpu_XXXXXX";
+
+static char *src_path(const char *rel)
+{
+    const char *root = getenv("KV_SOURCE_DIR");
+    return kv_asprintf("%s/%s", root ? root : ".", rel);
+}
+
+/* Evaluates REL (relative to the source tree) quickly; asserts it was judged. */
+static json_t *eval_rel(const char *rel, int stage, double ceiling)
+{
+    kv_kernel_opts o;
+    kv_kernel_opts_init(&o);
+    char *path = src_path(rel);
+    o.task = "softmax";
+    o.backend = KV_BACKEND_CPU;
+    o.candidate = path;
+    o.quick = 1;
+    o.stage = stage;
+    o.cache_dir = g_cache;
+    o.ceiling_gbps = ceiling;
+    o.kernel_timeout_s = 5;
+    json_t *res = NULL;
+    char *err = NULL;
+    int rc = kv_kernel_eval(&o, &res, &err);
+    if (rc != 0) fail_msg("%s: %s", rel, err);
+    free(path);
+    return res;
+}
+
+static double metric(json_t *res, const char *key)
+{
+    json_t *v = json_object_get(json_object_get(res, "metrics"), key);
+    return v ? json_number_value(v) : NAN;
+}
+
+static const char *reason(json_t *res)
+{
+    return json_string_value(json_object_get(json_object_get(res, "artifacts"), "reason"));
+}
+
+static void baseline_is_correct_with_every_scenario_metric(void **state)
+{
+    (void)state;
+    json_t *res = eval_rel("tasks/softmax/cpu/baseline.c", 0, 0);
+    if (metric(res, "correct") != 1) fail_msg("rejected: %s", reason(res));
+    assert_true(metric(res, "combined_score") > 0);
+    static const char *scen[] = {"decode", "prefill", "square"};
+    static const char *keys[] = {"median_us", "iqr_us", "speedup", "roofline_fraction",
+                                 "max_abs_err", "max_rel_err", "rel_l2_err"};
+    for (int s = 0; s < 3; s++)
+        for (int k = 0; k < 7; k++) {
+            char *key = kv_asprintf("%s_%s", scen[s], keys[k]);
+            double v = metric(res, key);
+            if (!(v >= 0) || !isfinite(v)) fail_msg("metric %s = %g", key, v);
+            free(key);
+        }
+    assert_true(metric(res, "decode_median_us") > 0);
+    json_t *held = json_object_get(json_object_get(res, "artifacts"), "held_out");
+    assert_int_equal(json_array_size(held), 4);
+    json_decref(res);
+}
+
+static void faster_honest_variant_is_accepted(void **state)
+{
+    (void)state;
+    json_t *res = eval_rel("tasks/softmax/cpu/fast.c", 0, 0);
+    if (metric(res, "correct") != 1) fail_msg("rejected: %s", reason(res));
+    /* combined_score is the geometric mean of the scenario speedups */
+    double g = cbrt(metric(res, "decode_speedup") * metric(res, "prefill_speedup") *
+                    metric(res, "square_speedup"));
+    assert_true(fabs(g - metric(res, "combined_score")) < 1e-9 * g);
+    json_decref(res);
+}
+
+static void time_below_the_roofline_floor_is_rejected_as_impossible(void **state)
+{
+    (void)state;
+    /* A ceiling of 0.001 GB/s makes any real time impossibly fast. */
+    json_t *res = eval_rel("tasks/softmax/cpu/fast.c", 0, 0.001);
+    assert_int_equal(metric(res, "correct"), 0);
+    assert_true(metric(res, "combined_score") == 0);
+    assert_string_equal(reason(res), "faster_than_roofline");
+    const char *d = json_string_value(
+        json_object_get(json_object_get(res, "artifacts"), "reason_detail"));
+    assert_non_null(strstr(d, "faster than the roofline allows"));
+    json_decref(res);
+}
+
+static void stage_one_checks_correctness_without_timing(void **state)
+{
+    (void)state;
+    json_t *res = eval_rel("tasks/softmax/cpu/fast.c", 1, 0);
+    assert_int_equal(metric(res, "correct"), 1);
+    assert_true(metric(res, "combined_score") == 1.0);
+    assert_true(isnan(metric(res, "decode_median_us")));
+    json_decref(res);
+    res = eval_rel("tests/data/kernels/cpu/partial.c", 1, 0);
+    assert_int_equal(metric(res, "combined_score"), 0);
+    json_decref(res);
+}
+
+static void compiled_candidates_are_cached_by_source(void **state)
+{
+    (void)state;
+    char *path = src_path("tasks/softmax/cpu/fast.c");
+    char *src = kv_read_file(path, NULL);
+    assert_non_null(src);
+    kv_compiled a, b, c;
+    char *err = NULL;
+    assert_int_equal(kv_compile(KV_BACKEND_CPU, src, g_cache, NULL, &a, &err), 0);
+    assert_int_equal(kv_compile(KV_BACKEND_CPU, src, g_cache, NULL, &b, &err), 0);
+    assert_string_equal(a.key, b.key);
+    assert_int_equal(b.cached, 1);
+    assert_string_equal(a.lib_path, b.lib_path);
+    char *changed = kv_asprintf("%s\n/* changed */\n", src);
+    assert_int_equal(kv_compile(KV_BACKEND_CPU, changed, g_cache, NULL, &c, &err), 0);
+    assert_string_not_equal(a.key, c.key);
+    assert_int_equal(c.cached, 0);
+    kv_compiled_clear(&a);
+    kv_compiled_clear(&b);
+    kv_compiled_clear(&c);
+    free(changed);
+    free(src);
+    free(path);
+}
+
+static void unknown_task_and_missing_file_are_usage_errors(void **state)
+{
+    (void)state;
+    kv_kernel_opts o;
+    kv_kernel_opts_init(&o);
+    o.task = "no_such_task";
+    o.candidate = "/nonexistent.c";
+    o.cache_dir = g_cache;
+    json_t *res = NULL;
+    char *err = NULL;
+    assert_int_equal(kv_kernel_eval(&o, &res, &err), -1);
+    assert_non_null(strstr(err, "unknown task 'no_such_task'"));
+    free(err);
+    err = NULL;
+    o.task = "softmax";
+    assert_int_equal(kv_kernel_eval(&o, &res, &err), -1);
+    assert_non_null(strstr(err, "/nonexistent.c"));
+    free(err);
+    assert_null(res);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(g_cache) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kv_remove_tree(g_cache);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(baseline_is_correct_with_every_scenario_metric),
+        cmocka_unit_test(faster_honest_variant_is_accepted),
+        cmocka_unit_test(time_below_the_roofline_floor_is_rejected_as_impossible),
+        cmocka_unit_test(stage_one_checks_correctness_without_timing),
+        cmocka_unit_test(compiled_candidates_are_cached_by_source),
+        cmocka_unit_test(unknown_task_and_missing_file_are_usage_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
