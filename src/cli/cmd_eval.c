@@ -57,14 +57,19 @@ static void print_verdict(const json_t *result)
 
 int cmd_eval(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"task", required_argument, NULL, 't'},   {"backend", required_argument, NULL, 'b'},
-        {"stage", required_argument, NULL, 's'},  {"quick", no_argument, NULL, 'q'},
-        {"json", no_argument, NULL, 'j'},         {"seed", required_argument, NULL, 'S'},
-        {"timeout", required_argument, NULL, 'T'}, {"kernel-timeout", required_argument, NULL, 'K'},
-        {"cache-dir", required_argument, NULL, 'c'}, {"arch", required_argument, NULL, 'a'},
-        {"graph", no_argument, NULL, 'g'},        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"task", required_argument, NULL, 't'},
+                                             {"backend", required_argument, NULL, 'b'},
+                                             {"stage", required_argument, NULL, 's'},
+                                             {"quick", no_argument, NULL, 'q'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"seed", required_argument, NULL, 'S'},
+                                             {"timeout", required_argument, NULL, 'T'},
+                                             {"kernel-timeout", required_argument, NULL, 'K'},
+                                             {"cache-dir", required_argument, NULL, 'c'},
+                                             {"arch", required_argument, NULL, 'a'},
+                                             {"graph", no_argument, NULL, 'g'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     kv_kernel_opts o;
     kv_kernel_opts_init(&o);
     const char *backend = "auto";
@@ -74,24 +79,51 @@ int cmd_eval(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "t:b:s:qjS:T:K:c:a:gh", longopts, NULL)) != -1) {
         switch (c) {
-        case 't': o.task = optarg; break;
-        case 'b': backend = optarg; break;
-        case 's': o.stage = atoi(optarg); break;
-        case 'q': o.quick = 1; break;
-        case 'j': json_only = 1; break;
-        case 'S': o.seed = strtoull(optarg, NULL, 0); break;
-        case 'T': o.total_timeout_s = atof(optarg); break;
-        case 'K': o.kernel_timeout_s = atof(optarg); break;
-        case 'c': o.cache_dir = optarg; break;
-        case 'a': o.arch = optarg; break;
-        case 'g': o.graph = 1; break;
-        case 'h': eval_usage(stdout); return KV_EXIT_OK;
-        default: eval_usage(stderr); return KV_EXIT_USAGE;
+        case 't':
+            o.task = optarg;
+            break;
+        case 'b':
+            backend = optarg;
+            break;
+        case 's':
+            o.stage = atoi(optarg);
+            break;
+        case 'q':
+            o.quick = 1;
+            break;
+        case 'j':
+            json_only = 1;
+            break;
+        case 'S':
+            o.seed = strtoull(optarg, NULL, 0);
+            break;
+        case 'T':
+            o.total_timeout_s = atof(optarg);
+            break;
+        case 'K':
+            o.kernel_timeout_s = atof(optarg);
+            break;
+        case 'c':
+            o.cache_dir = optarg;
+            break;
+        case 'a':
+            o.arch = optarg;
+            break;
+        case 'g':
+            o.graph = 1;
+            break;
+        case 'h':
+            eval_usage(stdout);
+            return KV_EXIT_OK;
+        default:
+            eval_usage(stderr);
+            return KV_EXIT_USAGE;
         }
     }
     if (optind != argc - 1 || !o.task || o.stage < 0 || o.stage > 3) {
         fprintf(stderr, "kevolve eval: %s\n",
-                !o.task ? "--task is required" : optind >= argc ? "no CANDIDATE file given"
+                !o.task                      ? "--task is required"
+                : optind >= argc             ? "no CANDIDATE file given"
                 : o.stage < 0 || o.stage > 3 ? "--stage must be 1, 2 or 3"
                                              : "exactly one CANDIDATE file expected");
         eval_usage(stderr);
@@ -101,7 +133,8 @@ int cmd_eval(int argc, char **argv)
     if (strcmp(backend, "auto") == 0) {
         o.backend = kv_backend_kind_for_path(o.candidate);
     } else if (kv_backend_kind_parse(backend, &o.backend) != 0) {
-        fprintf(stderr, "kevolve eval: unknown backend '%s' (cpu, opencl, cuda or auto)\n", backend);
+        fprintf(stderr, "kevolve eval: unknown backend '%s' (cpu, opencl, cuda or auto)\n",
+                backend);
         return KV_EXIT_USAGE;
     }
     json_t *result = NULL;

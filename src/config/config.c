@@ -219,3 +219,24 @@ int kv_config_validate(const kv_config *c, kv_config_error *err)
 {
     return kv_config_validate_key(c, err, NULL, 0);
 }
+
+void kv_config_use_models(kv_config *c, const char *primary, const char *secondary,
+                          const char *api_base)
+{
+    kv_llm_config *l = &c->llm;
+    if (api_base) {
+        free(l->api_base);
+        l->api_base = kv_strdup(api_base);
+    }
+    if (!primary) return;
+    for (size_t i = 0; i < l->n_models; i++)
+        kv_config_model_free(&l->models[i]);
+    free(l->models);
+    l->models = NULL;
+    l->n_models = 0;
+    free(l->primary_model);
+    l->primary_model = kv_strdup(primary);
+    free(l->secondary_model);
+    l->secondary_model = kv_strdup(secondary);
+    kv_config_models_from_shorthand(l);
+}

@@ -162,6 +162,15 @@ typedef struct kv_config_error {
                            'migration_interval'?" */
 } kv_config_error;
 
+/* Sets M to an entry with every field unset (inherit) and weight 1. */
+void kv_config_model_init(kv_model_config *m);
+/* Replaces llm.models by PRIMARY (weight primary_model_weight) and, when not
+ * NULL, SECONDARY (secondary_model_weight), as OpenEvolve's
+ * --primary-model/--secondary-model do; API_BASE, when not NULL, becomes
+ * llm.api_base. */
+void kv_config_use_models(kv_config *c, const char *primary, const char *secondary,
+                          const char *api_base);
+
 /* Fills C with defaults (no file). The loaders call it themselves. */
 void kv_config_init(kv_config *c);
 /* Reads PATH into C (which need not be initialised). Returns 0, or -1 with

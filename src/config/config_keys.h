@@ -73,6 +73,8 @@ void kv_config_field_free(const kv_key *k, void *base);
 void kv_config_field_default(const kv_key *k, void *base);
 /* Defaults of every field of a model entry. */
 void kv_config_model_init(kv_model_config *m);
+/* Builds llm.models from primary_model/secondary_model when models is empty. */
+void kv_config_models_from_shorthand(kv_llm_config *l);
 void kv_config_model_free(kv_model_config *m);
 
 /* Expands ${VAR} and ${VAR:-default} (default also when VAR is empty) from the

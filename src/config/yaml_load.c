@@ -551,7 +551,7 @@ static int resolve_bins(load_ctx *x)
 }
 
 /* OpenEvolve's primary_model/secondary_model shorthand, when models is empty. */
-static void models_from_shorthand(kv_llm_config *l)
+void kv_config_models_from_shorthand(kv_llm_config *l)
 {
     if (l->n_models || !l->primary_model) return;
     size_t n = l->secondary_model ? 2 : 1;
@@ -696,7 +696,7 @@ static int load_text(kv_config *c, const char *text, const char *origin, kv_conf
     if (rc == 0) rc = apply_aliases(&x);
     if (rc == 0) rc = resolve_bins(&x);
     if (rc == 0) {
-        models_from_shorthand(&c->llm);
+        kv_config_models_from_shorthand(&c->llm);
         guess_language(&x);
         rc = validate_with_lines(&x);
     }

@@ -31,25 +31,51 @@ static uint64_t code_key(uint64_t h)
     return h ? h : 1;
 }
 
-/* The built-in mutator mix: builtin:* entries of llm.models with their
- * weights, else tune 0.4, gi 0.4, crossover 0.2. */
-static void choose_mutator_weights(kv_controller *c)
+/* Fallback weights of the built-in mutators: their weights in the ensemble's
+ * list (llm.models, or the default mix). */
+static void choose_mutator_weights(kv_controller *c, const kv_model_config *models, size_t n)
 {
-    int any = 0;
     memset(c->mutator_weights, 0, sizeof c->mutator_weights);
-    for (size_t i = 0; i < c->cfg->llm.n_models; i++) {
+    for (size_t i = 0; i < n; i++) {
         kv_mutator_kind k;
-        if (kv_starts_with(c->cfg->llm.models[i].name, "builtin:") &&
-            kv_mutator_parse(c->cfg->llm.models[i].name, &k) == 0) {
-            c->mutator_weights[k] += c->cfg->llm.models[i].weight;
-            any = 1;
-        }
+        if (kv_starts_with(models[i].name, "builtin:") && kv_mutator_parse(models[i].name, &k) == 0)
+            c->mutator_weights[k] += models[i].weight;
     }
-    if (!any) {
-        c->mutator_weights[KV_MUTATOR_TUNE] = 0.4;
-        c->mutator_weights[KV_MUTATOR_GI] = 0.4;
-        c->mutator_weights[KV_MUTATOR_CROSSOVER] = 0.2;
-    }
+}
+
+void kv_llm_trace_free(kv_llm_trace *t)
+{
+    if (!t) return;
+    free(t->model);
+    free(t->endpoint);
+    free(t->system_prompt);
+    free(t->user_prompt);
+    free(t->reply);
+    free(t->error);
+    free(t);
+}
+
+int kv_controller_store_trace(kv_controller *c, const kv_llm_trace *t, int64_t program_id,
+                              const char *outcome)
+{
+    if (!t) return 0;
+    kv_llm_call_record r = {
+        .iteration = t->iteration,
+        .model = t->model,
+        .endpoint = t->endpoint,
+        .system_prompt = t->system_prompt,
+        .user_prompt = t->user_prompt,
+        .reply = t->reply,
+        .prompt_tokens = t->prompt_tokens,
+        .completion_tokens = t->completion_tokens,
+        .cost_usd = t->cost_usd,
+        .latency_s = t->latency_s,
+        .attempts = t->attempts,
+        .http_status = t->http_status,
+        .outcome = outcome,
+        .error = t->error,
+    };
+    return kv_store_insert_llm_call(c->store, &r, program_id);
 }
 
 /* Fitness used for early stopping: the configured metric, fitness for
@@ -104,7 +130,6 @@ int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
     c->best_stop_value = NAN;
     c->output_dir = kv_strdup(output_dir);
     c->started_at = now_s();
-    choose_mutator_weights(c);
     c->db = kv_database_new(&cfg->database);
     if (!c->db) {
         kv_error("cannot create the program database");
@@ -115,6 +140,9 @@ int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
         return -1;
     }
     c->next_iteration = kv_store_max_iteration(store) + 1;
+    if (kv_llm_mutation_init(c) != 0) return -1;
+    choose_mutator_weights(c, c->default_models ? c->default_models : cfg->llm.models,
+                           c->default_models ? 3 : cfg->llm.n_models);
     char *work = kv_path_join(output_dir, "work");
     char *err = NULL;
     c->ev = kv_evaluator_new(&cfg->evaluator, evaluator, work, cfg->evaluator_sections, &err);
@@ -140,7 +168,8 @@ void kv_controller_free(kv_controller *c)
 }
 
 /* Stores a program that will not be evaluated (rejected or duplicate). */
-static int store_unevaluated(kv_controller *c, kv_program *child, kv_status status, char *reason)
+static int store_unevaluated(kv_controller *c, kv_program *child, kv_status status, char *reason,
+                             kv_llm_trace *trace)
 {
     child->status = status;
     free(child->status_reason);
@@ -149,9 +178,17 @@ static int store_unevaluated(kv_controller *c, kv_program *child, kv_status stat
         c->n_rejected++;
     else
         c->n_duplicates++;
-    if (kv_store_insert_program(c->store, child) != 0) {
+    char *outcome = kv_asprintf("%s: %s", kv_status_name(status), reason ? reason : "");
+    int rc = kv_store_begin(c->store);
+    if (rc == 0) rc = kv_store_insert_program(c->store, child);
+    if (rc == 0) rc = kv_controller_store_trace(c, trace, child->id, outcome);
+    if (rc == 0) rc = kv_store_commit(c->store);
+    free(outcome);
+    kv_llm_trace_free(trace);
+    if (rc != 0) {
         kv_error("cannot store program of iteration %lld: %s", (long long)child->iteration,
                  kv_store_errmsg(c->store));
+        kv_store_rollback(c->store);
         return -1;
     }
     if (status == KV_STATUS_REJECTED &&
@@ -162,6 +199,12 @@ static int store_unevaluated(kv_controller *c, kv_program *child, kv_status stat
     return 0;
 }
 
+int kv_controller_store_rejected(kv_controller *c, kv_program *child, char *reason,
+                                 kv_llm_trace *trace)
+{
+    return store_unevaluated(c, child, KV_STATUS_REJECTED, reason, trace);
+}
+
 /* Per-iteration generator: the choices of iteration I depend only on the
  * run's seed, I and the population, so a resumed run continues the same way. */
 static void iteration_rng(const kv_controller *c, int64_t iteration, kv_rng *rng)
@@ -169,12 +212,14 @@ static void iteration_rng(const kv_controller *c, int64_t iteration, kv_rng *rng
     kv_rng_seed(rng, c->seed ^ ((uint64_t)iteration * 0x9e3779b97f4a7c15ULL));
 }
 
-/* Applies a built-in mutator to the selection; falls back to the other
- * mutators when the chosen one has nothing to change or fails. Returns 0 with
+/* Applies the built-in mutator DRAWN to the selection; falls back to the
+ * other built-in mutators (by their weights) when it has nothing to change or
+ * fails. Returns 0 with
  * OUT filled and *kind set, 1 when no mutator could change the parent, -1
  * when none could and one failed (its message in *err). */
 static int mutate_selection(kv_controller *c, const kv_selection *sel, kv_rng *rng,
-                            kv_mutation *out, kv_mutator_kind *kind, char **err)
+                            kv_mutator_kind drawn, kv_mutation *out, kv_mutator_kind *kind,
+                            char **err)
 {
     double w[KV_MUTATOR_BUILTIN_COUNT];
     memcpy(w, c->mutator_weights, sizeof w);
@@ -182,8 +227,8 @@ static int mutate_selection(kv_controller *c, const kv_selection *sel, kv_rng *r
         double total = 0;
         for (int k = 0; k < KV_MUTATOR_BUILTIN_COUNT; k++)
             total += w[k];
-        if (total <= 0) break;
-        size_t k = kv_rng_weighted(rng, w, KV_MUTATOR_BUILTIN_COUNT);
+        if (attempt > 0 && total <= 0) break;
+        size_t k = attempt == 0 ? (size_t)drawn : kv_rng_weighted(rng, w, KV_MUTATOR_BUILTIN_COUNT);
         const kv_program *other = sel->n_inspirations ? sel->inspirations[0] : NULL;
         if (k == KV_MUTATOR_CROSSOVER && !other) {
             w[k] = 0;
@@ -232,10 +277,18 @@ static int produce_child(kv_controller *c)
     child->generation = parent->generation + 1;
     child->iteration = iteration;
 
+    kv_ensemble_choice choice;
+    kv_ensemble_choose(c->ensemble, &rng, &choice);
+    if (choice.kind == KV_ENSEMBLE_LLM) {
+        int rc = kv_llm_mutation_start(c, &sel, child, choice.index);
+        kv_selection_free(&sel);
+        if (rc == 1) c->next_iteration--; /* nothing was asked: the budget is spent */
+        return rc < 0 ? -1 : 0;
+    }
     kv_mutation m = {0};
     kv_mutator_kind kind = KV_MUTATOR_GI;
     char *err = NULL;
-    int rc = mutate_selection(c, &sel, &rng, &m, &kind, &err);
+    int rc = mutate_selection(c, &sel, &rng, choice.builtin, &m, &kind, &err);
     if (rc != 0) {
         kv_program_set_source(child, parent->source);
         child->mutator = kv_strdup("none");
@@ -243,7 +296,7 @@ static int produce_child(kv_controller *c)
         char *reason = rc < 0 ? kv_asprintf("mutator failed: %s", err ? err : "unknown")
                               : kv_strdup("no built-in mutator could change the parent");
         free(err);
-        int src = store_unevaluated(c, child, KV_STATUS_REJECTED, reason);
+        int src = store_unevaluated(c, child, KV_STATUS_REJECTED, reason, NULL);
         kv_program_free(child);
         return src;
     }
@@ -255,18 +308,20 @@ static int produce_child(kv_controller *c)
     if (kind == KV_MUTATOR_CROSSOVER && sel.n_inspirations)
         child->other_parent_id = sel.inspirations[0]->id;
 
-    int rc_offer = kv_controller_offer_child(c, child, parent->source);
+    int rc_offer = kv_controller_offer_child(c, child, parent->source, NULL);
     kv_selection_free(&sel);
     return rc_offer;
 }
 
-int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *parent_source)
+int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *parent_source,
+                              kv_llm_trace *trace)
 {
     char *reason = NULL;
     int check = kv_blocks_check_child(parent_source, child->source, &reason);
     if (check != 0) {
-        int src = store_unevaluated(c, child, KV_STATUS_REJECTED,
-                                    reason ? reason : kv_strdup("EVOLVE-BLOCK check failed"));
+        int src =
+            store_unevaluated(c, child, KV_STATUS_REJECTED,
+                              reason ? reason : kv_strdup("EVOLVE-BLOCK check failed"), trace);
         kv_program_free(child);
         return src;
     }
@@ -275,7 +330,8 @@ int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *p
         int src =
             store_unevaluated(c, child, KV_STATUS_REJECTED,
                               kv_asprintf("program is %zu characters, over max_code_length %d",
-                                          strlen(child->source), c->cfg->max_code_length));
+                                          strlen(child->source), c->cfg->max_code_length),
+                              trace);
         kv_program_free(child);
         return src;
     }
@@ -285,7 +341,7 @@ int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *p
                              : kv_asprintf("identical to the child of iteration %lld, still "
                                            "being evaluated",
                                            (long long)-same);
-        int src = store_unevaluated(c, child, KV_STATUS_DUPLICATE, why);
+        int src = store_unevaluated(c, child, KV_STATUS_DUPLICATE, why, trace);
         kv_program_free(child);
         return src;
     }
@@ -295,13 +351,14 @@ int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *p
     if (kv_evaluator_submit(c->ev, ticket, child->source, c->cfg->file_suffix) != 0) {
         kv_error("cannot submit iteration %lld for evaluation", (long long)ticket);
         kv_program_free(child);
+        kv_llm_trace_free(trace);
         return -1;
     }
     if (c->n_pending == c->cap_pending) {
         c->cap_pending = c->cap_pending ? c->cap_pending * 2 : 8;
         c->pending = kv_realloc(c->pending, c->cap_pending * sizeof *c->pending);
     }
-    c->pending[c->n_pending++] = (kv_pending){ticket, child};
+    c->pending[c->n_pending++] = (kv_pending){ticket, child, trace};
     return 0;
 }
 
@@ -348,6 +405,7 @@ static int accept_result(kv_controller *c, kv_eval_result *r)
         return 0;
     }
     kv_program *child = c->pending[idx].child;
+    kv_llm_trace *trace = c->pending[idx].trace;
     c->pending[idx] = c->pending[--c->n_pending];
 
     child->status = r->status;
@@ -367,7 +425,9 @@ static int accept_result(kv_controller *c, kv_eval_result *r)
         int added = kv_database_add(c->db, child);
         if (added < 0 || kv_store_update_placement(c->store, child) != 0) rc = -1;
     }
+    if (rc == 0 && kv_controller_store_trace(c, trace, child->id, "child") != 0) rc = -1;
     if (rc == 0 && kv_store_commit(c->store) != 0) rc = -1;
+    kv_llm_trace_free(trace);
     if (rc != 0) {
         kv_error("cannot store the result of iteration %lld: %s", (long long)child->iteration,
                  kv_store_errmsg(c->store));
@@ -399,6 +459,8 @@ static int accept_result(kv_controller *c, kv_eval_result *r)
 /* Why the run should stop now, or NULL to go on. */
 static const char *stop_condition(const kv_controller *c)
 {
+    if (c->llm && kv_llm_budget_exhausted(c->llm))
+        return "the LLM budget (llm.max_budget_usd) is spent";
     if (c->cfg->has_target_score && !isnan(c->best_fitness) &&
         c->best_fitness >= c->cfg->target_score)
         return "target score reached";
@@ -433,7 +495,7 @@ int kv_controller_seed(kv_controller *c, const char *source)
     }
     c->pending = kv_realloc(c->pending, 8 * sizeof *c->pending);
     c->cap_pending = 8;
-    c->pending[c->n_pending++] = (kv_pending){0, p};
+    c->pending[c->n_pending++] = (kv_pending){0, p, NULL};
     kv_eval_result r;
     int got;
     while ((got = kv_evaluator_poll(c->ev, 200, &r)) == 0) {
@@ -469,12 +531,12 @@ int kv_controller_loop(kv_controller *c)
     int interrupted = 0;
     int64_t parallel = c->cfg->evaluator.parallel_evaluations;
     if (parallel < 1) parallel = 1;
+    int64_t llm_slots = c->llm_concurrency;
     c->stop_reason = NULL;
     while (1) {
         int signals = kv_interrupt_count();
         if (signals >= 2) {
             kv_evaluator_cancel_all(c->ev);
-            kv_store_add_event(c->store, "interrupted", NULL);
             c->stop_reason = "interrupted twice: stopped at once";
             interrupted = 1;
             break;
@@ -482,19 +544,31 @@ int kv_controller_loop(kv_controller *c)
         if (signals == 1 && !interrupted) {
             interrupted = 1;
             c->stop_reason = "interrupted";
-            kv_warn("interrupted: finishing the %zu evaluation(s) in flight (interrupt again to "
-                    "stop at once)",
-                    c->n_pending);
+            kv_warn("interrupted: finishing the %zu evaluation(s) and %zu model call(s) in flight "
+                    "(interrupt again to stop at once)",
+                    c->n_pending, c->n_llm_pending);
         }
         if (!interrupted && !c->stop_reason) c->stop_reason = stop_condition(c);
+        /* Children in flight: evaluations up to parallel_evaluations, plus model
+         * calls up to llm.max_concurrency, so slow models never idle the evaluators. */
         while (!interrupted && !c->stop_reason && c->next_iteration <= c->last_iteration &&
-               (int64_t)c->n_pending < parallel) {
+               (llm_slots == 0 || (int64_t)c->n_llm_pending < llm_slots) &&
+               (int64_t)(c->n_pending + c->n_llm_pending) < parallel + llm_slots) {
             if (produce_child(c) != 0) return KV_EXIT_FAILURE;
             c->stop_reason = stop_condition(c);
         }
-        if (c->n_pending == 0) break;
+        if (c->n_pending == 0 && c->n_llm_pending == 0) break;
+        if (c->n_llm_pending) {
+            int handled = kv_llm_mutation_poll(c, c->n_pending ? 0 : 100);
+            if (handled < 0) return KV_EXIT_FAILURE;
+            if (handled > 0) continue;
+        }
+        if (c->n_pending == 0) {
+            kv_progress_update(c, 0);
+            continue;
+        }
         kv_eval_result r;
-        int got = kv_evaluator_poll(c->ev, 100, &r);
+        int got = kv_evaluator_poll(c->ev, c->n_llm_pending ? 10 : 100, &r);
         if (got < 0) {
             kv_error("the evaluation pipeline failed");
             return KV_EXIT_FAILURE;

@@ -8,16 +8,41 @@
 
 #include "config/config.h"
 #include "eval/evaluator.h"
+#include "llm/client.h"
+#include "llm/ensemble.h"
+#include "mutate/prompt.h"
 #include "search/database.h"
 #include "store/store.h"
 #include "util/u64map.h"
 
 #include <stdint.h>
 
+/* What a language-model call produced, kept until its child is stored (the
+ * llm_calls row links to the child). All strings owned. */
+typedef struct kv_llm_trace {
+    int64_t iteration;
+    char *model, *endpoint, *system_prompt, *user_prompt, *reply, *error;
+    long prompt_tokens, completion_tokens, http_status;
+    double cost_usd, latency_s;
+    int attempts;
+} kv_llm_trace;
+
+void kv_llm_trace_free(kv_llm_trace *t);
+
 typedef struct kv_pending {
     int64_t ticket; /* the iteration that made it */
     kv_program *child;
+    kv_llm_trace *trace; /* the model call behind it, or NULL */
 } kv_pending;
+
+/* A child waiting for a model's reply. */
+typedef struct kv_llm_pending {
+    int64_t ticket;                    /* the iteration */
+    kv_program *child;                 /* lineage, island and mutator set; no source yet */
+    char *parent_source;               /* the reply is applied to this text */
+    size_t model_index;                /* entry of llm.models, for the ensemble's health */
+    char *system_prompt, *user_prompt; /* redacted, for the store */
+} kv_llm_waiting;
 
 typedef struct kv_controller {
     const kv_config *cfg; /* borrowed */
@@ -31,8 +56,15 @@ typedef struct kv_controller {
     kv_u64map code_ids;     /* code hash -> id of the first program with that code */
     kv_pending *pending;    /* children in evaluation */
     size_t n_pending, cap_pending;
-    double mutator_weights[3]; /* tune, gi, crossover */
-    double best_fitness;       /* NAN until an OK program exists */
+    double mutator_weights[3];       /* tune, gi, crossover: fallbacks when the drawn one cannot */
+    kv_model_config *default_models; /* the built-in mix when llm.models is empty (owned) */
+    kv_ensemble *ensemble;           /* which mutator makes each child */
+    kv_llm_client *llm;              /* NULL when no LLM entry has weight */
+    kv_prompt_templates *templates;  /* NULL when no LLM */
+    kv_llm_waiting *llm_pending;     /* children waiting for a reply */
+    size_t n_llm_pending, cap_llm_pending;
+    int llm_concurrency; /* 0 without LLM */
+    double best_fitness; /* NAN until an OK program exists */
     int64_t best_id;
     double best_stop_value; /* best early_stopping_metric value, NAN until known */
     int64_t last_improvement_iteration;
@@ -55,16 +87,42 @@ void kv_controller_free(kv_controller *c);
 int kv_controller_seed(kv_controller *c, const char *source);
 
 /* Offers a mutator's CHILD (ownership taken; its lineage fields, iteration,
- * mutator and source set) for evaluation. A child that changes text outside
+ * mutator and source set) for evaluation, with the model call that made it
+ * (TRACE, ownership taken, may be NULL), stored with the child. A child that changes text outside
  * the EVOLVE-BLOCKs of PARENT_SOURCE or is longer than max_code_length is
  * stored as rejected with the reason; one whose code was seen before is
  * stored as a duplicate; any other is submitted to the evaluation pipeline.
  * Returns 0, or -1 when the store or the pipeline fails. */
-int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *parent_source);
+int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *parent_source,
+                              kv_llm_trace *trace);
 
 /* Runs iterations until last_iteration, the target score, early stopping or
  * an interrupt. Returns a KV_EXIT_* code. */
 int kv_controller_loop(kv_controller *c);
+
+/* Stores CHILD as rejected with REASON (taken) and TRACE (taken, may be
+ * NULL); CHILD stays the caller's. Returns 0 or -1. */
+int kv_controller_store_rejected(kv_controller *c, kv_program *child, char *reason,
+                                 kv_llm_trace *trace);
+/* Stores TRACE (not taken; nothing when NULL) linked to PROGRAM_ID (0: none)
+ * with OUTCOME. Returns 0 or -1. */
+int kv_controller_store_trace(kv_controller *c, const kv_llm_trace *t, int64_t program_id,
+                              const char *outcome);
+
+/* The LLM mutator (llm_mutation.c). */
+/* Sets up the ensemble and, when it holds language models, the client and
+ * templates. Returns 0 or -1 (message logged). */
+int kv_llm_mutation_init(kv_controller *c);
+void kv_llm_mutation_free(kv_controller *c);
+/* Asks the model of ensemble entry INDEX for a child of SEL's parent; CHILD
+ * (ownership taken) carries the lineage. Returns 0, 1 when the budget is
+ * spent (nothing submitted; CHILD freed), or -1. */
+int kv_llm_mutation_start(kv_controller *c, const kv_selection *sel, kv_program *child,
+                          size_t index);
+/* Handles replies that arrived within TIMEOUT_MS: each becomes a child
+ * offered for evaluation, or a stored rejection, or a stored failed call.
+ * Returns the count handled, or -1. */
+int kv_llm_mutation_poll(kv_controller *c, int timeout_ms);
 
 /* Writes the best program and its metrics to OUTPUT_DIR/best/. Returns 0 or -1. */
 int kv_controller_write_best(kv_controller *c);

@@ -10,10 +10,17 @@ kv_backend *kv_backend_new(kv_backend_kind kind, char **err)
 {
     kv_backend *b = NULL;
     switch (kind) {
-    case KV_BACKEND_CPU: b = kv_backend_cpu_new(); break;
-    case KV_BACKEND_OPENCL: b = kv_backend_opencl_new(); break;
-    case KV_BACKEND_CUDA: b = kv_backend_cuda_new(); break;
-    default: break;
+    case KV_BACKEND_CPU:
+        b = kv_backend_cpu_new();
+        break;
+    case KV_BACKEND_OPENCL:
+        b = kv_backend_opencl_new();
+        break;
+    case KV_BACKEND_CUDA:
+        b = kv_backend_cuda_new();
+        break;
+    default:
+        break;
     }
     if (!b)
         *err = kind == KV_BACKEND_OPENCL

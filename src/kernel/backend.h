@@ -16,10 +16,10 @@
 #include <stddef.h>
 
 typedef struct kv_dbuf {
-    void *handle;      /* what goes into kv_launch_args.tensors */
-    size_t bytes;      /* usable size */
-    void *priv;        /* backend's own */
-    const char *name;  /* tensor name (static) */
+    void *handle;     /* what goes into kv_launch_args.tensors */
+    size_t bytes;     /* usable size */
+    void *priv;       /* backend's own */
+    const char *name; /* tensor name (static) */
 } kv_dbuf;
 
 /* A loaded candidate: its shared object and entry, plus the backend's own
@@ -42,13 +42,13 @@ struct kv_backend {
     double ceiling_gbps;
     size_t cache_bytes;
     json_t *device; /* {"name":..., ...} */
+    int use_graph;  /* cuda: time by replaying a captured CUDA graph (set before timing) */
 
     int (*open)(kv_backend *b, char **err);
     void (*close)(kv_backend *b);
     /* Loads C; fills *BUILD_LOG (malloc'd, may be NULL) with a device build
      * log; on a device compile error returns -1 with "compile_error: ...". */
-    int (*load)(kv_backend *b, const kv_compiled *c, kv_module **out, char **build_log,
-                char **err);
+    int (*load)(kv_backend *b, const kv_compiled *c, kv_module **out, char **build_log, char **err);
     void (*unload)(kv_backend *b, kv_module *m);
     int (*alloc)(kv_backend *b, size_t bytes, const char *name, kv_dbuf *out, char **err);
     void (*release)(kv_backend *b, kv_dbuf *buf);

@@ -9,10 +9,14 @@
 const char *kv_dist_name(kv_dist d)
 {
     switch (d) {
-    case KV_DIST_NORMAL: return "normal";
-    case KV_DIST_OUTLIERS: return "normal_with_outliers";
-    case KV_DIST_SMALL_INT: return "small_integers";
-    default: return "?";
+    case KV_DIST_NORMAL:
+        return "normal";
+    case KV_DIST_OUTLIERS:
+        return "normal_with_outliers";
+    case KV_DIST_SMALL_INT:
+        return "small_integers";
+    default:
+        return "?";
     }
 }
 
@@ -34,8 +38,8 @@ void kv_fill_random(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void *host, d
     }
 }
 
-void kv_check_output(kv_dtype dt, const void *out, const double *ref, size_t n,
-                     const void *poison, kv_tolerance tol, kv_check *c)
+void kv_check_output(kv_dtype dt, const void *out, const double *ref, size_t n, const void *poison,
+                     kv_tolerance tol, kv_check *c)
 {
     memset(c, 0, sizeof *c);
     c->n = n;

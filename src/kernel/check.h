@@ -30,15 +30,15 @@ typedef struct kv_check {
     size_t nonfinite; /* NaN or Inf (other than the poison) */
     size_t bad;       /* outside the tolerance */
     double max_abs, max_rel, rel_l2;
-    size_t worst;     /* index of the largest violation (or error) */
+    size_t worst; /* index of the largest violation (or error) */
     double worst_got, worst_want;
     size_t first_unwritten;
 } kv_check;
 
 /* Compares N elements of OUT (dtype DT) with REF. POISON: the poison bits
  * (NULL: no unwritten check). */
-void kv_check_output(kv_dtype dt, const void *out, const double *ref, size_t n,
-                     const void *poison, kv_tolerance tol, kv_check *c);
+void kv_check_output(kv_dtype dt, const void *out, const double *ref, size_t n, const void *poison,
+                     kv_tolerance tol, kv_check *c);
 
 /* Counts elements where A and B (dtype DT) differ by more than the
  * tolerance around REF; *BITWISE set to 1 when they are bit-identical. */

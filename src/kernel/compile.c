@@ -134,8 +134,9 @@ json_t *kv_parse_ptxas(const char *log)
     json_object_set_new(r, "shared_bytes", json_integer(smem < 0 ? 0 : smem));
     long spill_st = max_before(log, "bytes spill stores");
     long spill_ld = max_before(log, "bytes spill loads");
-    json_object_set_new(r, "spill_bytes",
-                        json_integer((spill_st < 0 ? 0 : spill_st) + (spill_ld < 0 ? 0 : spill_ld)));
+    json_object_set_new(
+        r, "spill_bytes",
+        json_integer((spill_st < 0 ? 0 : spill_st) + (spill_ld < 0 ? 0 : spill_ld)));
     long stack = max_before(log, "bytes stack frame");
     json_object_set_new(r, "stack_bytes", json_integer(stack < 0 ? 0 : stack));
     return r;
@@ -143,8 +144,8 @@ json_t *kv_parse_ptxas(const char *log)
 
 /* Builds the compiler command line for BACKEND into ARGV (strings owned by
  * the caller's list OWNED). Returns the compiler path or NULL with *ERR. */
-static int build_argv(kv_backend_kind backend, const char *inc, const char *arch,
-                      const char *src, const char *out, char **argv, char **owned, char **err)
+static int build_argv(kv_backend_kind backend, const char *inc, const char *arch, const char *src,
+                      const char *out, char **argv, char **owned, char **err)
 {
     int n = 0, o = 0;
     if (backend == KV_BACKEND_CUDA) {
@@ -205,8 +206,8 @@ static int build_argv(kv_backend_kind backend, const char *inc, const char *arch
     return 0;
 }
 
-int kv_compile(kv_backend_kind backend, const char *source, const char *cache_dir,
-               const char *arch, kv_compiled *out, char **err)
+int kv_compile(kv_backend_kind backend, const char *source, const char *cache_dir, const char *arch,
+               kv_compiled *out, char **err)
 {
     memset(out, 0, sizeof *out);
     if (kv_mkdir_p(cache_dir, 0755) != 0) {

@@ -18,7 +18,8 @@ typedef struct kv_compiled {
     char *key;           /* cache key, 16 hex digits */
     int cached;          /* 1 when the cache already held it */
     double seconds;      /* compile time (0 when cached) */
-    json_t *resources;   /* cuda: {"registers","shared_bytes","spill_bytes","stack_bytes"}; else NULL */
+    json_t
+        *resources; /* cuda: {"registers","shared_bytes","spill_bytes","stack_bytes"}; else NULL */
 } kv_compiled;
 
 void kv_compiled_clear(kv_compiled *c);
@@ -30,8 +31,8 @@ char *kv_cache_dir_default(void);
  * ignored) into CACHE_DIR (created when missing). Returns 0 and fills OUT;
  * 1 when the source does not compile (OUT->log says why); -1 when the
  * harness cannot compile at all (no compiler, unwritable cache), with *ERR. */
-int kv_compile(kv_backend_kind backend, const char *source, const char *cache_dir,
-               const char *arch, kv_compiled *out, char **err);
+int kv_compile(kv_backend_kind backend, const char *source, const char *cache_dir, const char *arch,
+               kv_compiled *out, char **err);
 
 /* Parses ptxas -v output into {"registers","shared_bytes","spill_bytes",
  * "stack_bytes"} (maxima over kernels), or NULL when it reports nothing. */

@@ -12,11 +12,16 @@ size_t kv_dtype_size(kv_dtype t)
 const char *kv_dtype_name(kv_dtype t)
 {
     switch (t) {
-    case KV_F32: return "f32";
-    case KV_F16: return "f16";
-    case KV_BF16: return "bf16";
-    case KV_I32: return "i32";
-    default: return "?";
+    case KV_F32:
+        return "f32";
+    case KV_F16:
+        return "f16";
+    case KV_BF16:
+        return "bf16";
+    case KV_I32:
+        return "i32";
+    default:
+        return "?";
     }
 }
 
@@ -80,22 +85,36 @@ float kv_bf16_to_f32(uint16_t h)
 void kv_dtype_store(kv_dtype dt, void *p, size_t i, double v)
 {
     switch (dt) {
-    case KV_F32: ((float *)p)[i] = (float)v; break;
-    case KV_F16: ((uint16_t *)p)[i] = kv_f32_to_f16((float)v); break;
-    case KV_BF16: ((uint16_t *)p)[i] = kv_f32_to_bf16((float)v); break;
-    case KV_I32: ((int32_t *)p)[i] = (int32_t)llround(v); break;
-    default: break;
+    case KV_F32:
+        ((float *)p)[i] = (float)v;
+        break;
+    case KV_F16:
+        ((uint16_t *)p)[i] = kv_f32_to_f16((float)v);
+        break;
+    case KV_BF16:
+        ((uint16_t *)p)[i] = kv_f32_to_bf16((float)v);
+        break;
+    case KV_I32:
+        ((int32_t *)p)[i] = (int32_t)llround(v);
+        break;
+    default:
+        break;
     }
 }
 
 double kv_dtype_load(kv_dtype dt, const void *p, size_t i)
 {
     switch (dt) {
-    case KV_F32: return ((const float *)p)[i];
-    case KV_F16: return kv_f16_to_f32(((const uint16_t *)p)[i]);
-    case KV_BF16: return kv_bf16_to_f32(((const uint16_t *)p)[i]);
-    case KV_I32: return ((const int32_t *)p)[i];
-    default: return NAN;
+    case KV_F32:
+        return ((const float *)p)[i];
+    case KV_F16:
+        return kv_f16_to_f32(((const uint16_t *)p)[i]);
+    case KV_BF16:
+        return kv_bf16_to_f32(((const uint16_t *)p)[i]);
+    case KV_I32:
+        return ((const int32_t *)p)[i];
+    default:
+        return NAN;
     }
 }
 

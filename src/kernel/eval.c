@@ -31,10 +31,14 @@ void kv_kernel_opts_init(kv_kernel_opts *o)
 const char *kv_backend_kind_name(kv_backend_kind k)
 {
     switch (k) {
-    case KV_BACKEND_CPU: return "cpu";
-    case KV_BACKEND_OPENCL: return "opencl";
-    case KV_BACKEND_CUDA: return "cuda";
-    default: return "?";
+    case KV_BACKEND_CPU:
+        return "cpu";
+    case KV_BACKEND_OPENCL:
+        return "opencl";
+    case KV_BACKEND_CUDA:
+        return "cuda";
+    default:
+        return "?";
     }
 }
 
@@ -81,8 +85,9 @@ int kv_kernel_probe(kv_backend_kind backend, json_t **info, char **err)
                            : backend == KV_BACKEND_OPENCL ? "no OpenCL device"
                                                           : "no CPU device";
         char *why = outcome_error(&w, "probe");
-        *err = w.fail_code && strcmp(w.fail_code, "not_built") == 0
-                   ? kv_strdup(w.fail_detail)
+        const char *d = w.fail_detail ? w.fail_detail : "";
+        *err = w.fail_code && (strcmp(w.fail_code, "not_built") == 0 || kv_starts_with(d, kind))
+                   ? kv_strdup(d)
                    : kv_asprintf("%s: %s", kind, why);
         free(why);
         rc = -1;
@@ -122,9 +127,8 @@ static json_t *accepted(const kv_task *task, int stage, json_t *res, json_t *art
     json_array_foreach(scen, i, s)
     {
         const char *name = json_string_value(json_object_get(s, "name"));
-        static const char *keys[] = {"median_us",         "iqr_us",      "speedup",
-                                     "roofline_fraction", "max_abs_err", "max_rel_err",
-                                     "rel_l2_err"};
+        static const char *keys[] = {"median_us",   "iqr_us",      "speedup",   "roofline_fraction",
+                                     "max_abs_err", "max_rel_err", "rel_l2_err"};
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             json_t *v = json_object_get(s, keys[k]);
             if (!v) continue;
@@ -170,8 +174,10 @@ static int memcheck_stage(const kv_kernel_opts *o, json_t *artifacts, json_t **r
         if (nvcc) {
             char *dir = kv_path_dirname(nvcc);
             char *p = kv_asprintf("%s/compute-sanitizer", dir);
-            if (access(p, X_OK) == 0) cs = p;
-            else free(p);
+            if (access(p, X_OK) == 0)
+                cs = p;
+            else
+                free(p);
             free(dir);
             free(nvcc);
         }
@@ -181,10 +187,10 @@ static int memcheck_stage(const kv_kernel_opts *o, json_t *artifacts, json_t **r
         return -1;
     }
     const char *exe = o->self_exe ? o->self_exe : "/proc/self/exe";
-    char *argv[] = {cs,       "--tool",    "memcheck",         "--error-exitcode",
-                    "86",     (char *)exe, "eval",             "--task",
-                    (char *)o->task, "--backend", "cuda", "--stage", "1", "--quick",
-                    (char *)o->candidate, NULL};
+    char *argv[] = {cs,          "--tool",  "memcheck", "--error-exitcode", "86",
+                    (char *)exe, "eval",    "--task",   (char *)o->task,    "--backend",
+                    "cuda",      "--stage", "1",        "--quick",          (char *)o->candidate,
+                    NULL};
     char *out = NULL;
     int rc = kv_tool_run(argv, o->total_timeout_s, &out);
     free(cs);
@@ -201,8 +207,8 @@ static int memcheck_stage(const kv_kernel_opts *o, json_t *artifacts, json_t **r
         free(out);
         return -1;
     } else {
-        json_t *metrics = json_pack("{s:f,s:i,s:i}", "combined_score", 1.0, "correct", 1,
-                                    "memcheck_clean", 1);
+        json_t *metrics =
+            json_pack("{s:f,s:i,s:i}", "combined_score", 1.0, "correct", 1, "memcheck_clean", 1);
         json_object_set_new(artifacts, "verdict", json_string("correct"));
         *result = json_pack("{s:o,s:O}", "metrics", metrics, "artifacts", artifacts);
     }
@@ -297,8 +303,8 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
                       .kind = o->backend,
                       .cand = &cand,
                       .base = o->stage == 1 ? NULL : &base,
-                      .seed = o->seed ? o->seed
-                                      : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)};
+                      .seed =
+                          o->seed ? o->seed : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)};
     kv_worker_outcome w;
     double timeout = o->total_timeout_s > 0 ? o->total_timeout_s : 900;
     int wrc = kv_worker_run(kv_run_child, &ctx, timeout, &w, err);
@@ -314,9 +320,9 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
     if (w.result) {
         *result = accepted(task, o->stage, w.result, artifacts);
         rc = 0;
-    } else if (w.fail_code && (strcmp(w.fail_code, "no_device") == 0 ||
-                               strcmp(w.fail_code, "not_built") == 0 ||
-                               strcmp(w.fail_code, "harness_error") == 0)) {
+    } else if (w.fail_code &&
+               (strcmp(w.fail_code, "no_device") == 0 || strcmp(w.fail_code, "not_built") == 0 ||
+                strcmp(w.fail_code, "harness_error") == 0)) {
         *err = kv_asprintf("%s: %s", w.fail_code, w.fail_detail ? w.fail_detail : "");
     } else if (w.fail_code) {
         *result = rejected(w.fail_code, w.fail_detail, artifacts);
@@ -333,7 +339,8 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
             snprintf(code, sizeof code, "crash: %s", kv_worker_signal_name(w.signal));
         else
             snprintf(code, sizeof code, "crash: exit %d", w.exit_code);
-        char *d = kv_asprintf("the worker died (%s) during %s", code, w.phase ? w.phase : "startup");
+        char *d =
+            kv_asprintf("the worker died (%s) during %s", code, w.phase ? w.phase : "startup");
         *result = rejected(code, d, artifacts);
         free(d);
         rc = 0;

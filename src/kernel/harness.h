@@ -28,12 +28,12 @@
 #include <stdint.h>
 
 typedef struct kv_kernel_opts {
-    const char *task;       /* built-in task name */
+    const char *task; /* built-in task name */
     kv_backend_kind backend;
-    const char *candidate;  /* path of the candidate source */
-    int stage;              /* 0: everything; 1: correctness only (combined_score = correct);
-                               2: correctness and timing; 3: cuda compute-sanitizer memcheck */
-    int quick;              /* fewer trials and repetitions (tests, smoke runs) */
+    const char *candidate;   /* path of the candidate source */
+    int stage;               /* 0: everything; 1: correctness only (combined_score = correct);
+                                2: correctness and timing; 3: cuda compute-sanitizer memcheck */
+    int quick;               /* fewer trials and repetitions (tests, smoke runs) */
     double kernel_timeout_s; /* watchdog per launch; default 10 (quick: 5) */
     double total_timeout_s;  /* whole worker; default 900 */
     const char *cache_dir;   /* NULL: kv_cache_dir_default() */

@@ -37,13 +37,29 @@ static settings settings_for(const kv_kernel_opts *o)
 {
     settings s;
     if (o->quick) {
-        s = (settings){.trials = 3, .held_trials = 1, .warmup = 1, .rounds = 1, .min_reps = 5,
-                       .max_reps = 200, .min_time_s = 0.02, .max_time_s = 0.5, .settle_s = 0.002,
-                       .kernel_timeout_s = 5, .budget_bytes = 128u << 20};
+        s = (settings){.trials = 3,
+                       .held_trials = 1,
+                       .warmup = 1,
+                       .rounds = 1,
+                       .min_reps = 5,
+                       .max_reps = 200,
+                       .min_time_s = 0.02,
+                       .max_time_s = 0.5,
+                       .settle_s = 0.002,
+                       .kernel_timeout_s = 5,
+                       .budget_bytes = 128u << 20};
     } else {
-        s = (settings){.trials = 5, .held_trials = 3, .warmup = 5, .rounds = 2, .min_reps = 50,
-                       .max_reps = 5000, .min_time_s = 0.3, .max_time_s = 3.0, .settle_s = 0.01,
-                       .kernel_timeout_s = 10, .budget_bytes = 1024u << 20};
+        s = (settings){.trials = 5,
+                       .held_trials = 3,
+                       .warmup = 5,
+                       .rounds = 2,
+                       .min_reps = 50,
+                       .max_reps = 5000,
+                       .min_time_s = 0.3,
+                       .max_time_s = 3.0,
+                       .settle_s = 0.01,
+                       .kernel_timeout_s = 10,
+                       .budget_bytes = 1024u << 20};
     }
     if (o->kernel_timeout_s > 0) s.kernel_timeout_s = o->kernel_timeout_s;
     return s;
@@ -84,11 +100,11 @@ typedef struct shape_data {
     const kv_shape *shape;
     int held;
     size_t count[KV_MAX_TENSORS], bytes[KV_MAX_TENSORS];
-    void *img[KV_MAX_TENSORS];     /* inputs: as uploaded; outputs: scratch */
-    double *val[KV_MAX_TENSORS];   /* inputs: values; outputs: the reference */
-    double *prev[KV_MAX_TENSORS];  /* outputs: the previous trial's reference */
-    void *got[2][KV_MAX_TENSORS];  /* outputs of run 0 and run 1 */
-    void *late[KV_MAX_TENSORS];    /* outputs read again after settling */
+    void *img[KV_MAX_TENSORS];    /* inputs: as uploaded; outputs: scratch */
+    double *val[KV_MAX_TENSORS];  /* inputs: values; outputs: the reference */
+    double *prev[KV_MAX_TENSORS]; /* outputs: the previous trial's reference */
+    void *got[2][KV_MAX_TENSORS]; /* outputs of run 0 and run 1 */
+    void *late[KV_MAX_TENSORS];   /* outputs read again after settling */
     unsigned char poison[KV_MAX_TENSORS][8];
     int have_prev;
     /* worst errors over trials */
@@ -181,7 +197,8 @@ static void poison_outputs(run *r, shape_data *d, kv_dbuf *bufs)
         kv_dtype_poison(ts->dtype, kv_rng_next(&r->rng), d->poison[i]);
         kv_dtype_fill(ts->dtype, d->img[i], d->count[i], d->poison[i]);
         char *err = NULL;
-        if (r->b->write(r->b, &bufs[i], d->img[i], &err) != 0) fail_err(r, err, "poisoning outputs");
+        if (r->b->write(r->b, &bufs[i], d->img[i], &err) != 0)
+            fail_err(r, err, "poisoning outputs");
     }
 }
 
@@ -277,8 +294,8 @@ static void check_run(run *r, shape_data *d, kv_dbuf *bufs, int runno, int threa
     for (int i = 0; i < t->num_tensors && !unwritten; i++)
         if (t->tensors[i].role == KV_OUT)
             for (size_t k = 0; k < d->count[i] && !unwritten; k++)
-                unwritten = kv_dtype_is_poison(t->tensors[i].dtype, d->got[runno][i], k,
-                                               d->poison[i]);
+                unwritten =
+                    kv_dtype_is_poison(t->tensors[i].dtype, d->got[runno][i], k, d->poison[i]);
     int looks = unwritten ? 10 : 1, changed = -1;
     for (int look = 0; look < looks && changed < 0; look++) {
         sleep_s(unwritten ? 0.02 : r->s.settle_s);
@@ -293,8 +310,8 @@ static void check_run(run *r, shape_data *d, kv_dbuf *bufs, int runno, int threa
         {
             size_t diff = 0, es = kv_dtype_size(t->tensors[i].dtype);
             for (size_t k = 0; k < d->count[i]; k++)
-                diff += memcmp((char *)d->late[i] + k * es, (char *)d->got[runno][i] + k * es,
-                               es) != 0;
+                diff +=
+                    memcmp((char *)d->late[i] + k * es, (char *)d->got[runno][i] + k * es, es) != 0;
             fail_shape(r, d, "async_work_outside_harness_stream",
                        "%zu elements of %s changed after kv_launch returned and the harness's "
                        "stream was synchronised: work ran on another stream, queue or thread",
@@ -364,8 +381,9 @@ static void check_run(run *r, shape_data *d, kv_dbuf *bufs, int runno, int threa
         if (c.nonfinite)
             fail_shape(r, d, "nan_or_inf_output",
                        "%zu elements of %s are NaN or Inf (first bad at %s: got %g, expected %g)",
-                       c.nonfinite, ts->name, coords(t, i, d->shape->syms, c.worst, where, sizeof where),
-                       c.worst_got, c.worst_want);
+                       c.nonfinite, ts->name,
+                       coords(t, i, d->shape->syms, c.worst, where, sizeof where), c.worst_got,
+                       c.worst_want);
         if (c.bad) {
             if (d->have_prev) {
                 kv_check pc;
@@ -658,7 +676,9 @@ void kv_run_child(void *vctx)
     r.b = kv_backend_new(ctx->kind, &err);
     if (!r.b) kv_worker_fail("not_built", NULL, "%s", err);
     if (r.b->open(r.b, &err) != 0) kv_worker_fail("no_device", NULL, "%s", err);
-    if (ctx->opts->ceiling_gbps > 0) r.b->ceiling_gbps = r.b->bandwidth_gbps = ctx->opts->ceiling_gbps;
+    r.b->use_graph = ctx->opts->graph;
+    if (ctx->opts->ceiling_gbps > 0)
+        r.b->ceiling_gbps = r.b->bandwidth_gbps = ctx->opts->ceiling_gbps;
     json_t *result = json_object();
     json_object_set(result, "device", r.b->device);
     json_object_set_new(result, "bandwidth_gbps", json_real(r.b->bandwidth_gbps));

@@ -15,7 +15,7 @@ typedef struct kv_run_ctx {
     const kv_compiled *cand;
     const kv_compiled *base; /* NULL: correctness only */
     uint64_t seed;
-    int probe_only;          /* open the device, report it, stop */
+    int probe_only; /* open the device, report it, stop */
 } kv_run_ctx;
 
 /* Worker entry (kv_worker_run's FN); CTX is a kv_run_ctx. Reports through

@@ -84,16 +84,26 @@ static size_t put_hex(char *buf, size_t at, size_t cap, uintptr_t v)
 static const char *sig_name(int sig)
 {
     switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGABRT: return "SIGABRT";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGALRM: return "SIGALRM";
-    case SIGXCPU: return "SIGXCPU";
-    default: return "a signal";
+    case SIGSEGV:
+        return "SIGSEGV";
+    case SIGBUS:
+        return "SIGBUS";
+    case SIGFPE:
+        return "SIGFPE";
+    case SIGILL:
+        return "SIGILL";
+    case SIGABRT:
+        return "SIGABRT";
+    case SIGKILL:
+        return "SIGKILL";
+    case SIGTERM:
+        return "SIGTERM";
+    case SIGALRM:
+        return "SIGALRM";
+    case SIGXCPU:
+        return "SIGXCPU";
+    default:
+        return "a signal";
     }
 }
 
@@ -185,8 +195,8 @@ void kv_worker_fail(const char *code, const json_t *extra, const char *fmt, ...)
     kv_buf b = KV_BUF_INIT;
     kv_buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    json_t *o = json_pack("{s:s,s:s,s:s}", "type", "fail", "code", code, "detail",
-                          b.data ? b.data : "");
+    json_t *o =
+        json_pack("{s:s,s:s,s:s}", "type", "fail", "code", code, "detail", b.data ? b.data : "");
     if (extra) json_object_set(o, "extra", (json_t *)extra);
     send_json(o);
     json_decref(o);

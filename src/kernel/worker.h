@@ -16,14 +16,14 @@
 #include <stddef.h>
 
 typedef struct kv_worker_outcome {
-    int exit_code;       /* the child's exit status, -1 when it did not exit */
-    int signal;          /* the signal that killed it, else 0 */
-    int timed_out;       /* 1 when the parent killed it at the deadline */
-    json_t *result;      /* what kv_worker_result sent, or NULL */
-    char *fail_code;     /* what kv_worker_fail (or a handler) sent, or NULL */
-    char *fail_detail;   /* its detail, or NULL */
-    json_t *fail_extra;  /* extra JSON it sent with the failure, or NULL */
-    char *phase;         /* the last phase reported, or NULL */
+    int exit_code;      /* the child's exit status, -1 when it did not exit */
+    int signal;         /* the signal that killed it, else 0 */
+    int timed_out;      /* 1 when the parent killed it at the deadline */
+    json_t *result;     /* what kv_worker_result sent, or NULL */
+    char *fail_code;    /* what kv_worker_fail (or a handler) sent, or NULL */
+    char *fail_detail;  /* its detail, or NULL */
+    json_t *fail_extra; /* extra JSON it sent with the failure, or NULL */
+    char *phase;        /* the last phase reported, or NULL */
     double seconds;
 } kv_worker_outcome;
 

@@ -95,7 +95,6 @@ int kv_store_add_event(kv_store *s, const char *kind, const json_t *data);
 /* Counts programs per status into counts[KV_STATUS_COUNT]. Returns 0 or -1. */
 int kv_store_status_counts(kv_store *s, int64_t counts[KV_STATUS_COUNT]);
 
-
 /* ---- Dashboard reads (store_web.c) ---------------------------------------
  * Read-only queries for the web dashboard and the static report. Each
  * returns a new JSON value (the caller decrefs it), or NULL with
@@ -131,5 +130,35 @@ json_t *kv_store_web_placed(kv_store *s, int island);
  * completion_tokens, cost_usd, errors, by_model [{model, calls,
  * prompt_tokens, completion_tokens, cost_usd}]}. */
 json_t *kv_store_web_summary(kv_store *s);
+
+/* ---- Language-model calls (store_llm.c) ---- */
+
+/* One call to a model, as stored in llm_calls. Strings may be NULL. */
+typedef struct kv_llm_call_record {
+    int64_t iteration;
+    const char *model;
+    const char *endpoint;
+    const char *system_prompt; /* redacted by the caller */
+    const char *user_prompt;   /* redacted by the caller */
+    const char *reply;
+    long prompt_tokens, completion_tokens;
+    double cost_usd, latency_s;
+    int attempts;
+    long http_status;
+    const char *outcome; /* "child", "rejected: ...", "duplicate", "error: ..." */
+    const char *error;
+} kv_llm_call_record;
+
+/* Inserts REC linked to PROGRAM_ID (0: no program). Joins the caller's
+ * transaction when one is open. Returns 0 or -1. */
+int kv_store_insert_llm_call(kv_store *s, const kv_llm_call_record *rec, int64_t program_id);
+/* The latest LIMIT children of PARENT_ID (any status but duplicate), oldest
+ * first, with status, reason, summary and metrics (no source): the previous
+ * attempts on a lineage, for prompts. Returns the count (0..LIMIT) with a
+ * malloc'd array of new programs in *out (free each and the array), or -1. */
+int kv_store_recent_children(kv_store *s, int64_t parent_id, int limit, kv_program ***out);
+/* Sum of llm_calls.cost_usd (0 when none), and the token totals. Returns 0 or -1. */
+int kv_store_llm_totals(kv_store *s, double *cost_usd, int64_t *prompt_tokens,
+                        int64_t *completion_tokens, int64_t *calls);
 
 #endif

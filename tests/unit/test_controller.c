@@ -96,7 +96,7 @@ static void child_editing_outside_blocks_is_rejected_with_reason_stored(void **s
 {
     fixture *f = *state;
     char *src = replace(f->initial, "print(A, B, C)", "print(A)");
-    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 1), f->initial), 0);
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 1), f->initial, NULL), 0);
     kv_program *p = kv_store_get_program(f->store, 2);
     assert_non_null(p);
     assert_int_equal(p->status, KV_STATUS_REJECTED);
@@ -112,7 +112,7 @@ static void child_repeating_code_is_stored_as_duplicate_without_evaluation(void 
     fixture *f = *state;
     /* Whitespace differences do not make new code. */
     char *src = replace(f->initial, "A = 1", "A  =  1");
-    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 1), f->initial), 0);
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 1), f->initial, NULL), 0);
     kv_program *p = kv_store_get_program(f->store, 2);
     assert_int_equal(p->status, KV_STATUS_DUPLICATE);
     assert_string_equal(p->status_reason, "identical to program 1");
@@ -129,7 +129,7 @@ static void overlong_child_is_rejected(void **state)
         kv_buf_putc(&pad, 'x');
     char *line = kv_asprintf("A = 1  # %s", pad.data);
     char *src = replace(f->initial, "A = 1", line);
-    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 1), f->initial), 0);
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 1), f->initial, NULL), 0);
     kv_program *p = kv_store_get_program(f->store, 2);
     assert_int_equal(p->status, KV_STATUS_REJECTED);
     assert_non_null(strstr(p->status_reason, "max_code_length"));
@@ -143,9 +143,9 @@ static void valid_child_is_evaluated_and_committed_with_lineage(void **state)
 {
     fixture *f = *state;
     char *src = replace(f->initial, "A = 1", "A = 7");
-    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 1), f->initial), 0);
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 1), f->initial, NULL), 0);
     /* A second offer of the same code while the first is in flight is a duplicate. */
-    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 2), f->initial), 0);
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 2), f->initial, NULL), 0);
     drain(f);
     assert_int_equal(kv_store_count_programs(f->store, -1), 3);
     kv_program *dup = kv_store_get_program(f->store, 2);

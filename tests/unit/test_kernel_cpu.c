@@ -63,7 +63,7 @@ static void baseline_is_correct_with_every_scenario_metric(void **state)
     if (metric(res, "correct") != 1) fail_msg("rejected: %s", reason(res));
     assert_true(metric(res, "combined_score") > 0);
     static const char *scen[] = {"decode", "prefill", "square"};
-    static const char *keys[] = {"median_us", "iqr_us", "speedup", "roofline_fraction",
+    static const char *keys[] = {"median_us",   "iqr_us",      "speedup",   "roofline_fraction",
                                  "max_abs_err", "max_rel_err", "rel_l2_err"};
     for (int s = 0; s < 3; s++)
         for (int k = 0; k < 7; k++) {
@@ -98,8 +98,8 @@ static void time_below_the_roofline_floor_is_rejected_as_impossible(void **state
     assert_int_equal(metric(res, "correct"), 0);
     assert_true(metric(res, "combined_score") == 0);
     assert_string_equal(reason(res), "faster_than_roofline");
-    const char *d = json_string_value(
-        json_object_get(json_object_get(res, "artifacts"), "reason_detail"));
+    const char *d =
+        json_string_value(json_object_get(json_object_get(res, "artifacts"), "reason_detail"));
     assert_non_null(strstr(d, "faster than the roofline allows"));
     json_decref(res);
 }

@@ -37,11 +37,11 @@ static void expect_rejected(const char *name, const char *want, const char *deta
     const char *reason = json_string_value(json_object_get(a, "reason"));
     const char *d = json_string_value(json_object_get(a, "reason_detail"));
     if (!reason || strcmp(reason, want) != 0)
-        fail_msg("%s: want %s, got %s (%s)", name, want, reason ? reason : "accepted",
-                 d ? d : "");
+        fail_msg("%s: want %s, got %s (%s)", name, want, reason ? reason : "accepted", d ? d : "");
     assert_int_equal(json_integer_value(json_object_get(m, "correct")), 0);
     assert_true(json_number_value(json_object_get(m, "combined_score")) == 0);
-    if (detail && (!d || !strstr(d, detail))) fail_msg("%s: detail lacks '%s': %s", name, detail, d);
+    if (detail && (!d || !strstr(d, detail)))
+        fail_msg("%s: detail lacks '%s': %s", name, detail, d);
     json_decref(res);
     free(path);
 }

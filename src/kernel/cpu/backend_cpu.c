@@ -91,9 +91,9 @@ static int cpu_open(kv_backend *b, char **err)
     b->bandwidth_gbps = measure_memcpy_gbps();
     /* Threads may each stream at the single-thread rate at best. */
     b->ceiling_gbps = b->bandwidth_gbps * (double)ncpu;
-    b->device = json_pack("{s:s,s:I,s:I,s:f}", "name", "host cpu", "cpus", (json_int_t)ncpu,
-                          "cache_bytes", (json_int_t)b->cache_bytes, "memcpy_gbps",
-                          b->bandwidth_gbps);
+    b->device =
+        json_pack("{s:s,s:I,s:I,s:f}", "name", "host cpu", "cpus", (json_int_t)ncpu, "cache_bytes",
+                  (json_int_t)b->cache_bytes, "memcpy_gbps", b->bandwidth_gbps);
     return 0;
 }
 
@@ -141,7 +141,8 @@ static int cpu_alloc(kv_backend *b, size_t bytes, const char *name, kv_dbuf *out
     if (data == 0) data = 64;
     size_t data_pages = (data + ps - 1) / ps * ps;
     size_t len = ps + data_pages + ps;
-    unsigned char *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *map =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED) {
         *err = kv_asprintf("out_of_memory: mmap of %zu bytes: %s", len, strerror(errno));
         return -1;

@@ -41,15 +41,24 @@ typedef struct ocl_buf {
 static const char *cl_code(cl_int e)
 {
     switch (e) {
-    case CL_OUT_OF_RESOURCES: return "out_of_resources";
-    case CL_OUT_OF_HOST_MEMORY: return "out_of_memory";
-    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return "out_of_memory";
-    case CL_INVALID_KERNEL_ARGS: return "launch_failed";
-    case CL_INVALID_WORK_GROUP_SIZE: return "launch_failed";
-    case CL_INVALID_WORK_ITEM_SIZE: return "launch_failed";
-    case CL_INVALID_GLOBAL_WORK_SIZE: return "launch_failed";
-    case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: return "launch_failed";
-    default: return "opencl_error";
+    case CL_OUT_OF_RESOURCES:
+        return "out_of_resources";
+    case CL_OUT_OF_HOST_MEMORY:
+        return "out_of_memory";
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+        return "out_of_memory";
+    case CL_INVALID_KERNEL_ARGS:
+        return "launch_failed";
+    case CL_INVALID_WORK_GROUP_SIZE:
+        return "launch_failed";
+    case CL_INVALID_WORK_ITEM_SIZE:
+        return "launch_failed";
+    case CL_INVALID_GLOBAL_WORK_SIZE:
+        return "launch_failed";
+    case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST:
+        return "launch_failed";
+    default:
+        return "opencl_error";
     }
 }
 
@@ -149,11 +158,11 @@ static int ocl_open(kv_backend *b, char **err)
     b->ceiling_gbps = b->bandwidth_gbps * ((type & CL_DEVICE_TYPE_CPU) ? (double)units : 1.5);
     b->device = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:f}", "name", name, "vendor", vendor,
                           "version", version, "type",
-                          (type & CL_DEVICE_TYPE_GPU) ? "gpu"
+                          (type & CL_DEVICE_TYPE_GPU)   ? "gpu"
                           : (type & CL_DEVICE_TYPE_CPU) ? "cpu"
                                                         : "other",
-                          "compute_units", (json_int_t)units, "cache_bytes",
-                          (json_int_t)cache, "copy_gbps", b->bandwidth_gbps);
+                          "compute_units", (json_int_t)units, "cache_bytes", (json_int_t)cache,
+                          "copy_gbps", b->bandwidth_gbps);
     return 0;
 }
 
@@ -379,12 +388,11 @@ static int ocl_time_launch(kv_backend *b, kv_module *m, kv_launch_args *a, doubl
     int rc = ocl_sync(b, err);
     double wall = (kv_now_s() - t0) * 1e6;
     cl_ulong a0 = 0, a1 = 0;
-    int have = e0 && e1 &&
-               clGetEventProfilingInfo(e0, CL_PROFILING_COMMAND_END, sizeof a0, &a0, NULL) ==
-                   CL_SUCCESS &&
-               clGetEventProfilingInfo(e1, CL_PROFILING_COMMAND_END, sizeof a1, &a1, NULL) ==
-                   CL_SUCCESS &&
-               a1 > a0;
+    int have =
+        e0 && e1 &&
+        clGetEventProfilingInfo(e0, CL_PROFILING_COMMAND_END, sizeof a0, &a0, NULL) == CL_SUCCESS &&
+        clGetEventProfilingInfo(e1, CL_PROFILING_COMMAND_END, sizeof a1, &a1, NULL) == CL_SUCCESS &&
+        a1 > a0;
     *us = have ? (double)(a1 - a0) / 1e3 : wall;
     if (e0) clReleaseEvent(e0);
     if (e1) clReleaseEvent(e1);

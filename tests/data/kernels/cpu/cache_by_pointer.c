@@ -1,9 +1,9 @@
-/* Red team (cpu): remembers the output for the last input pointer and replays it when called again with the same buffers. */
+/* Red team (cpu): remembers the output for the last input pointer and replays it when called again
+ * with the same buffers. */
 #include <kevolve/task.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
 
 static void softmax(const float *x, float *y, int64_t rows, int64_t cols)
 {

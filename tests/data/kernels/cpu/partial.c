@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static void softmax(const float *x, float *y, int64_t rows, int64_t cols)
 {
     for (int64_t r = 0; r < rows; r++) {

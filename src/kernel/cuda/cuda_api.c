@@ -1,0 +1,143 @@
+/* Run-time loading of the CUDA driver API and NVML (see cuda_api.h). */
+#include "kernel/cuda/cuda_api.h"
+#include "util/buf.h"
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+
+#define LOAD(field, name)                                                                          \
+    do {                                                                                           \
+        void *sym = dlsym(cu->lib, name);                                                          \
+        if (!sym) {                                                                                \
+            *err = kv_asprintf("no CUDA device: libcuda.so.1 lacks %s", name);                     \
+            return -1;                                                                             \
+        }                                                                                          \
+        memcpy(&cu->field, &sym, sizeof sym);                                                      \
+    } while (0)
+
+int kv_cu_load(kv_cu *cu, char **err)
+{
+    memset(cu, 0, sizeof *cu);
+    cu->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!cu->lib) {
+        *err = kv_asprintf("no CUDA device: cannot load the CUDA driver (libcuda.so.1): %s",
+                           dlerror());
+        return -1;
+    }
+    LOAD(Init, "cuInit");
+    LOAD(DeviceGetCount, "cuDeviceGetCount");
+    LOAD(DeviceGet, "cuDeviceGet");
+    LOAD(DeviceGetName, "cuDeviceGetName");
+    LOAD(DeviceGetAttribute, "cuDeviceGetAttribute");
+    LOAD(DeviceGetPCIBusId, "cuDeviceGetPCIBusId");
+    LOAD(DeviceTotalMem, "cuDeviceTotalMem_v2");
+    LOAD(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    LOAD(CtxSetCurrent, "cuCtxSetCurrent");
+    LOAD(CtxSynchronize, "cuCtxSynchronize");
+    LOAD(StreamCreate, "cuStreamCreate");
+    LOAD(StreamSynchronize, "cuStreamSynchronize");
+    LOAD(MemAlloc, "cuMemAlloc_v2");
+    LOAD(MemFree, "cuMemFree_v2");
+    LOAD(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    LOAD(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    LOAD(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    LOAD(MemsetD8Async, "cuMemsetD8Async");
+    LOAD(EventCreate, "cuEventCreate");
+    LOAD(EventRecord, "cuEventRecord");
+    LOAD(EventSynchronize, "cuEventSynchronize");
+    LOAD(EventElapsedTime, "cuEventElapsedTime");
+    LOAD(GetErrorName, "cuGetErrorName");
+    LOAD(StreamBeginCapture, "cuStreamBeginCapture_v2");
+    LOAD(StreamEndCapture, "cuStreamEndCapture");
+    LOAD(GraphInstantiate, "cuGraphInstantiateWithFlags");
+    LOAD(GraphLaunch, "cuGraphLaunch");
+    LOAD(GraphExecDestroy, "cuGraphExecDestroy");
+    LOAD(GraphDestroy, "cuGraphDestroy");
+    return 0;
+}
+
+const char *kv_cu_error_name(const kv_cu *cu, CUresult rc)
+{
+    const char *name = NULL;
+    if (cu->GetErrorName && cu->GetErrorName(rc, &name) == 0 && name) return name;
+    return "CUDA_ERROR_UNKNOWN";
+}
+
+const char *kv_cu_error_code(const kv_cu *cu, CUresult rc)
+{
+    const char *n = kv_cu_error_name(cu, rc);
+    static const struct {
+        const char *name, *code;
+    } map[] = {
+        {"CUDA_ERROR_ILLEGAL_ADDRESS", "illegal_address"},
+        {"CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned_address"},
+        {"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "out_of_resources"},
+        {"CUDA_ERROR_OUT_OF_MEMORY", "out_of_memory"},
+        {"CUDA_ERROR_ILLEGAL_INSTRUCTION", "illegal_instruction"},
+        {"CUDA_ERROR_LAUNCH_TIMEOUT", "launch_timeout"},
+        {"CUDA_ERROR_LAUNCH_FAILED", "launch_failed"},
+        {"CUDA_ERROR_HARDWARE_STACK_ERROR", "hardware_stack_error"},
+        {"CUDA_ERROR_INVALID_PC", "invalid_pc"},
+        {"CUDA_ERROR_ASSERT", "device_assert"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(n, map[i].name) == 0) return map[i].code;
+    return "cuda_error";
+}
+
+/* ---- NVML ---- */
+
+typedef struct nvml {
+    void *lib;
+    void *dev;
+    int (*GetTemperature)(void *, int, unsigned *);
+    int (*GetClockInfo)(void *, int, unsigned *);
+    int (*GetPowerUsage)(void *, unsigned *);
+    int (*GetTotalEnergyConsumption)(void *, unsigned long long *);
+} nvml;
+
+void *kv_nvml_open(const char *bus)
+{
+    static nvml n;
+    if (n.dev) return &n;
+    n.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!n.lib) return NULL;
+    int (*init)(void) = NULL;
+    int (*by_bus)(const char *, void **) = NULL;
+    int (*by_index)(unsigned, void **) = NULL;
+    void *s;
+    if ((s = dlsym(n.lib, "nvmlInit_v2"))) memcpy(&init, &s, sizeof s);
+    if ((s = dlsym(n.lib, "nvmlDeviceGetHandleByPciBusId_v2"))) memcpy(&by_bus, &s, sizeof s);
+    if ((s = dlsym(n.lib, "nvmlDeviceGetHandleByIndex_v2"))) memcpy(&by_index, &s, sizeof s);
+    if ((s = dlsym(n.lib, "nvmlDeviceGetTemperature"))) memcpy(&n.GetTemperature, &s, sizeof s);
+    if ((s = dlsym(n.lib, "nvmlDeviceGetClockInfo"))) memcpy(&n.GetClockInfo, &s, sizeof s);
+    if ((s = dlsym(n.lib, "nvmlDeviceGetPowerUsage"))) memcpy(&n.GetPowerUsage, &s, sizeof s);
+    if ((s = dlsym(n.lib, "nvmlDeviceGetTotalEnergyConsumption")))
+        memcpy(&n.GetTotalEnergyConsumption, &s, sizeof s);
+    if (!init || init() != 0) return NULL;
+    void *dev = NULL;
+    if (bus && by_bus && by_bus(bus, &dev) == 0 && dev)
+        n.dev = dev;
+    else if (by_index && by_index(0, &dev) == 0 && dev)
+        n.dev = dev;
+    return n.dev ? &n : NULL;
+}
+
+json_t *kv_nvml_read(void *h)
+{
+    nvml *n = h;
+    if (!n || !n->dev) return NULL;
+    json_t *o = json_object();
+    unsigned v = 0;
+    unsigned long long e = 0;
+    if (n->GetTemperature && n->GetTemperature(n->dev, 0, &v) == 0)
+        json_object_set_new(o, "temperature_c", json_integer(v));
+    if (n->GetClockInfo && n->GetClockInfo(n->dev, 1, &v) == 0)
+        json_object_set_new(o, "sm_clock_mhz", json_integer(v));
+    if (n->GetPowerUsage && n->GetPowerUsage(n->dev, &v) == 0)
+        json_object_set_new(o, "power_w", json_real(v / 1000.0));
+    if (n->GetTotalEnergyConsumption && n->GetTotalEnergyConsumption(n->dev, &e) == 0)
+        json_object_set_new(o, "energy_j", json_real((double)e / 1000.0));
+    return o;
+}

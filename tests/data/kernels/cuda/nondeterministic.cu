@@ -1,0 +1,41 @@
+// Red team (cuda): a race stand-in: every other call one element comes out wrong.
+#include <kevolve/task.h>
+#include <cuda_runtime.h>
+#include <math.h>
+
+__global__ void softmax_rows(const float *x, float *y, long long rows, long long cols)
+{
+    long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    const float *xr = x + r * cols;
+    float *yr = y + r * cols;
+    float m = -INFINITY;
+    for (long long c = 0; c < cols; c++)
+        m = fmaxf(m, xr[c]);
+    float s = 0.0f;
+    for (long long c = 0; c < cols; c++)
+        s += expf(xr[c] - m);
+    for (long long c = 0; c < cols; c++)
+        yr[c] = expf(xr[c] - m) / s;
+}
+
+/* Runs softmax_rows over ROWS rows on stream ST. */
+static int run_rows(const void *x, void *y, long long rows, long long cols, cudaStream_t st)
+{
+    softmax_rows<<<(unsigned)((rows + 127) / 128), 128, 0, st>>>((const float *)x, (float *)y,
+                                                                 rows, cols);
+    return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+__global__ void bump(float *y)
+{
+    y[0] += 0.25f;
+}
+
+extern "C" int kv_launch(const kv_launch_args *a)
+{
+    static int calls;
+    int rc = run_rows(a->tensors[0], a->tensors[1], a->syms[0], a->syms[1], (cudaStream_t)a->stream);
+    if (calls++ % 2) bump<<<1, 1, 0, (cudaStream_t)a->stream>>>((float *)a->tensors[1]);
+    return rc;
+}

@@ -1,0 +1,43 @@
+// Red team (cuda): runs the work on a stream of its own, behind a 50 ms spin, and returns.
+#include <kevolve/task.h>
+#include <cuda_runtime.h>
+#include <math.h>
+
+__global__ void softmax_rows(const float *x, float *y, long long rows, long long cols)
+{
+    long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    const float *xr = x + r * cols;
+    float *yr = y + r * cols;
+    float m = -INFINITY;
+    for (long long c = 0; c < cols; c++)
+        m = fmaxf(m, xr[c]);
+    float s = 0.0f;
+    for (long long c = 0; c < cols; c++)
+        s += expf(xr[c] - m);
+    for (long long c = 0; c < cols; c++)
+        yr[c] = expf(xr[c] - m) / s;
+}
+
+/* Runs softmax_rows over ROWS rows on stream ST. */
+static int run_rows(const void *x, void *y, long long rows, long long cols, cudaStream_t st)
+{
+    softmax_rows<<<(unsigned)((rows + 127) / 128), 128, 0, st>>>((const float *)x, (float *)y,
+                                                                 rows, cols);
+    return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+
+__global__ void spin(long long cycles)
+{
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) {
+    }
+}
+
+extern "C" int kv_launch(const kv_launch_args *a)
+{
+    static cudaStream_t mine;
+    if (!mine) cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking);
+    spin<<<1, 1, 0, mine>>>(100000000LL);
+    return run_rows(a->tensors[0], a->tensors[1], a->syms[0], a->syms[1], mine);
+}

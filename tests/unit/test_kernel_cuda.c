@@ -1,0 +1,166 @@
+/* The kernel harness on the cuda backend. Without a GPU (CI): asking for
+ * cuda fails cleanly with "no CUDA device", and the task's CUDA kernels
+ * compile for Hopper (sm_90a) with their register use parsed from ptxas.
+ * With a GPU (bench/kernel_harness_cuda.sh on the H200): honest kernels are
+ * accepted and every red-team kernel is rejected with its reason. */
+#include "kernel/compile.h"
+#include "kernel/harness.h"
+#include "kernel/tasks.h"
+#include "util/buf.h"
+#include "util/fs.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char g_cache[] = "/tmp/kv_test_kernel_cuda_XXXXXX";
+static int g_have_gpu;
+
+static json_t *eval_rel(const char *rel, int stage, char **err)
+{
+    const char *root = getenv("KV_SOURCE_DIR");
+    char *path = kv_asprintf("%s/%s", root ? root : ".", rel);
+    kv_kernel_opts o;
+    kv_kernel_opts_init(&o);
+    o.task = "softmax";
+    o.backend = KV_BACKEND_CUDA;
+    o.candidate = path;
+    o.quick = 1;
+    o.stage = stage;
+    o.cache_dir = g_cache;
+    o.kernel_timeout_s = 3;
+    json_t *res = NULL;
+    kv_kernel_eval(&o, &res, err);
+    free(path);
+    return res;
+}
+
+static const char *reason(json_t *res)
+{
+    const char *r = json_string_value(json_object_get(json_object_get(res, "artifacts"), "reason"));
+    return r ? r : "accepted";
+}
+
+static void without_a_gpu_cuda_says_no_cuda_device(void **state)
+{
+    (void)state;
+    if (g_have_gpu) skip();
+    char *err = NULL;
+    json_t *res = eval_rel("tasks/softmax/cuda/baseline.cu", 0, &err);
+    assert_null(res);
+    assert_non_null(err);
+    if (!strstr(err, "no CUDA device")) fail_msg("unexpected error: %s", err);
+    free(err);
+}
+
+static void cuda_baseline_compiles_for_hopper_with_resource_usage(void **state)
+{
+    (void)state;
+    char *nvcc = kv_find_nvcc();
+    if (!nvcc) {
+        fprintf(stderr, "SKIP: nvcc not found\n");
+        skip();
+    }
+    free(nvcc);
+    kv_compiled c;
+    char *err = NULL;
+    int rc = kv_compile(KV_BACKEND_CUDA, kv_embedded_text("softmax/cuda/baseline.cu"), g_cache,
+                        "sm_90a", &c, &err);
+    if (rc != 0) fail_msg("nvcc failed (%d): %s %s", rc, err ? err : "", c.log ? c.log : "");
+    assert_true(kv_is_file(c.lib_path));
+    assert_non_null(c.resources);
+    assert_true(json_integer_value(json_object_get(c.resources, "registers")) > 0);
+    kv_compiled_clear(&c);
+}
+
+static void ptxas_report_is_parsed_into_features(void **state)
+{
+    (void)state;
+    const char *log = "ptxas info    : Used 40 registers, used 1 barriers, 1024 bytes smem, 380 "
+                      "bytes cmem[0]\nptxas info    : 8 bytes stack frame, 4 bytes spill stores, 4 "
+                      "bytes spill loads\nptxas info    : Used 18 registers, 0 bytes smem\n";
+    json_t *r = kv_parse_ptxas(log);
+    assert_non_null(r);
+    assert_int_equal(json_integer_value(json_object_get(r, "registers")), 40);
+    assert_int_equal(json_integer_value(json_object_get(r, "shared_bytes")), 1024);
+    assert_int_equal(json_integer_value(json_object_get(r, "spill_bytes")), 8);
+    json_decref(r);
+    assert_null(kv_parse_ptxas("no report here"));
+}
+
+static void on_a_gpu_honest_kernels_pass_and_red_team_fails(void **state)
+{
+    (void)state;
+    if (!g_have_gpu) skip();
+    static const char *honest[] = {"tasks/softmax/cuda/baseline.cu", "tasks/softmax/cuda/fast.cu"};
+    for (int i = 0; i < 2; i++) {
+        char *err = NULL;
+        json_t *res = eval_rel(honest[i], 0, &err);
+        if (!res) fail_msg("%s: %s", honest[i], err);
+        if (strcmp(reason(res), "accepted") != 0)
+            fail_msg("%s rejected: %s", honest[i], reason(res));
+        json_decref(res);
+    }
+    static const char *red[][2] = {
+        {"stale_output", "stale_or_unwritten_output"},
+        {"partial", "stale_or_unwritten_output"},
+        {"writes_input", "input_modified"},
+        {"cache_by_pointer", "result_cached_across_calls"},
+        {"own_stream", "async_work_outside_harness_stream"},
+        {"hang", "timeout"},
+        {"out_of_bounds", "out_of_bounds_write"},
+        {"illegal_address", "illegal_address"},
+        {"tuned_shapes_only", "wrong_on_held_out_shape"},
+        {"nondeterministic", "nondeterministic"},
+    };
+    int failures = 0;
+    for (size_t i = 0; i < sizeof red / sizeof red[0]; i++) {
+        char *rel = kv_asprintf("tests/data/kernels/cuda/%s.cu", red[i][0]);
+        char *err = NULL;
+        json_t *res = eval_rel(rel, 1, &err);
+        const char *got = res ? reason(res) : err;
+        if (!res || strcmp(got, red[i][1]) != 0) {
+            fprintf(stderr, "red team %s: want %s, got %s\n", red[i][0], red[i][1], got);
+            failures++;
+        }
+        if (res) json_decref(res);
+        free(err);
+        free(rel);
+    }
+    assert_int_equal(failures, 0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    json_t *info = NULL;
+    char *err = NULL;
+    g_have_gpu = kv_kernel_probe(KV_BACKEND_CUDA, &info, &err) == 0;
+    if (!g_have_gpu) fprintf(stderr, "no GPU here (%s): GPU tests skip\n", err);
+    free(err);
+    if (info) json_decref(info);
+    return mkdtemp(g_cache) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kv_remove_tree(g_cache);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(without_a_gpu_cuda_says_no_cuda_device),
+        cmocka_unit_test(cuda_baseline_compiles_for_hopper_with_resource_usage),
+        cmocka_unit_test(ptxas_report_is_parsed_into_features),
+        cmocka_unit_test(on_a_gpu_honest_kernels_pass_and_red_team_fails),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
