@@ -24,8 +24,11 @@ typedef struct kv_run_options {
     int has_seed;
     double target_score;
     int has_target_score;
-    int force;    /* a new run may replace an existing store in output_dir */
-    int progress; /* 1: one-line progress display (a terminal); 0: log lines */
+    const char *api_base;        /* overrides llm.api_base */
+    const char *primary_model;   /* replaces llm.models (OpenEvolve's --primary-model) */
+    const char *secondary_model; /* with primary_model */
+    int force;                   /* a new run may replace an existing store in output_dir */
+    int progress;                /* 1: one-line progress display (a terminal); 0: log lines */
 } kv_run_options;
 
 /* Starts a new evolution. Returns a KV_EXIT_* code. */

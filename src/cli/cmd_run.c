@@ -1,6 +1,7 @@
 /* kevolve run: start an evolution. */
 #include "cli/cli.h"
 #include "config/config.h"
+#include "engine/manifest.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -30,6 +31,9 @@ static const char run_usage[] =
     "  -t, --target-score X    stop once the best fitness reaches X\n"
     "      --dry-run           validate the config, print the effective settings, run nothing\n"
     "      --force             replace a run already stored in the output folder\n"
+    "      --api-base URL      OpenAI-compatible endpoint (overrides llm.api_base)\n"
+    "      --primary-model M   use model M for the LLM mutator (replaces llm.models)\n"
+    "      --secondary-model M a second model, with --primary-model\n"
     "      --log-level LEVEL   debug, info, warning or error\n"
     "  -q, --quiet             only errors on the terminal (the log file keeps everything)\n"
     "  -h, --help              this text\n"
@@ -59,23 +63,7 @@ static int dry_run(const kv_run_options *o)
         kv_config_free(&cfg);
         return KV_EXIT_USAGE;
     }
-    if (o->initial_program) {
-        free(cfg.initial_program);
-        cfg.initial_program = kv_path_absolute(o->initial_program);
-    }
-    if (o->evaluator) {
-        free(cfg.evaluator_program);
-        cfg.evaluator_program = kv_path_absolute(o->evaluator);
-    }
-    if (o->iterations > 0) cfg.max_iterations = (int)o->iterations;
-    if (o->has_seed) {
-        cfg.random_seed = o->seed;
-        cfg.has_random_seed = 1;
-    }
-    if (o->has_target_score) {
-        cfg.target_score = o->target_score;
-        cfg.has_target_score = 1;
-    }
+    kv_run_options_apply(o, &cfg);
     char *text = kv_config_dump(&cfg);
     fputs(text, stdout);
     free(text);
@@ -111,6 +99,9 @@ int cmd_run(int argc, char **argv)
         {"log-level", required_argument, NULL, 'L'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
+        {"api-base", required_argument, NULL, 'A'},
+        {"primary-model", required_argument, NULL, 'P'},
+        {"secondary-model", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
     kv_run_options o = {0};
@@ -169,6 +160,15 @@ int cmd_run(int argc, char **argv)
         case 'q':
             kv_log_set_quiet(1);
             break;
+        case 'A':
+            o.api_base = optarg;
+            break;
+        case 'P':
+            o.primary_model = optarg;
+            break;
+        case 'S':
+            o.secondary_model = optarg;
+            break;
         case 'h':
             fputs(run_usage, stdout);
             return KV_EXIT_OK;
@@ -182,6 +182,10 @@ int cmd_run(int argc, char **argv)
     if (optind < argc) {
         kv_error("unexpected argument '%s'", argv[optind]);
         fputs(run_usage, stderr);
+        return KV_EXIT_USAGE;
+    }
+    if (o.secondary_model && !o.primary_model) {
+        kv_error("--secondary-model needs --primary-model");
         return KV_EXIT_USAGE;
     }
     if (!o.config_path) {

@@ -66,7 +66,8 @@ static int set_meta_fmt(kv_store *s, const char *key, const char *fmt, ...)
     return rc;
 }
 
-int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator)
+int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator,
+                      const kv_run_options *o)
 {
     struct utsname u;
     char host[512] = "unknown";
@@ -98,6 +99,15 @@ int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator)
                        (long long)(cfg->has_random_seed ? cfg->random_seed : 42));
     rc |= set_meta_fmt(s, "max_iterations", "%d", cfg->max_iterations);
     if (cfg->has_target_score) rc |= set_meta_fmt(s, "target_score", "%.17g", cfg->target_score);
+    /* Models and endpoint given on the command line replace the config's;
+     * resume needs them (the config text alone would bring the old ones back). */
+    if (o && (o->api_base || o->primary_model)) {
+        const char *cli[][2] = {{"cli_api_base", o->api_base},
+                                {"cli_primary_model", o->primary_model},
+                                {"cli_secondary_model", o->secondary_model}};
+        for (size_t i = 0; i < 3; i++)
+            if (cli[i][1]) rc |= kv_store_set_meta(s, cli[i][0], cli[i][1]);
+    }
     char *effective = kv_config_dump(cfg);
     rc |= kv_store_set_meta(s, "config_effective", effective ? effective : "");
     free(effective);
@@ -144,6 +154,13 @@ int kv_manifest_load_config(kv_store *s, kv_config *cfg, kv_config_error *err)
         cfg->has_random_seed = 1;
     }
     free(v);
+    char *api_base = kv_store_get_meta(s, "cli_api_base");
+    char *primary = kv_store_get_meta(s, "cli_primary_model");
+    char *secondary = kv_store_get_meta(s, "cli_secondary_model");
+    if (api_base || primary) kv_config_use_models(cfg, primary, secondary, api_base);
+    free(api_base);
+    free(primary);
+    free(secondary);
     v = kv_store_get_meta(s, "target_score");
     if (v) {
         cfg->target_score = strtod(v, NULL);

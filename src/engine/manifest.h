@@ -8,14 +8,22 @@
 #include "config/config.h"
 #include "store/store.h"
 
+#include <kevolve/kevolve.h>
+
+/* Applies the command line's overrides O (paths made absolute, iterations,
+ * seed, target score, models) to CFG. */
+void kv_run_options_apply(const kv_run_options *o, kv_config *cfg);
+
 /* The command that evaluates a program for CFG: the config's evaluator (an
  * absolute path that must exist), or, for a built-in kernel task, kevolve
  * itself (`kevolve eval --task ...`) through a small wrapper script written
  * beside the store. Returns a malloc'd path, or NULL with ERR filled. */
 char *kv_manifest_evaluator_command(const kv_config *cfg, kv_config_error *err);
 
-/* Writes the manifest of a new run. Returns 0 or -1. */
-int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator);
+/* Writes the manifest of a new run started with options O (may be NULL).
+ * Returns 0 or -1. */
+int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator,
+                      const kv_run_options *o);
 
 /* Rebuilds the run's config from the manifest (stored text, folder and
  * overrides). Returns 0, or -1 with ERR filled. */

@@ -37,6 +37,29 @@ static void open_run_log(const char *output_dir)
     free(logs);
 }
 
+void kv_run_options_apply(const kv_run_options *o, kv_config *cfg)
+{
+    if (o->initial_program) {
+        free(cfg->initial_program);
+        cfg->initial_program = kv_path_absolute(o->initial_program);
+    }
+    if (o->evaluator) {
+        free(cfg->evaluator_program);
+        cfg->evaluator_program = kv_path_absolute(o->evaluator);
+    }
+    if (o->iterations > 0) cfg->max_iterations = (int)o->iterations;
+    if (o->has_seed) {
+        cfg->random_seed = o->seed;
+        cfg->has_random_seed = 1;
+    }
+    if (o->has_target_score) {
+        cfg->target_score = o->target_score;
+        cfg->has_target_score = 1;
+    }
+    if (o->api_base || o->primary_model)
+        kv_config_use_models(cfg, o->primary_model, o->secondary_model, o->api_base);
+}
+
 static uint64_t run_seed(const kv_config *cfg)
 {
     return (uint64_t)(cfg->has_random_seed ? cfg->random_seed : 42);
@@ -61,23 +84,7 @@ int kv_run_evolution(const kv_run_options *opts)
         return KV_EXIT_USAGE;
     }
     apply_log_level(&cfg);
-    if (opts->initial_program) {
-        free(cfg.initial_program);
-        cfg.initial_program = kv_path_absolute(opts->initial_program);
-    }
-    if (opts->evaluator) {
-        free(cfg.evaluator_program);
-        cfg.evaluator_program = kv_path_absolute(opts->evaluator);
-    }
-    if (opts->iterations > 0) cfg.max_iterations = (int)opts->iterations;
-    if (opts->has_seed) {
-        cfg.random_seed = opts->seed;
-        cfg.has_random_seed = 1;
-    }
-    if (opts->has_target_score) {
-        cfg.target_score = opts->target_score;
-        cfg.has_target_score = 1;
-    }
+    kv_run_options_apply(opts, &cfg);
     int rc = KV_EXIT_USAGE;
     char *output_dir = NULL, *db_path = NULL, *source = NULL, *evaluator = NULL;
     kv_store *store = NULL;
@@ -126,7 +133,7 @@ int kv_run_evolution(const kv_run_options *opts)
         rc = KV_EXIT_FAILURE;
         goto done;
     }
-    if (kv_manifest_write(store, &cfg, evaluator) != 0) {
+    if (kv_manifest_write(store, &cfg, evaluator, opts) != 0) {
         kv_error("cannot write the run manifest: %s", kv_store_errmsg(store));
         rc = KV_EXIT_FAILURE;
         goto done;

@@ -111,9 +111,9 @@ json_t *kv_store_web_programs(kv_store *s, int64_t since, int limit)
 json_t *kv_store_web_llm_calls(kv_store *s, int64_t program_id)
 {
     static const char *const names[] = {
-        "id",          "iteration",     "model",         "endpoint",          "system_prompt",
-        "user_prompt", "reply",         "prompt_tokens", "completion_tokens", "cost_usd",
-        "latency_s",   "attempts",      "http_status",   "outcome",           "error",
+        "id",          "iteration", "model",         "endpoint",          "system_prompt",
+        "user_prompt", "reply",     "prompt_tokens", "completion_tokens", "cost_usd",
+        "latency_s",   "attempts",  "http_status",   "outcome",           "error",
         "created_at",  NULL};
     sqlite3_stmt *st = prepare(s,
                                "SELECT id, iteration, model, endpoint, system_prompt, user_prompt,"
@@ -215,8 +215,8 @@ static json_t *llm_object(kv_store *s)
 {
     static const char *const totals[] = {"calls",    "prompt_tokens", "completion_tokens",
                                          "cost_usd", "errors",        NULL};
-    static const char *const per_model[] = {"model",    "calls", "prompt_tokens",
-                                            "completion_tokens", "cost_usd", NULL};
+    static const char *const per_model[] = {
+        "model", "calls", "prompt_tokens", "completion_tokens", "cost_usd", NULL};
     json_t *llm = one_row(s,
                           "SELECT count(*), coalesce(sum(prompt_tokens), 0),"
                           " coalesce(sum(completion_tokens), 0), coalesce(sum(cost_usd), 0.0),"
@@ -242,8 +242,8 @@ static json_t *llm_object(kv_store *s)
 json_t *kv_store_web_summary(kv_store *s)
 {
     static const char *const counts[] = {"programs", "max_id", "max_iteration", "migrants", NULL};
-    static const char *const island_cols[] = {"island", "programs", "ok", "best_fitness",
-                                              "best_id", NULL};
+    static const char *const island_cols[] = {"island",       "programs", "ok",
+                                              "best_fitness", "best_id",  NULL};
     static const char *const reason_cols[] = {"status", "reason", "count", NULL};
     json_t *out = one_row(s,
                           "SELECT count(*), coalesce(max(id), 0), coalesce(max(iteration), 0),"

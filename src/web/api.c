@@ -92,11 +92,11 @@ static void run_layout(kv_store *s, json_t **dims, json_t **bins, int *num_islan
     kv_log_set_level(level);
     free(text);
     if (rc == 0) {
-        for (size_t i = 0; i < c.n_feature_dimensions; i++) {
-            json_array_append_new(*dims, json_string(c.feature_dimensions[i]));
-            json_array_append_new(*bins, json_integer(c.feature_bins[i]));
+        for (size_t i = 0; i < c.database.n_feature_dimensions; i++) {
+            json_array_append_new(*dims, json_string(c.database.feature_dimensions[i]));
+            json_array_append_new(*bins, json_integer(c.database.feature_bins[i]));
         }
-        *num_islands = c.num_islands;
+        *num_islands = c.database.num_islands;
     }
     kv_config_free(&c);
 }

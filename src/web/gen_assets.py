@@ -27,8 +27,9 @@ def main():
         if ext not in MIME:
             sys.exit(f"gen_assets.py: {path}: unknown file type {ext!r}")
         data = open(path, "rb").read()
-        body = ",".join(str(b) for b in data + b"\0")
-        chunks = [body[j:j + 100] for j in range(0, len(body), 100)]
+        raw = data + b"\0"
+        chunks = [",".join(str(b) for b in raw[j:j + 24]) + ","
+                  for j in range(0, len(raw), 24)]
         lines.append(f"static const unsigned char asset_{i}[] = {{")
         lines.extend(chunks)
         lines.append("};")
