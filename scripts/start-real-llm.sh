@@ -7,29 +7,33 @@
 # The server exits by itself after --idle-minutes without requests, when the
 # --parent process is gone, or when the caller kills it (SIGTERM).
 #
-# Usage: start-real-llm.sh [--idle-minutes N] [--parent PID] [--pid-file FILE]
-#                          [--log FILE] [--port N] [--ctx N] [--threads N]
+# Usage: start-real-llm.sh [--idle-minutes N | --idle-seconds N] [--parent PID]
+#          [--pid-file FILE] [--log FILE] [--port N] [--ctx N] [--threads N]
+# Defaults: 10 idle minutes, a free port, 4096 tokens of context, 1 thread (on a
+# shared 2-core machine a second llama.cpp thread stalls when the other core is
+# busy: 5 tokens/s seen with 2 threads under load, 33-41 with 1).
 # Model id for requests: smollm2-135m-instruct (llama.cpp accepts any id).
 # Exit status: 0 started, 1 not installed or failed to start (message says why).
 set -eu
 
 home=${KV_REAL_LLM_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/kevolve/real-llm}
 venv="$home/venv"
-idle_min=10
+idle_s=600
 parent=0
 pid_file=""
 log=""
 port=0
 ctx=4096
-threads=$(nproc)
+threads=1
 
 usage() {
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 1
 }
 while [ $# -gt 0 ]; do
     case "$1" in
-    --idle-minutes) idle_min=$2 ;;
+    --idle-minutes) idle_s=$(($2 * 60)) ;;
+    --idle-seconds) idle_s=$2 ;;
     --parent) parent=$2 ;;
     --pid-file) pid_file=$2 ;;
     --log) log=$2 ;;
@@ -46,7 +50,7 @@ fail() {
     echo "start-real-llm: $*" >&2
     exit 1
 }
-[ -x "$venv/bin/python" ] && [ -f "$venv/.kevolve-real-llm" ] ||
+{ [ -x "$venv/bin/python" ] && [ -f "$venv/.kevolve-real-llm" ]; } ||
     fail "not installed in $venv: run scripts/install-real-llm.sh first"
 mkdir -p "$home/run"
 find "$home/run" -name "server-*.log" -mtime +1 -delete 2>/dev/null || true
@@ -111,7 +115,7 @@ while True:
 '
 
 "$venv/bin/python" -c "$server_py" "$url_file" "$port" "$ctx" "$threads" \
-    "$((idle_min * 60))" "$parent" </dev/null >"$log" 2>&1 &
+    "$idle_s" "$parent" </dev/null >"$log" 2>&1 &
 pid=$!
 [ -z "$pid_file" ] || echo "$pid" >"$pid_file"
 
@@ -126,7 +130,7 @@ while [ $i -lt 240 ]; do
     if [ -z "$url" ] && [ -s "$url_file" ]; then url=$(cat "$url_file"); fi
     if [ -n "$url" ] && curl -fsS -o /dev/null --max-time 5 "$url/models" 2>/dev/null; then
         rm -f "$url_file"
-        echo "start-real-llm: pid $pid, log $log, idle exit after $idle_min min" >&2
+        echo "start-real-llm: pid $pid, log $log, exits after $idle_s s idle" >&2
         echo "$url"
         exit 0
     fi

@@ -4,7 +4,9 @@
 #include "util/fs.h"
 #include "util/log.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,18 +16,60 @@
 #include <time.h>
 #include <unistd.h>
 
-char *kv_manifest_evaluator_command(const kv_config *cfg, kv_config_error *err)
+/* Writes OUTPUT_DIR/evaluate.sh, which runs this kevolve binary's built-in
+ * kernel harness on a program: every candidate gets a fresh worker process
+ * that dies with it. Returns its path, or NULL with ERR filled. */
+static char *write_task_evaluator(const kv_config *cfg, const char *output_dir,
+                                  kv_config_error *err)
+{
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        snprintf(err->message, sizeof err->message, "cannot find the kevolve binary: %s",
+                 strerror(errno));
+        return NULL;
+    }
+    self[n] = '\0';
+    const char *backend = cfg->evaluator.backend ? cfg->evaluator.backend : "auto";
+    for (const char *p = cfg->evaluator.task; *p; p++) {
+        if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '-')) {
+            snprintf(err->message, sizeof err->message,
+                     "evaluator.task: '%s' is not a task name (letters, digits, _ and -)",
+                     cfg->evaluator.task);
+            return NULL;
+        }
+    }
+    char *script = kv_asprintf("#!/bin/sh\n# Written by kevolve: the built-in kernel harness as "
+                               "this run's evaluator.\nexec '%s' eval --task %s --backend %s "
+                               "\"$@\"\n",
+                               self, cfg->evaluator.task, backend);
+    char *path = kv_path_join(output_dir, "evaluate.sh");
+    int rc = kv_write_file(path, script, strlen(script));
+    free(script);
+    if (rc != 0 || chmod(path, 0755) != 0) {
+        snprintf(err->message, sizeof err->message, "cannot write %s: %s", path,
+                 strerror(errno));
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+char *kv_manifest_evaluator_command(const kv_config *cfg, const char *output_dir,
+                                    kv_config_error *err)
 {
     if (cfg->evaluator.task && *cfg->evaluator.task) {
-        snprintf(err->message, sizeof err->message,
-                 "evaluator.task: built-in kernel tasks are evaluated by `kevolve eval`; give "
-                 "`evaluator:` a command for now (task '%s')",
-                 cfg->evaluator.task);
-        return NULL;
+        if (cfg->evaluator_program) {
+            snprintf(err->message, sizeof err->message,
+                     "evaluator.task and an evaluator program are both given; keep one");
+            return NULL;
+        }
+        return write_task_evaluator(cfg, output_dir, err);
     }
     if (!cfg->evaluator_program) {
         snprintf(err->message, sizeof err->message,
-                 "no evaluator: give it on the command line or as evaluator in %s",
+                 "no evaluator: give it on the command line, as evaluator in %s, or name a "
+                 "built-in kernel task as evaluator.task",
                  cfg->path ? cfg->path : "the config");
         return NULL;
     }

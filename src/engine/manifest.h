@@ -15,10 +15,12 @@
 void kv_run_options_apply(const kv_run_options *o, kv_config *cfg);
 
 /* The command that evaluates a program for CFG: the config's evaluator (an
- * absolute path that must exist), or, for a built-in kernel task, kevolve
- * itself (`kevolve eval --task ...`) through a small wrapper script written
- * beside the store. Returns a malloc'd path, or NULL with ERR filled. */
-char *kv_manifest_evaluator_command(const kv_config *cfg, kv_config_error *err);
+ * absolute path that must exist), or, for a built-in kernel task
+ * (evaluator.task), kevolve itself (`kevolve eval --task ...`) through a
+ * wrapper script written into OUTPUT_DIR. Returns a malloc'd path, or NULL
+ * with ERR filled. */
+char *kv_manifest_evaluator_command(const kv_config *cfg, const char *output_dir,
+                                    kv_config_error *err);
 
 /* Writes the manifest of a new run started with options O (may be NULL).
  * Returns 0 or -1. */

@@ -43,7 +43,7 @@ void kv_progress_update(kv_controller *c, int final)
     int64_t step = c->last_iteration / 10;
     if (step < 1) step = 1;
     int64_t it = c->next_iteration - 1;
-    if (final || it - last_logged_iteration >= step) {
+    if ((final && it != last_logged_iteration) || it - last_logged_iteration >= step) {
         last_logged_iteration = it;
         format_line(c, line, sizeof line);
         kv_info("%s", line);

@@ -98,11 +98,6 @@ int kv_run_evolution(const kv_run_options *opts)
         kv_error("cannot read the initial program %s: %s", cfg.initial_program, strerror(errno));
         goto done;
     }
-    evaluator = kv_manifest_evaluator_command(&cfg, &cerr);
-    if (!evaluator) {
-        kv_error("%s", cerr.message);
-        goto done;
-    }
     output_dir = opts->output_dir ? kv_path_absolute(opts->output_dir)
                                   : kv_path_join(cfg.dir ? cfg.dir : ".", "out");
     if (kv_mkdir_p(output_dir, 0755) != 0) {
@@ -124,6 +119,11 @@ int kv_run_evolution(const kv_run_options *opts)
         unlink(shm);
         free(wal);
         free(shm);
+    }
+    evaluator = kv_manifest_evaluator_command(&cfg, output_dir, &cerr);
+    if (!evaluator) {
+        kv_error("%s", cerr.message);
+        goto done;
     }
     open_run_log(output_dir);
     char *err = NULL;

@@ -156,7 +156,14 @@ function layout() {
       stack.pop();
       if (n.children.length === 0) n.x = col++;
       else n.x = (n.children[0].x + n.children[n.children.length - 1].x) / 2;
-      n.y = n.generation;
+    }
+    // Rows are depth in the tree (the generation, except that a migrant,
+    // which keeps its original's generation, sits below its original).
+    const down = [root];
+    root.y = 0;
+    while (down.length) {
+      const n = down.pop();
+      for (const c of n.children) { c.y = n.y + 1; down.push(c); }
     }
     col += 1;
   }
@@ -166,7 +173,7 @@ function layout() {
 
 function fitView() {
   const c = $("tree");
-  const maxGen = state.list.reduce((m, n) => Math.max(m, n.generation), 0);
+  const maxGen = state.list.reduce((m, n) => Math.max(m, n.y || 0), 0);
   const w = Math.max(1, state.cols) * SPACE_X, h = (maxGen + 1) * SPACE_Y;
   view.scale = Math.min((c.clientWidth - 40) / w, (c.clientHeight - 40) / h, 2);
   view.tx = 20;
@@ -502,8 +509,8 @@ function diffLines(a, b) {
     let i = 0, j = 0;
     while (i < n || j < m) {
       if (i < n && j < m && xm[i] === ym[j]) { out.push([" ", xm[i]]); i++; j++; }
-      else if (j < m && (i === n || L[i][j + 1] >= L[i + 1][j])) { out.push(["+", ym[j]]); j++; }
-      else { out.push(["-", xm[i]]); i++; }
+      else if (i < n && (j === m || L[i + 1][j] >= L[i][j + 1])) { out.push(["-", xm[i]]); i++; }
+      else { out.push(["+", ym[j]]); j++; }
     }
   }
   x.slice(x.length - tail).forEach(l => out.push([" ", l]));
