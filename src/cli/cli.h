@@ -10,6 +10,8 @@ int cmd_status(int argc, char **argv);
 int cmd_best(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_config_keys(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* 1 when ARG is -h or --help. */
 int cli_is_help(const char *arg);

@@ -157,8 +157,11 @@ int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
 
 void kv_controller_free(kv_controller *c)
 {
-    for (size_t i = 0; i < c->n_pending; i++)
+    kv_llm_mutation_free(c);
+    for (size_t i = 0; i < c->n_pending; i++) {
         kv_program_free(c->pending[i].child);
+        kv_llm_trace_free(c->pending[i].trace);
+    }
     free(c->pending);
     if (c->ev) kv_evaluator_free(c->ev);
     if (c->db) kv_database_free(c->db);

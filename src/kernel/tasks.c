@@ -10,8 +10,12 @@ struct kv_embedded_file {
 extern const struct kv_embedded_file kv_embedded_files[]; /* kv_embedded.c (generated) */
 
 extern const kv_task kv_task_softmax;
+extern const kv_task kv_task_gqa_attention, kv_task_gqa_attention_decode,
+    kv_task_gqa_attention_small;
 
-static const kv_task *const kv_tasks[] = {&kv_task_softmax};
+static const kv_task *const kv_tasks[] = {&kv_task_softmax, &kv_task_gqa_attention,
+                                          &kv_task_gqa_attention_decode,
+                                          &kv_task_gqa_attention_small};
 
 const kv_task *kv_task_find(const char *name)
 {

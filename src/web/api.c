@@ -128,18 +128,18 @@ static int route_programs(kv_store *s, kv_web_param_fn param, void *ud, json_t *
 {
     long long since, limit;
     int rc = int_param(param, ud, "since", 0, INT64_MAX, 0, &since, body);
-    if (!rc) rc = int_param(param, ud, "limit", 1, KV_WEB_PAGE_MAX, KV_WEB_PAGE_DEFAULT, &limit, body);
+    if (!rc)
+        rc = int_param(param, ud, "limit", 1, KV_WEB_PAGE_MAX, KV_WEB_PAGE_DEFAULT, &limit, body);
     if (rc) return rc;
     json_t *rows = kv_store_web_programs(s, since, (int)limit);
     if (!rows) return store_fail(s, body);
     size_t n = json_array_size(rows);
     json_t *last = json_array_get(json_array_get(rows, n ? n - 1 : 0), 0);
-    *body = json_pack("{s:[s,s,s,s,s,s,s,s,s,s,s], s:o, s:I, s:I, s:b}", "columns", "id",
-                      "parent_id", "other_parent_id", "island", "iteration", "generation",
-                      "status", "fitness", "mutator", "is_migrant", "migrated_from", "programs",
-                      rows, "since", (json_int_t)since, "next_since",
-                      (json_int_t)(last ? json_integer_value(last) : since), "more",
-                      (int)(n == (size_t)limit));
+    *body = json_pack(
+        "{s:[s,s,s,s,s,s,s,s,s,s,s], s:o, s:I, s:I, s:b}", "columns", "id", "parent_id",
+        "other_parent_id", "island", "iteration", "generation", "status", "fitness", "mutator",
+        "is_migrant", "migrated_from", "programs", rows, "since", (json_int_t)since, "next_since",
+        (json_int_t)(last ? json_integer_value(last) : since), "more", (int)(n == (size_t)limit));
     return 200;
 }
 

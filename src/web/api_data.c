@@ -133,8 +133,8 @@ json_t *kv_web_series(const json_t *scores, int buckets)
                                                  island_series(scores, isl, width, scratch)));
     }
     free(scratch);
-    return json_pack("{s:I, s:I, s:o}", "bucket_width", width, "max_iteration", max_iter,
-                     "islands", islands);
+    return json_pack("{s:I, s:I, s:o}", "bucket_width", width, "max_iteration", max_iter, "islands",
+                     islands);
 }
 
 /* Bin of dimension NAME in FEATURES, or -1 when absent. */

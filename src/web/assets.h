@@ -6,8 +6,8 @@
 #include <stddef.h>
 
 typedef struct kv_web_asset {
-    const char *path; /* URL path, "/index.html" */
-    const char *mime; /* Content-Type */
+    const char *path;          /* URL path, "/index.html" */
+    const char *mime;          /* Content-Type */
     const unsigned char *data; /* LEN bytes, followed by a NUL */
     size_t len;
 } kv_web_asset;

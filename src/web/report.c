@@ -30,8 +30,7 @@ static const char *get_param(void *ud, const char *name)
 }
 
 /* Answers PATH with parameters P into DATA[KEY]. Returns 0, or -1 with *ERR. */
-static int add(kv_store *s, json_t *data, const char *key, const char *path, params *p,
-               char **err)
+static int add(kv_store *s, json_t *data, const char *key, const char *path, params *p, char **err)
 {
     json_t *body = NULL;
     int status = kv_web_api(s, path, get_param, p, &body);
@@ -70,7 +69,7 @@ static int add_programs(kv_store *s, json_t *data, char **err)
         json_decref(page);
         if (!more) break;
     }
-    json_object_set(all, "next_since", json_integer(since));
+    json_object_set_new(all, "next_since", json_integer(since));
     json_object_set_new(all, "more", json_false());
     char key[64];
     snprintf(key, sizeof key, "/api/programs?since=0&limit=%d", KV_WEB_PAGE_DEFAULT);
@@ -190,12 +189,8 @@ int kv_web_report(const char *store_path, const char *out_path, int top_n, char 
     char *text = json_dumps(data, JSON_COMPACT | JSON_ESCAPE_SLASH);
     json_decref(data);
     const char *style[] = {"<style>\n", (const char *)css->data, "</style>", NULL};
-    const char *script[] = {"<script>window.KV_DATA = ",
-                            text,
-                            ";</script>\n<script>\n",
-                            (const char *)js->data,
-                            "</script>",
-                            NULL};
+    const char *script[] = {"<script>window.KV_DATA = ", text,        ";</script>\n<script>\n",
+                            (const char *)js->data,      "</script>", NULL};
     kv_buf a = KV_BUF_INIT, b = KV_BUF_INIT;
     int rc = replace_once(&a, (const char *)html->data,
                           "<link rel=\"stylesheet\" href=\"style.css\">", style);

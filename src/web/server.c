@@ -151,9 +151,8 @@ static enum MHD_Result serve_asset(struct MHD_Connection *conn, const kv_web_ass
 /* libmicrohttpd's request handler: answers at the first call (a body, if
  * any, is never read: no route takes one). */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     (void)version;
     (void)upload_data;
@@ -166,8 +165,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     query_size q = {0, 0};
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, count_query, &q);
     if (strlen(url) > MAX_PATH_BYTES || q.bytes > MAX_QUERY_BYTES || q.n > MAX_QUERY_PARAMS)
-        return send_error(conn, 413, "request too large: at most 512 bytes of path, 1024 of query"
-                                     " and 16 parameters");
+        return send_error(conn, 413,
+                          "request too large: at most 512 bytes of path, 1024 of query"
+                          " and 16 parameters");
     if (kv_starts_with(url, "/api/")) return serve_api(srv, conn, url);
     const kv_web_asset *a = kv_web_asset_find(url);
     if (a) return serve_asset(conn, a);
@@ -226,8 +226,8 @@ int kv_web_start(const kv_web_options *opts, kv_web_server **out, char **err)
         MHD_OPTION_CONNECTION_LIMIT, 256u, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_END);
     if (!srv->daemon) {
-        *err = kv_asprintf("cannot listen on %s:%d (in use, or not an address of this host)",
-                           host, opts->port);
+        *err = kv_asprintf("cannot listen on %s:%d (in use, or not an address of this host)", host,
+                           opts->port);
         kv_web_stop(srv);
         return -1;
     }

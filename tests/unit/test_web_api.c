@@ -36,12 +36,14 @@ static int group_setup(void **state)
     (void)state;
     const char *bin = getenv("KV_BINARY"), *src = getenv("KV_SOURCE_DIR");
     if (!bin || !src) {
-        fprintf(stderr, "test_web_api: KV_BINARY and KV_SOURCE_DIR must be set (ctest sets them)\n");
+        fprintf(stderr,
+                "test_web_api: KV_BINARY and KV_SOURCE_DIR must be set (ctest sets them)\n");
         return -1;
     }
     snprintf(g_dir, sizeof g_dir, "/tmp/kv_test_web.XXXXXX");
     if (!mkdtemp(g_dir)) return -1;
-    char *cmd = kv_asprintf("'%s' run --config '%s/tests/data/tiny/config.yaml' --output '%s/out'"
+    char *cmd = kv_asprintf("'%s' run --config "
+                            "'%s/tests/data/tiny/config.yaml' --output '%s/out'"
                             " --iterations 40 >'%s/run.log' 2>&1",
                             bin, src, g_dir, g_dir);
     int rc = system(cmd);
@@ -76,7 +78,8 @@ static json_t *get_json(const char *target, int status)
 {
     http_answer a;
     assert_int_equal(http_request(g_port, "GET", target, &a), 0);
-    if (a.status != status) fail_msg("GET %s: status %d, expected %d: %s", target, a.status, status, a.body);
+    if (a.status != status)
+        fail_msg("GET %s: status %d, expected %d: %s", target, a.status, status, a.body);
     json_t *v = kv_json_loads(a.body);
     if (!v) fail_msg("GET %s: body is not JSON: %.200s", target, a.body);
     assert_non_null(strstr(a.headers, "application/json"));
@@ -111,9 +114,8 @@ static void summary_agrees_with_the_store(void **state)
     json_t *b = json_object_get(sum, "best");
     assert_int_equal(json_integer_value(json_object_get(b, "id")), best->id);
     assert_true(json_number_value(json_object_get(b, "fitness")) == best->fitness);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(sum, "meta"),
-                                                           "random_seed")),
-                        "1234");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(sum, "meta"), "random_seed")), "1234");
     assert_int_equal(json_integer_value(json_object_get(sum, "num_islands")), 3);
     assert_int_equal(json_array_size(json_object_get(sum, "islands")), 3);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(sum, "llm"), "calls")), 0);
@@ -207,8 +209,8 @@ static void series_best_never_falls_and_ends_at_the_island_best(void **state)
             assert_true(json_number_value(json_object_get(pt, "median")) <= b);
             prev = b;
         }
-        double island_best = json_number_value(json_object_get(
-            json_array_get(json_object_get(sum, "islands"), i), "best_fitness"));
+        double island_best = json_number_value(
+            json_object_get(json_array_get(json_object_get(sum, "islands"), i), "best_fitness"));
         assert_true(prev == island_best);
     }
     json_decref(series);

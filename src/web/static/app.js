@@ -392,7 +392,7 @@ function renderChart() {
     const last = s.points[s.points.length - 1];
     const n = s.points.reduce((a, p) => a + p.n, 0);
     rows += `<tr class="series-row" data-island="${s.island}"><td><i style="color:${islandColor(s.island)}">■</i> ${s.island}</td>` +
-            `<td class="num best">${last ? esc(fmt(last.best)) : "–"}</td>` +
+            `<td class="num best" id="chart-best-${s.island}">${last ? esc(fmt(last.best)) : "–"}</td>` +
             `<td class="num median">${last ? esc(fmt(last.median)) : "–"}</td><td class="num">${n}</td></tr>`;
   }
   $("chart-table").innerHTML = rows + `<tr><td colspan="4" class="muted">solid: best so far; dashed: median of the programs scored in each bucket of ${series.bucket_width} iteration(s)</td></tr>`;
@@ -434,7 +434,7 @@ function renderGrids() {
 // ---- summary ---------------------------------------------------------------
 
 function card(key, value, id) {
-  return `<div class="card" id="card-${id}"><div class="k">${esc(key)}</div><div class="v">${value}</div></div>`;
+  return `<div class="card"><div class="k">${esc(key)}</div><div class="v" id="card-${id}">${value}</div></div>`;
 }
 
 function renderSummary() {

@@ -1,0 +1,73 @@
+/* kevolve report: the dashboard of a run as one self-contained HTML file. */
+#include "cli/cli.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/log.h"
+#include "web/web.h"
+
+#include <kevolve/kevolve.h>
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char report_usage[] =
+    "usage: kevolve report RUN_DB_OR_OUTPUT_DIR -o FILE [--top N]\n"
+    "\n"
+    "Writes the run's dashboard (evolution tree, scores, MAP-Elites grids, summary)\n"
+    "as one HTML file that opens with no server: every program in compact form and\n"
+    "the full record (source, diff, metrics, prompts) of the N best programs.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE   the HTML file to write (required)\n"
+    "      --top N         programs whose full record is included (default 50)\n"
+    "  -h, --help          this text\n"
+    "\n"
+    "exit codes: 0 written, 1 the store cannot be read or FILE cannot be written,\n"
+    "2 usage error\n";
+
+int cmd_report(int argc, char **argv)
+{
+    static const struct option long_options[] = {{"output", required_argument, NULL, 'o'},
+                                                 {"top", required_argument, NULL, 't'},
+                                                 {"help", no_argument, NULL, 'h'},
+                                                 {NULL, 0, NULL, 0}};
+    const char *output = NULL;
+    long top = 50;
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "o:h", long_options, NULL)) != -1) {
+        if (opt == 'o') {
+            output = optarg;
+        } else if (opt == 't') {
+            char *end = NULL;
+            top = strtol(optarg, &end, 10);
+            if (!*optarg || *end || top < 0 || top > 100000) {
+                kv_error("--top: '%s' is not a count (0..100000)", optarg);
+                return KV_EXIT_USAGE;
+            }
+        } else if (opt == 'h') {
+            fputs(report_usage, stdout);
+            return KV_EXIT_OK;
+        } else {
+            fputs(report_usage, stderr);
+            return KV_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1 || !output) {
+        fputs(report_usage, stderr);
+        return KV_EXIT_USAGE;
+    }
+    char *path =
+        kv_is_dir(argv[optind]) ? kv_path_join(argv[optind], "run.db") : kv_strdup(argv[optind]);
+    char *err = NULL;
+    int rc = kv_web_report(path, output, (int)top, &err);
+    if (rc != 0)
+        kv_error("%s", err ? err : "cannot write the report");
+    else
+        kv_info("report of %s written to %s", path, output);
+    free(err);
+    free(path);
+    return rc == 0 ? KV_EXIT_OK : KV_EXIT_FAILURE;
+}

@@ -1,0 +1,135 @@
+/* The gqa_attention tasks: grouped-query attention as Qwen3 runs it
+ * (head_dim 128, bf16 in and out, fp32 accumulation expected), in two head
+ * configurations, 16 query heads on 8 KV heads (Qwen3-0.6B) and 40 on 8
+ * (Qwen3-14B), for decode, prefill and chunked prefill. Layout, causal rule
+ * and reference: gqa_attention.h. Why these scenarios, weights and
+ * tolerances: tasks/gqa_attention/README.md.
+ *
+ *   gqa_attention         every scenario of issue 5 (the benchmark's set)
+ *   gqa_attention_decode  its decode scenarios only: cheap enough to evaluate
+ *                         many children in a few minutes on one GPU
+ *   gqa_attention_small   small shapes of every kind, for the CPU and OpenCL
+ *                         (PoCL) backends and CI
+ * All three share the held-out shapes (awkward sizes, every kind of call),
+ * so a kernel evolved on decode alone must still be right on prefill. */
+#include "gqa_attention.h"
+
+/* {B, HQ, HKV, SQ, L, D} */
+#define DEC(name, hq, b, l, w) {name, {b, hq, 8, 1, l, 128}, w, "decode"}
+#define PRE(name, hq, s, w) {name, {1, hq, 8, s, s, 128}, w, "prefill"}
+#define CHUNK(name, hq, sq, l, w) {name, {1, hq, 8, sq, l, 128}, w, "prefill,chunked"}
+
+/* Decode first (the serving hot path), then prefill. Weights: README.md. */
+static const kv_shape gqa_scenarios[] = {
+    DEC("decode_16x8_b1_l128", 16, 1, 128, 0.5),
+    DEC("decode_16x8_b1_l1024", 16, 1, 1024, 1.0),
+    DEC("decode_16x8_b1_l8192", 16, 1, 8192, 1.0),
+    DEC("decode_16x8_b1_l32768", 16, 1, 32768, 1.0),
+    DEC("decode_16x8_b8_l8192", 16, 8, 8192, 1.5),
+    DEC("decode_16x8_b32_l4096", 16, 32, 4096, 1.5),
+    DEC("decode_40x8_b1_l128", 40, 1, 128, 0.5),
+    DEC("decode_40x8_b1_l1024", 40, 1, 1024, 1.0),
+    DEC("decode_40x8_b1_l8192", 40, 1, 8192, 1.0),
+    DEC("decode_40x8_b1_l32768", 40, 1, 32768, 1.0),
+    DEC("decode_40x8_b8_l8192", 40, 8, 8192, 1.5),
+    DEC("decode_40x8_b32_l4096", 40, 32, 4096, 1.5),
+    PRE("prefill_16x8_s512", 16, 512, 0.5),
+    PRE("prefill_16x8_s2048", 16, 2048, 0.75),
+    PRE("prefill_16x8_s8192", 16, 8192, 1.0),
+    CHUNK("chunked_16x8_q512_l8192", 16, 512, 8192, 1.0),
+    PRE("prefill_40x8_s512", 40, 512, 0.5),
+    PRE("prefill_40x8_s2048", 40, 2048, 0.75),
+    PRE("prefill_40x8_s8192", 40, 8192, 1.0),
+    CHUNK("chunked_40x8_q512_l8192", 40, 512, 8192, 1.0),
+};
+#define GQA_NDECODE 12
+
+/* Small shapes of every kind: CPU and PoCL run them in seconds. */
+static const kv_shape gqa_small_scenarios[] = {
+    DEC("decode_16x8_b1_l256", 16, 1, 256, 1.0),
+    DEC("decode_40x8_b2_l200", 40, 2, 200, 1.0),
+    PRE("prefill_16x8_s64", 16, 64, 1.0),
+    CHUNK("chunked_40x8_q16_l160", 40, 16, 160, 1.0),
+};
+
+/* Correctness only: no length a multiple of any tile, one key, three
+ * sequences, a 77-row prefill, a chunk of 33 on 301 keys. */
+static const kv_shape gqa_held_out[] = {
+    {"decode_16x8_b1_l1", {1, 16, 8, 1, 1, 128}, 0, "decode"},
+    {"decode_40x8_b3_l1000", {3, 40, 8, 1, 1000, 128}, 0, "decode"},
+    {"decode_16x8_b2_l4099", {2, 16, 8, 1, 4099, 128}, 0, "decode"},
+    {"prefill_16x8_s77", {1, 16, 8, 77, 77, 128}, 0, "prefill"},
+    {"chunked_40x8_q33_l301", {1, 40, 8, 33, 301, 128}, 0, "prefill,chunked"},
+};
+
+#define N(a) (int)(sizeof(a) / sizeof((a)[0]))
+
+/* q, k, v in; o out; all bf16 (see gqa_attention.h). */
+#define GQA_TENSORS                                                                                \
+    .num_syms = GQA_NSYMS, .syms = {"B", "HQ", "HKV", "SQ", "L", "D"}, .num_tensors = 4,           \
+    .tensors = {                                                                                   \
+        {.name = "q", .dtype = KV_BF16, .role = KV_IN, .rank = 4, .shape = {0, 1, 3, 5}},          \
+        {.name = "k", .dtype = KV_BF16, .role = KV_IN, .rank = 4, .shape = {0, 2, 4, 5}},          \
+        {.name = "v", .dtype = KV_BF16, .role = KV_IN, .rank = 4, .shape = {0, 2, 4, 5}},          \
+        {.name = "o", .dtype = KV_BF16, .role = KV_OUT, .rank = 4, .shape = {0, 1, 3, 5}},         \
+    }
+
+/* bf16 output of an fp32-accumulated kernel against float64: README.md. */
+#define GQA_TOL                                                                                    \
+    .tol = {                                                                                       \
+        [KV_F32] = {.atol = 1e-5, .rtol = 1e-4},                                                   \
+        [KV_F16] = {.atol = 5e-3, .rtol = 5e-3},                                                   \
+        [KV_BF16] = {.atol = 1e-2, .rtol = 1e-2},                                                  \
+        [KV_I32] = {.atol = 0, .rtol = 0},                                                         \
+    }
+
+#define GQA_BASELINES                                                                              \
+    .baseline = {                                                                                  \
+        [KV_BACKEND_CPU] = "gqa_attention/cpu/naive.c",                                            \
+        [KV_BACKEND_OPENCL] = "gqa_attention/opencl/naive.cl",                                     \
+        [KV_BACKEND_CUDA] = "gqa_attention/cuda/naive.cu",                                         \
+    }
+
+const kv_task kv_task_gqa_attention = {
+    .name = "gqa_attention",
+    .description = "grouped-query attention, head_dim 128, bf16, causal (bottom-right): "
+                   "o = softmax(q k^T / sqrt(128)) v; Qwen3 16:8 and 40:8 heads; decode, "
+                   "prefill, chunked prefill",
+    GQA_TENSORS,
+    .num_scenarios = N(gqa_scenarios),
+    .scenarios = gqa_scenarios,
+    .num_held_out = N(gqa_held_out),
+    .held_out = gqa_held_out,
+    GQA_TOL,
+    .reference = gqa_reference,
+    .roofline = gqa_roofline,
+    GQA_BASELINES,
+};
+
+const kv_task kv_task_gqa_attention_decode = {
+    .name = "gqa_attention_decode",
+    .description = "gqa_attention's decode scenarios only (held-out shapes of every kind)",
+    GQA_TENSORS,
+    .num_scenarios = GQA_NDECODE,
+    .scenarios = gqa_scenarios,
+    .num_held_out = N(gqa_held_out),
+    .held_out = gqa_held_out,
+    GQA_TOL,
+    .reference = gqa_reference,
+    .roofline = gqa_roofline,
+    GQA_BASELINES,
+};
+
+const kv_task kv_task_gqa_attention_small = {
+    .name = "gqa_attention_small",
+    .description = "gqa_attention at small shapes of every kind (CPU, PoCL, CI)",
+    GQA_TENSORS,
+    .num_scenarios = N(gqa_small_scenarios),
+    .scenarios = gqa_small_scenarios,
+    .num_held_out = N(gqa_held_out),
+    .held_out = gqa_held_out,
+    GQA_TOL,
+    .reference = gqa_reference,
+    .roofline = gqa_roofline,
+    GQA_BASELINES,
+};

@@ -1,0 +1,27 @@
+/* Shared pieces of the gqa_attention tasks (gqa_attention.c defines the
+ * tasks and their shapes, gqa_reference.c the double-precision reference
+ * and the roofline model). Symbols, in order: B (sequences), HQ (query
+ * heads), HKV (key/value heads), SQ (query rows per sequence), L (keys per
+ * sequence, the KV cache length), D (head dimension, 128). Tensors, all
+ * bf16, row-major: q [B, HQ, SQ, D], k [B, HKV, L, D], v [B, HKV, L, D],
+ * o [B, HQ, SQ, D]. Query row i of a sequence sits at position L - SQ + i
+ * and attends to keys 0 .. L - SQ + i (causal, aligned to the bottom
+ * right): decode is SQ = 1, prefill SQ = L, chunked prefill 1 < SQ < L.
+ * Query head h reads KV head h / (HQ / HKV). Scores are scaled by
+ * 1/sqrt(D). */
+#ifndef KV_TASK_GQA_ATTENTION_H
+#define KV_TASK_GQA_ATTENTION_H
+
+#include <kevolve/task.h>
+
+enum { GQA_B = 0, GQA_HQ, GQA_HKV, GQA_SQ, GQA_L, GQA_D, GQA_NSYMS };
+
+/* Writes o from q, k, v (see above), in double precision, using up to all
+ * online CPUs for large shapes. */
+void gqa_reference(const int64_t *syms, double *const *t);
+
+/* Bytes that must move (q, k, v read once, o written once, bf16) and the
+ * flops of the two matrix products over the causal keys only. */
+kv_roofline gqa_roofline(const int64_t *syms);
+
+#endif
