@@ -186,13 +186,28 @@ static int memcheck_stage(const kv_kernel_opts *o, json_t *artifacts, json_t **r
         *err = kv_strdup("compute-sanitizer not found");
         return -1;
     }
-    const char *exe = o->self_exe ? o->self_exe : "/proc/self/exe";
+    /* The path of this binary, resolved here: "/proc/self/exe" handed to
+     * compute-sanitizer would name compute-sanitizer itself. */
+    char self[4096];
+    const char *exe = o->self_exe;
+    if (!exe) {
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0) {
+            free(cs);
+            *err = kv_asprintf("cannot find the kevolve binary: %s", strerror(errno));
+            return -1;
+        }
+        self[n] = '\0';
+        exe = self;
+    }
     char *argv[] = {cs,          "--tool",  "memcheck", "--error-exitcode", "86",
                     (char *)exe, "eval",    "--task",   (char *)o->task,    "--backend",
                     "cuda",      "--stage", "1",        "--quick",          (char *)o->candidate,
                     NULL};
     char *out = NULL;
+    setenv("KEVOLVE_WORKER_INLINE", "1", 1); /* memcheck follows one process */
     int rc = kv_tool_run(argv, o->total_timeout_s, &out);
+    unsetenv("KEVOLVE_WORKER_INLINE");
     free(cs);
     size_t len = strlen(out);
     json_object_set_new(artifacts, "memcheck_log",

@@ -240,15 +240,18 @@ void kv_worker_guard_remove(const void *lo)
         if (g_guards[i].name && g_guards[i].lo == (uintptr_t)lo) g_guards[i].name = NULL;
 }
 
-/* Child side: handlers, redirections, then FN. Never returns. */
-static _Noreturn void child_main(int fd, void (*fn)(void *), void *ctx)
+/* Child side: handlers and redirections for running a candidate. FORKED: a
+ * real child (its own group, dies with its parent, no stdin). */
+static void child_setup(int fd, int forked)
 {
     g_fd = fd;
     g_phase[0] = '\0';
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    setpgid(0, 0);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
+    if (forked) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        setpgid(0, 0);
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0) dup2(devnull, 0);
+    }
     dup2(2, 1); /* candidates' prints must never reach the JSON on stdout */
     stack_t ss = {.ss_sp = g_altstack, .ss_size = sizeof g_altstack};
     sigaltstack(&ss, NULL);
@@ -265,8 +268,52 @@ static _Noreturn void child_main(int fd, void (*fn)(void *), void *ctx)
     al.sa_handler = on_alarm;
     sigemptyset(&al.sa_mask);
     sigaction(SIGALRM, &al, NULL);
+}
+
+/* The forked child: setup, then FN. Never returns. */
+static _Noreturn void child_main(int fd, void (*fn)(void *), void *ctx)
+{
+    child_setup(fd, 1);
     fn(ctx);
     _exit(0);
+}
+
+static void parse_lines(const char *text, kv_worker_outcome *out);
+static double now_s(void);
+
+/* Runs FN in this very process (KEVOLVE_WORKER_INLINE, for compute-sanitizer,
+ * which watches one process): messages go through a temporary file read
+ * back when FN returns. A failure still ends the process, as it would end
+ * the child. */
+static int run_inline(void (*fn)(void *), void *ctx, kv_worker_outcome *out, char **err)
+{
+    FILE *tf = tmpfile();
+    if (!tf) {
+        *err = kv_asprintf("tmpfile: %s", strerror(errno));
+        return -1;
+    }
+    fflush(NULL);
+    int saved_stdout = dup(1);
+    double t0 = now_s();
+    child_setup(fileno(tf), 0);
+    fn(ctx);
+    g_fd = -1;
+    fflush(NULL);
+    if (saved_stdout >= 0) {
+        dup2(saved_stdout, 1);
+        close(saved_stdout);
+    }
+    out->seconds = now_s() - t0;
+    out->exit_code = 0;
+    kv_buf text = KV_BUF_INIT;
+    char chunk[8192];
+    size_t n;
+    rewind(tf);
+    while ((n = fread(chunk, 1, sizeof chunk, tf)) > 0) kv_buf_append(&text, chunk, n);
+    fclose(tf);
+    if (text.data) parse_lines(text.data, out);
+    kv_buf_free(&text);
+    return 0;
 }
 
 static double now_s(void)
@@ -308,6 +355,9 @@ int kv_worker_run(void (*fn)(void *ctx), void *ctx, double timeout_s, kv_worker_
 {
     memset(out, 0, sizeof *out);
     out->exit_code = -1;
+    /* Under compute-sanitizer (the memcheck stage) the candidate must run in
+     * the process the tool watches: no fork. */
+    if (getenv("KEVOLVE_WORKER_INLINE")) return run_inline(fn, ctx, out, err);
     int fds[2];
     if (pipe(fds) != 0) {
         *err = kv_asprintf("pipe: %s", strerror(errno));

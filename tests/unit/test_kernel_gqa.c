@@ -1,0 +1,272 @@
+/* The gqa_attention tasks: the double-precision reference computes causal
+ * grouped-query attention (checked by hand on tiny shapes), the roofline
+ * counts what a decode or a prefill must move and compute, the three task
+ * variants are registered with the same held-out shapes, the naive cpu and
+ * opencl starting points are accepted by the harness on every scenario and
+ * held-out shape of the small variant, and kernels with the classic GQA bugs
+ * (no causal mask, the wrong KV head for a query head) are rejected. */
+#include "kernel/harness.h"
+#include "kernel/tasks.h"
+#include "util/buf.h"
+#include "util/fs.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char g_cache[] = "/tmp/kv_test_kernel_gqa_XXXXXX";
+
+/* Softmax-weighted average of V's rows 0..n-1 for query QROW (all D wide). */
+static void by_hand(const double *q, const double *k, const double *v, int n, int d, double *o)
+{
+    double w[16], m = -INFINITY, z = 0;
+    for (int j = 0; j < n; j++) {
+        w[j] = 0;
+        for (int e = 0; e < d; e++)
+            w[j] += q[e] * k[j * d + e];
+        w[j] /= sqrt((double)d);
+        m = fmax(m, w[j]);
+    }
+    for (int j = 0; j < n; j++)
+        z += w[j] = exp(w[j] - m);
+    for (int e = 0; e < d; e++) {
+        o[e] = 0;
+        for (int j = 0; j < n; j++)
+            o[e] += w[j] / z * v[j * d + e];
+    }
+}
+
+static void reference_is_causal_bottom_right_and_maps_query_heads_to_their_group(void **state)
+{
+    (void)state;
+    const kv_task *t = kv_task_find("gqa_attention");
+    assert_non_null(t);
+    /* B=1, HQ=4, HKV=2, SQ=2, L=3, D=4: heads 0,1 read KV head 0; 2,3 KV head 1;
+     * query row 0 sits at position 1 (2 keys), row 1 at position 2 (3 keys). */
+    int64_t syms[KV_MAX_SYMS] = {1, 4, 2, 2, 3, 4};
+    double q[4 * 2 * 4], k[2 * 3 * 4], v[2 * 3 * 4], o[4 * 2 * 4];
+    for (int i = 0; i < 32; i++)
+        q[i] = sin(1.0 + i) * 2;
+    for (int i = 0; i < 24; i++) {
+        k[i] = cos(0.5 + 3.0 * i) * 2;
+        v[i] = i - 11.5;
+    }
+    double *ts[4] = {q, k, v, o};
+    t->reference(syms, ts);
+    for (int h = 0; h < 4; h++)
+        for (int r = 0; r < 2; r++) {
+            double want[4];
+            int g = h / 2;
+            by_hand(q + (h * 2 + r) * 4, k + g * 12, v + g * 12, r + 2, 4, want);
+            for (int e = 0; e < 4; e++)
+                assert_true(fabs(o[(h * 2 + r) * 4 + e] - want[e]) < 1e-12);
+        }
+}
+
+static void one_key_decode_returns_that_keys_value_row(void **state)
+{
+    (void)state;
+    const kv_task *t = kv_task_find("gqa_attention");
+    int64_t syms[KV_MAX_SYMS] = {2, 2, 1, 1, 1, 3};
+    double q[12], k[6], v[6], o[12];
+    for (int i = 0; i < 12; i++)
+        q[i] = 100.0 * (i - 6);
+    for (int i = 0; i < 6; i++) {
+        k[i] = i;
+        v[i] = 1.5 * i - 2;
+    }
+    double *ts[4] = {q, k, v, o};
+    t->reference(syms, ts);
+    for (int b = 0; b < 2; b++)
+        for (int h = 0; h < 2; h++)
+            for (int e = 0; e < 3; e++)
+                assert_true(fabs(o[(b * 2 + h) * 3 + e] - v[b * 3 + e]) < 1e-12);
+}
+
+static void roofline_counts_kv_bytes_for_decode_and_causal_flops_for_prefill(void **state)
+{
+    (void)state;
+    const kv_task *t = kv_task_find("gqa_attention");
+    int64_t dec[KV_MAX_SYMS] = {1, 16, 8, 1, 32768, 128};
+    kv_roofline r = t->roofline(dec);
+    double kv = 2.0 * 8 * 32768 * 128 * 2, qo = 2.0 * 16 * 128 * 2;
+    assert_true(fabs(r.bytes - (kv + qo)) < 1);
+    int64_t pre[KV_MAX_SYMS] = {1, 40, 8, 8192, 8192, 128};
+    r = t->roofline(pre);
+    double causal = 4.0 * 40 * 128 * (8192.0 * 8193.0 / 2);
+    assert_true(fabs(r.flops - causal) / causal < 1e-12);
+}
+
+static void variants_share_held_out_shapes_and_qwen3_head_configs(void **state)
+{
+    (void)state;
+    const char *names[] = {"gqa_attention", "gqa_attention_decode", "gqa_attention_small"};
+    const kv_task *full = kv_task_find("gqa_attention");
+    assert_int_equal(full->num_scenarios, 20);
+    for (size_t n = 0; n < 3; n++) {
+        const kv_task *t = kv_task_find(names[n]);
+        assert_non_null(t);
+        assert_ptr_equal(t->held_out, full->held_out);
+        assert_true(t->num_held_out >= 5);
+        for (int i = 0; i < t->num_scenarios; i++) {
+            const int64_t *s = t->scenarios[i].syms;
+            assert_true(s[1] == 16 || s[1] == 40);
+            assert_int_equal(s[2], 8);
+            assert_int_equal(s[5], 128);
+            assert_true(s[3] <= s[4]);
+            assert_true(t->scenarios[i].weight > 0);
+            if (strcmp(names[n], "gqa_attention_decode") == 0)
+                assert_int_equal(s[3], 1);
+        }
+    }
+    int l1 = 0, b3 = 0, s77 = 0;
+    for (int i = 0; i < full->num_held_out; i++) {
+        const int64_t *s = full->held_out[i].syms;
+        l1 |= s[4] == 1;
+        b3 |= s[0] == 3;
+        s77 |= s[3] == 77 && s[4] == 77;
+    }
+    assert_true(l1 && b3 && s77);
+}
+
+/* Evaluates TEXT (written to a file NAME) on the small variant, correctness
+ * only; returns the verdict JSON. */
+static json_t *eval_text(const char *text, const char *name, kv_backend_kind backend)
+{
+    char *path = kv_asprintf("%s/%s", g_cache, name);
+    assert_int_equal(kv_write_file(path, text, strlen(text)), 0);
+    kv_kernel_opts o;
+    kv_kernel_opts_init(&o);
+    o.task = "gqa_attention_small";
+    o.backend = backend;
+    o.candidate = path;
+    o.quick = 1;
+    o.stage = 1;
+    o.cache_dir = g_cache;
+    o.kernel_timeout_s = 20;
+    json_t *res = NULL;
+    char *err = NULL;
+    if (kv_kernel_eval(&o, &res, &err) != 0) fail_msg("%s: %s", name, err);
+    free(path);
+    return res;
+}
+
+static const char *reason(json_t *res)
+{
+    const char *r = json_string_value(json_object_get(json_object_get(res, "artifacts"), "reason"));
+    return r ? r : "accepted";
+}
+
+/* TEXT with every FROM replaced by TO (asserts there was one). */
+static char *replace_all(const char *text, const char *from, const char *to)
+{
+    kv_buf b = KV_BUF_INIT;
+    const char *p = text, *hit;
+    int n = 0;
+    while ((hit = strstr(p, from))) {
+        kv_buf_append(&b, p, (size_t)(hit - p));
+        kv_buf_printf(&b, "%s", to);
+        p = hit + strlen(from);
+        n++;
+    }
+    kv_buf_printf(&b, "%s", p);
+    assert_true(n > 0);
+    return b.data;
+}
+
+static void naive_cpu_start_is_correct_on_every_scenario_and_held_out_shape(void **state)
+{
+    (void)state;
+    json_t *res = eval_text(kv_embedded_text("gqa_attention/cpu/naive.c"), "naive.c",
+                            KV_BACKEND_CPU);
+    assert_string_equal(reason(res), "accepted");
+    json_t *art = json_object_get(res, "artifacts");
+    assert_int_equal(json_array_size(json_object_get(art, "scenarios")), 4);
+    assert_int_equal(json_array_size(json_object_get(art, "held_out")), 5);
+    json_decref(res);
+}
+
+static void kernel_without_causal_mask_is_rejected(void **state)
+{
+    (void)state;
+    char *bad = replace_all(kv_embedded_text("gqa_attention/cpu/naive.c"),
+                            "int64_t keys = L - SQ + i + 1;", "int64_t keys = L;");
+    json_t *res = eval_text(bad, "no_mask.c", KV_BACKEND_CPU);
+    assert_string_equal(reason(res), "wrong_result");
+    json_decref(res);
+    free(bad);
+}
+
+static void kernel_reading_the_wrong_kv_head_is_rejected(void **state)
+{
+    (void)state;
+    char *bad = replace_all(kv_embedded_text("gqa_attention/cpu/naive.c"), "h / (HQ / HKV)",
+                            "h % HKV");
+    json_t *res = eval_text(bad, "wrong_head.c", KV_BACKEND_CPU);
+    assert_string_equal(reason(res), "wrong_result");
+    json_decref(res);
+    free(bad);
+}
+
+static void naive_opencl_start_and_a_tuned_variant_are_correct(void **state)
+{
+    (void)state;
+    json_t *info = NULL;
+    char *err = NULL;
+    if (kv_kernel_probe(KV_BACKEND_OPENCL, &info, &err) != 0) {
+        free(err);
+        skip();
+    }
+    json_decref(info);
+    const char *naive = kv_embedded_text("gqa_attention/opencl/naive.cl");
+    json_t *res = eval_text(naive, "naive.cl", KV_BACKEND_OPENCL);
+    assert_string_equal(reason(res), "accepted");
+    json_decref(res);
+    /* Every design axis moved off its naive value at once. */
+    char *a = replace_all(naive, "#define VEC 1 ", "#define VEC 8 ");
+    char *b = replace_all(a, "#define SPLIT 1 ", "#define SPLIT 4 ");
+    char *c = replace_all(b, "#define SHARE_KV 0 ", "#define SHARE_KV 1 ");
+    char *d = replace_all(c, "#define ONLINE 0 ", "#define ONLINE 1 ");
+    char *e = replace_all(d, "#define THREADS 128 ", "#define THREADS 256 ");
+    res = eval_text(e, "tuned.cl", KV_BACKEND_OPENCL);
+    assert_string_equal(reason(res), "accepted");
+    json_decref(res);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+    free(e);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(g_cache) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kv_remove_tree(g_cache);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(reference_is_causal_bottom_right_and_maps_query_heads_to_their_group),
+        cmocka_unit_test(one_key_decode_returns_that_keys_value_row),
+        cmocka_unit_test(roofline_counts_kv_bytes_for_decode_and_causal_flops_for_prefill),
+        cmocka_unit_test(variants_share_held_out_shapes_and_qwen3_head_configs),
+        cmocka_unit_test(naive_cpu_start_is_correct_on_every_scenario_and_held_out_shape),
+        cmocka_unit_test(kernel_without_causal_mask_is_rejected),
+        cmocka_unit_test(kernel_reading_the_wrong_kv_head_is_rejected),
+        cmocka_unit_test(naive_opencl_start_and_a_tuned_variant_are_correct),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
