@@ -158,6 +158,7 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
     non_negative(&ck, "llm.secondary_model_weight", l->secondary_model_weight);
     non_negative(&ck, "llm.max_budget_usd", l->max_budget_usd);
     at_least(&ck, "llm.max_concurrency", l->max_concurrency, 1);
+    at_least(&ck, "llm.fallback_after", l->fallback_after, 0);
 
     const kv_prompt_config *p = &c->prompt;
     at_least(&ck, "prompt.num_top_programs", p->num_top_programs, 0);

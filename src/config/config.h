@@ -52,6 +52,8 @@ typedef struct kv_llm_config {
     double secondary_model_weight; /* default 0.2 */
     double max_budget_usd;         /* 0: no budget */
     int max_concurrency;           /* requests in flight at once; default 8 */
+    int fallback_after;            /* failures in a row before a model's draws go to another;
+                                      0: never; default 3 */
     char *reasoning_effort;        /* default of the models' reasoning_effort; NULL: unset */
     int64_t random_seed;           /* sent with requests when has_random_seed */
     int has_random_seed;

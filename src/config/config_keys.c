@@ -115,6 +115,9 @@ const kv_key kv_config_key_table[] = {
      "Stop asking models once this much was spent; 0: no budget."},
     {"llm", "max_concurrency", KV_KEY_INT, C(llm.max_concurrency), 0, "8", NULL,
      "Requests in flight at once."},
+    {"llm", "fallback_after", KV_KEY_INT, C(llm.fallback_after), 0, "3", NULL,
+     "Failed calls in a row after which a model's draws go to the other models (it is still "
+     "probed now and then; one success restores it); 0: never."},
 
     /* ---- one entry of llm.models / llm.evaluator_models ---- */
     {"model", "name", KV_KEY_STRING, M(name), 0, NULL, NULL,

@@ -422,6 +422,14 @@ static int accept_result(kv_controller *c, kv_eval_result *r)
     r->stages = NULL;
     child->eval_seconds = r->seconds;
 
+    if (child->status == KV_STATUS_OK && c->cfg->evaluator.use_llm_feedback && c->llm)
+        return kv_llm_feedback_start(c, child, trace);
+    return kv_controller_commit_child(c, child, trace, NULL);
+}
+
+int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace *trace,
+                               kv_llm_trace *feedback)
+{
     int rc = 0;
     if (kv_store_begin(c->store) != 0 || kv_store_insert_program(c->store, child) != 0) rc = -1;
     if (rc == 0 && child->status == KV_STATUS_OK) {
@@ -429,8 +437,10 @@ static int accept_result(kv_controller *c, kv_eval_result *r)
         if (added < 0 || kv_store_update_placement(c->store, child) != 0) rc = -1;
     }
     if (rc == 0 && kv_controller_store_trace(c, trace, child->id, "child") != 0) rc = -1;
+    if (rc == 0 && kv_controller_store_trace(c, feedback, child->id, "feedback") != 0) rc = -1;
     if (rc == 0 && kv_store_commit(c->store) != 0) rc = -1;
     kv_llm_trace_free(trace);
+    kv_llm_trace_free(feedback);
     if (rc != 0) {
         kv_error("cannot store the result of iteration %lld: %s", (long long)child->iteration,
                  kv_store_errmsg(c->store));
@@ -512,6 +522,8 @@ int kv_controller_seed(kv_controller *c, const char *source)
     char *why = kv_strdup(r.reason);
     int rc = accept_result(c, &r);
     kv_eval_result_clear(&r);
+    while (rc == 0 && c->n_llm_pending) /* the models' grade of the initial program */
+        if (kv_llm_mutation_poll(c, 200) < 0) rc = -1;
     c->next_iteration = 1;
     if (rc != 0) {
         free(why);

@@ -36,12 +36,14 @@ typedef struct kv_pending {
 } kv_pending;
 
 /* A child waiting for a model's reply. */
-typedef struct kv_llm_pending {
+typedef struct kv_llm_waiting {
     int64_t ticket;                    /* the iteration */
     kv_program *child;                 /* lineage, island and mutator set; no source yet */
     char *parent_source;               /* the reply is applied to this text */
     size_t model_index;                /* entry of llm.models, for the ensemble's health */
     char *system_prompt, *user_prompt; /* redacted, for the store */
+    int feedback;                      /* 1: a grade of an evaluated CHILD (evaluator_models) */
+    kv_llm_trace *origin;              /* feedback: the call that made CHILD, or NULL (owned) */
 } kv_llm_waiting;
 
 typedef struct kv_controller {
@@ -100,6 +102,12 @@ int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *p
  * an interrupt. Returns a KV_EXIT_* code. */
 int kv_controller_loop(kv_controller *c);
 
+/* Commits an evaluated CHILD (taken) with the call that made it and the
+ * call that graded it (both taken, may be NULL): store, population, best,
+ * migration. Returns 0 or -1. */
+int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace *trace,
+                               kv_llm_trace *feedback);
+
 /* Stores CHILD as rejected with REASON (taken) and TRACE (taken, may be
  * NULL); CHILD stays the caller's. Returns 0 or -1. */
 int kv_controller_store_rejected(kv_controller *c, kv_program *child, char *reason,
@@ -119,6 +127,10 @@ void kv_llm_mutation_free(kv_controller *c);
  * spent (nothing submitted; CHILD freed), or -1. */
 int kv_llm_mutation_start(kv_controller *c, const kv_selection *sel, kv_program *child,
                           size_t index);
+/* evaluator.use_llm_feedback: asks one of llm.evaluator_models to grade the
+ * evaluated CHILD (taken, with TRACE); the grade becomes metrics and the
+ * child is committed when the reply comes. Returns 0 or -1. */
+int kv_llm_feedback_start(kv_controller *c, kv_program *child, kv_llm_trace *trace);
 /* Handles replies that arrived within TIMEOUT_MS: each becomes a child
  * offered for evaluation, or a stored rejection, or a stored failed call.
  * Returns the count handled, or -1. */

@@ -7,11 +7,10 @@
 #include "util/buf.h"
 #include "util/log.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* How many failures in a row make a model fall back to another. */
-#define KV_LLM_FALLBACK_AFTER 3
 /* Previous attempts on a lineage shown in a prompt. */
 #define KV_LLM_ATTEMPTS_SHOWN 5
 
@@ -36,13 +35,19 @@ int kv_llm_mutation_init(kv_controller *c)
         n = 3;
     }
     char *err = NULL;
-    c->ensemble = kv_ensemble_new(models, n, KV_LLM_FALLBACK_AFTER, &err);
+    c->ensemble = kv_ensemble_new(models, n, l->fallback_after, &err);
     if (!c->ensemble) {
         kv_error("llm.models: %s", err ? err : "invalid");
         free(err);
         return -1;
     }
-    if (!kv_ensemble_has_llm(c->ensemble)) return 0;
+    int feedback = c->cfg->evaluator.use_llm_feedback;
+    if (feedback && l->n_evaluator_models == 0) {
+        kv_error("evaluator.use_llm_feedback needs models to grade with: list them in "
+                 "llm.evaluator_models");
+        return -1;
+    }
+    if (!kv_ensemble_has_llm(c->ensemble) && !feedback) return 0;
     c->llm = kv_llm_client_new(l, c->seed, &err);
     if (!c->llm) {
         kv_error("cannot start the LLM client: %s", err ? err : "unknown error");
@@ -61,6 +66,7 @@ int kv_llm_mutation_init(kv_controller *c)
 
 static void pending_clear(kv_llm_waiting *p)
 {
+    kv_llm_trace_free(p->origin);
     kv_program_free(p->child);
     free(p->parent_source);
     free(p->system_prompt);
@@ -189,6 +195,142 @@ static kv_llm_trace *trace_of(kv_llm_waiting *p, kv_llm_result *res)
     return t;
 }
 
+/* Bit set in the tickets of grading calls (mutation calls use the iteration). */
+#define KV_FEEDBACK_TICKET (1ULL << 62)
+
+/* TEMPLATE with {language} and {current_program} filled in (malloc'd). */
+static char *fill_evaluation(const char *template, const char *language, const char *program)
+{
+    kv_buf b = KV_BUF_INIT;
+    for (const char *p = template; *p;) {
+        if (kv_starts_with(p, "{language}")) {
+            kv_buf_puts(&b, language ? language : "text");
+            p += strlen("{language}");
+        } else if (kv_starts_with(p, "{current_program}")) {
+            kv_buf_puts(&b, program);
+            p += strlen("{current_program}");
+        } else {
+            kv_buf_putc(&b, *p++);
+        }
+    }
+    return kv_buf_steal(&b);
+}
+
+int kv_llm_feedback_start(kv_controller *c, kv_program *child, kv_llm_trace *trace)
+{
+    const kv_llm_config *l = &c->cfg->llm;
+    kv_rng rng;
+    kv_rng_seed(&rng, c->seed ^ 0x5bd1e995ULL ^ (uint64_t)child->iteration);
+    double *w = kv_calloc(l->n_evaluator_models, sizeof *w);
+    for (size_t i = 0; i < l->n_evaluator_models; i++)
+        w[i] = l->evaluator_models[i].weight;
+    const kv_model_config *model =
+        &l->evaluator_models[kv_rng_weighted(&rng, w, l->n_evaluator_models)];
+    free(w);
+    const char *system = c->cfg->prompt.evaluator_system_message;
+    if (!system || !*system)
+        system = kv_prompt_template_get(c->templates, "evaluator_system_message");
+    const char *tmpl = kv_prompt_template_get(c->templates, "evaluation");
+    char *user =
+        fill_evaluation(tmpl ? tmpl : "{current_program}", c->cfg->language, child->source);
+    kv_llm_request req = {model, system, user, (uint64_t)child->iteration | KV_FEEDBACK_TICKET};
+    char *err = NULL;
+    if (kv_llm_submit(c->llm, &req, &err) != 0) {
+        /* No grade to be had (the budget is spent): the child goes in as evaluated. */
+        kv_warn("iteration %lld: no LLM feedback: %s", (long long)child->iteration,
+                err ? err : "submit failed");
+        json_object_set_new(child->artifacts ? child->artifacts
+                                             : (child->artifacts = json_object()),
+                            "llm_feedback_error", json_string(err ? err : "submit failed"));
+        free(err);
+        free(user);
+        return kv_controller_commit_child(c, child, trace, NULL);
+    }
+    if (c->n_llm_pending == c->cap_llm_pending) {
+        c->cap_llm_pending = c->cap_llm_pending ? c->cap_llm_pending * 2 : 8;
+        c->llm_pending = kv_realloc(c->llm_pending, c->cap_llm_pending * sizeof *c->llm_pending);
+    }
+    c->llm_pending[c->n_llm_pending++] = (kv_llm_waiting){
+        .ticket = (int64_t)((uint64_t)child->iteration | KV_FEEDBACK_TICKET),
+        .child = child,
+        .feedback = 1,
+        .origin = trace,
+        .system_prompt = kv_prompt_redact(system ? system : ""),
+        .user_prompt = kv_prompt_redact(user),
+    };
+    free(user);
+    return 0;
+}
+
+/* The grades in REPLY: the numbers of its first JSON object, each clamped
+ * to [0, 1]. Returns a new object (empty when none). */
+static json_t *parse_grades(const char *reply)
+{
+    json_t *grades = json_object();
+    const char *open = reply ? strchr(reply, '{') : NULL;
+    const char *close = reply ? strrchr(reply, '}') : NULL;
+    if (!open || !close || close < open) return grades;
+    json_error_t e;
+    json_t *obj = json_loadb(open, (size_t)(close - open + 1), 0, &e);
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v)
+    {
+        if (!json_is_number(v)) continue;
+        double x = json_number_value(v);
+        if (!isfinite(x)) continue;
+        json_object_set_new(grades, key, json_real(x < 0 ? 0 : x > 1 ? 1 : x));
+    }
+    json_decref(obj);
+    return grades;
+}
+
+/* Merges a grading reply into its child's metrics and commits the child:
+ * llm_<criterion> for each grade, llm_feedback their mean, and
+ * combined_score blended as (1 - w) * score + w * llm_feedback with w =
+ * evaluator.llm_feedback_weight (the score before is kept). */
+static int finish_feedback(kv_controller *c, kv_llm_waiting *p, kv_llm_result *res,
+                           kv_llm_trace *trace)
+{
+    kv_program *child = p->child;
+    kv_llm_trace *origin = p->origin;
+    p->child = NULL;
+    p->origin = NULL;
+    json_t *grades = res->ok ? parse_grades(res->content) : json_object();
+    if (!child->metrics) child->metrics = json_object();
+    if (json_object_size(grades) == 0) {
+        if (!child->artifacts) child->artifacts = json_object();
+        json_object_set_new(child->artifacts, "llm_feedback_error",
+                            json_string(res->ok ? "the grading reply held no numeric grades"
+                                                : (res->error ? res->error : "call failed")));
+    } else {
+        double sum = 0;
+        const char *key;
+        json_t *v;
+        json_object_foreach(grades, key, v)
+        {
+            char *name = kv_asprintf("llm_%s", key);
+            json_object_set(child->metrics, name, v);
+            free(name);
+            sum += json_number_value(v);
+        }
+        double mean = sum / (double)json_object_size(grades);
+        json_object_set_new(child->metrics, "llm_feedback", json_real(mean));
+        json_t *score = json_object_get(child->metrics, "combined_score");
+        if (json_is_number(score)) {
+            double w = c->cfg->evaluator.llm_feedback_weight;
+            double before = json_number_value(score);
+            json_object_set_new(child->metrics, "combined_score_before_feedback",
+                                json_real(before));
+            json_object_set_new(child->metrics, "combined_score",
+                                json_real((1 - w) * before + w * mean));
+        }
+    }
+    json_decref(grades);
+    pending_clear(p);
+    return kv_controller_commit_child(c, child, origin, trace);
+}
+
 /* Turns one finished call into a child, a stored rejection, or a stored
  * failed call. Returns 0 or -1. */
 static int handle_result(kv_controller *c, kv_llm_result *res)
@@ -202,8 +344,9 @@ static int handle_result(kv_controller *c, kv_llm_result *res)
     }
     kv_llm_waiting p = c->llm_pending[idx];
     c->llm_pending[idx] = c->llm_pending[--c->n_llm_pending];
-    kv_ensemble_report(c->ensemble, p.model_index, res->ok);
     kv_llm_trace *trace = trace_of(&p, res);
+    if (p.feedback) return finish_feedback(c, &p, res, trace);
+    kv_ensemble_report(c->ensemble, p.model_index, res->ok);
     int rc = 0;
     if (!res->ok) {
         /* No child: the call is kept with its error, the iteration yields nothing. */

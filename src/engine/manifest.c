@@ -47,8 +47,7 @@ static char *write_task_evaluator(const kv_config *cfg, const char *output_dir,
     int rc = kv_write_file(path, script, strlen(script));
     free(script);
     if (rc != 0 || chmod(path, 0755) != 0) {
-        snprintf(err->message, sizeof err->message, "cannot write %s: %s", path,
-                 strerror(errno));
+        snprintf(err->message, sizeof err->message, "cannot write %s: %s", path, strerror(errno));
         free(path);
         return NULL;
     }

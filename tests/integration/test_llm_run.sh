@@ -92,4 +92,41 @@ calls=$(sql "$WORK/budget/run.db" "select count(*) from llm_calls")
 sql "$WORK/budget/run.db" "select data from events where kind = 'stopped'" | grep -q "budget" ||
     fail "the run did not say it stopped for the budget"
 kill $SERVER_PID 2>/dev/null || true
+
+# LLM feedback: built-in mutators, a grader from llm.evaluator_models; its
+# grades become metrics and blend into combined_score with the configured weight.
+cat >"$WORK/grades.json" <<'JSON'
+[{"reply": "Grades: {\"readability\": 0.9, \"maintainability\": 0.5, \"efficiency\": 0.7, \"correctness\": 1.0, \"reasoning\": \"fine\"}"}]
+JSON
+start_server "$WORK/grades.json" "$WORK/record3.jsonl"
+cat >"$WORK/feedback.yaml" <<YAML
+initial_program: $TINY/initial.py
+evaluator: $TINY/evaluator.sh
+max_iterations: 6
+llm:
+  api_base: http://127.0.0.1:$PORT/v1
+  models:
+    - name: builtin:tune
+  evaluator_models:
+    - name: grader
+evaluator:
+  use_llm_feedback: true
+  llm_feedback_weight: 0.2
+YAML
+expect_exit 0 "$KV" run --config "$WORK/feedback.yaml" --output "$WORK/feedback"
+fdb="$WORK/feedback/run.db"
+python3 - "$fdb" <<'PY' || fail "the grades did not become metrics blended into combined_score"
+import json, sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+rows = [json.loads(m) for (m,) in c.execute("select metrics from programs where status = 'ok' and is_migrant = 0")]
+assert rows, "no evaluated program"
+for m in rows:
+    assert abs(m["llm_feedback"] - 0.775) < 1e-9, m
+    assert abs(m["llm_readability"] - 0.9) < 1e-9, m
+    want = 0.8 * m["combined_score_before_feedback"] + 0.2 * 0.775
+    assert abs(m["combined_score"] - want) < 1e-9, m
+n = c.execute("select count(*) from llm_calls where outcome = 'feedback' and program_id is not null").fetchone()[0]
+assert n == len(rows), (n, len(rows))
+PY
+kill $SERVER_PID 2>/dev/null || true
 echo "ok"
