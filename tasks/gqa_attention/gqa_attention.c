@@ -15,9 +15,18 @@
 #include "gqa_attention.h"
 
 /* {B, HQ, HKV, SQ, L, D} */
-#define DEC(name, hq, b, l, w) {name, {b, hq, 8, 1, l, 128}, w, "decode"}
-#define PRE(name, hq, s, w) {name, {1, hq, 8, s, s, 128}, w, "prefill"}
-#define CHUNK(name, hq, sq, l, w) {name, {1, hq, 8, sq, l, 128}, w, "prefill,chunked"}
+#define DEC(name, hq, b, l, w)                                                                     \
+    {                                                                                              \
+        name, {b, hq, 8, 1, l, 128}, w, "decode"                                                   \
+    }
+#define PRE(name, hq, s, w)                                                                        \
+    {                                                                                              \
+        name, {1, hq, 8, s, s, 128}, w, "prefill"                                                  \
+    }
+#define CHUNK(name, hq, sq, l, w)                                                                  \
+    {                                                                                              \
+        name, {1, hq, 8, sq, l, 128}, w, "prefill,chunked"                                         \
+    }
 
 /* Decode first (the serving hot path), then prefill. Weights: README.md. */
 static const kv_shape gqa_scenarios[] = {

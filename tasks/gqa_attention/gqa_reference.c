@@ -21,10 +21,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#define ROWS 8        /* query rows per work item: each k and v row is reused for all of them */
+#define ROWS 8 /* query rows per work item: each k and v row is reused for all of them */
 #define MAX_THREADS 64
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
     !defined(__SANITIZE_ADDRESS__)
 #define GQA_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else

@@ -120,8 +120,7 @@ static void variants_share_held_out_shapes_and_qwen3_head_configs(void **state)
             assert_int_equal(s[5], 128);
             assert_true(s[3] <= s[4]);
             assert_true(t->scenarios[i].weight > 0);
-            if (strcmp(names[n], "gqa_attention_decode") == 0)
-                assert_int_equal(s[3], 1);
+            if (strcmp(names[n], "gqa_attention_decode") == 0) assert_int_equal(s[3], 1);
         }
     }
     int l1 = 0, b3 = 0, s77 = 0;
@@ -182,8 +181,8 @@ static char *replace_all(const char *text, const char *from, const char *to)
 static void naive_cpu_start_is_correct_on_every_scenario_and_held_out_shape(void **state)
 {
     (void)state;
-    json_t *res = eval_text(kv_embedded_text("gqa_attention/cpu/naive.c"), "naive.c",
-                            KV_BACKEND_CPU);
+    json_t *res =
+        eval_text(kv_embedded_text("gqa_attention/cpu/naive.c"), "naive.c", KV_BACKEND_CPU);
     assert_string_equal(reason(res), "accepted");
     json_t *art = json_object_get(res, "artifacts");
     assert_int_equal(json_array_size(json_object_get(art, "scenarios")), 4);
@@ -205,8 +204,8 @@ static void kernel_without_causal_mask_is_rejected(void **state)
 static void kernel_reading_the_wrong_kv_head_is_rejected(void **state)
 {
     (void)state;
-    char *bad = replace_all(kv_embedded_text("gqa_attention/cpu/naive.c"), "h / (HQ / HKV)",
-                            "h % HKV");
+    char *bad =
+        replace_all(kv_embedded_text("gqa_attention/cpu/naive.c"), "h / (HQ / HKV)", "h % HKV");
     json_t *res = eval_text(bad, "wrong_head.c", KV_BACKEND_CPU);
     assert_string_equal(reason(res), "wrong_result");
     json_decref(res);
