@@ -421,6 +421,13 @@ static json_t *check_shape(run *r, const kv_shape *sh, int held)
     /* Quick runs give the full set of trials to the first scenario only; the
      * others still get the in-place refill (trial 2) with outliers. */
     if (!held && r->o->quick && sh != &r->task->scenarios[0] && trials > 2) trials = 2;
+    /* Big shapes (a decode over a long cache) cost seconds of input drawing and
+     * reference per trial: three trials still cover every distribution, the
+     * in-place refill and the move to new addresses. */
+    size_t in_bytes = 0;
+    for (int i = 0; i < t->num_tensors; i++)
+        if (t->tensors[i].role == KV_IN) in_bytes += d.bytes[i];
+    if (in_bytes > ((size_t)256 << 20) && trials > 3) trials = 3;
     for (int trial = 0; trial < trials; trial++) {
         kv_dist dist = (kv_dist)(trial % KV_DIST_COUNT);
         kv_worker_phase("correctness %s %s trial %d (%s inputs)", held ? "held-out" : "scenario",

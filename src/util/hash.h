@@ -1,4 +1,5 @@
-/* Content hashing: 64-bit FNV-1a, and a hash of source code that ignores
+/* Content hashing: a fast 64-bit hash of bytes (FNV-1a over 8-byte words,
+ * then mixed), and a hash of source code that ignores
  * differences in whitespace (used to recognise duplicate programs). */
 #ifndef KV_UTIL_HASH_H
 #define KV_UTIL_HASH_H

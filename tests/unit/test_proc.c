@@ -297,6 +297,72 @@ static void bad_working_directory_is_a_start_error(void **state)
     kv_proc_free(p);
 }
 
+static void on_usr1(int sig)
+{
+    (void)sig;
+}
+
+/* The "SigXxx:" mask line of /proc/self/status in TEXT, e.g. "0000000000000000". */
+static char *status_mask(const char *text, const char *field)
+{
+    const char *at = strstr(text, field);
+    if (!at) return kv_strdup("?");
+    at += strlen(field);
+    while (*at == ' ' || *at == '\t')
+        at++;
+    return kv_strndup(at, strcspn(at, "\n"));
+}
+
+static void signals_start_at_default_unblocked_and_the_parents_mask_is_kept(void **state)
+{
+    (void)state;
+    /* The parent handles SIGUSR1, ignores SIGINT and blocks SIGUSR2: none of
+     * that may reach the evaluator, and the parent's own mask must survive
+     * the start. */
+    struct sigaction sa = {.sa_handler = on_usr1}, old_usr1, old_int;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGUSR1, &sa, &old_usr1), 0);
+    assert_int_equal(sigaction(SIGINT, &(struct sigaction){.sa_handler = SIG_IGN}, &old_int), 0);
+    sigset_t usr2, before, after;
+    sigemptyset(&usr2);
+    sigaddset(&usr2, SIGUSR2);
+    assert_int_equal(sigprocmask(SIG_BLOCK, &usr2, &before), 0);
+
+    char *argv[] = {"cat", "/proc/self/status", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv});
+    assert_int_equal(sigprocmask(SIG_SETMASK, &before, &after), 0);
+    sigaction(SIGUSR1, &old_usr1, NULL);
+    sigaction(SIGINT, &old_int, NULL);
+    assert_true(sigismember(&after, SIGUSR2));
+    assert_false(sigismember(&after, SIGUSR1));
+
+    const char *fields[] = {"SigBlk:", "SigIgn:", "SigCgt:"};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        char *mask = status_mask(kv_proc_stdout(p), fields[i]);
+        if (strcmp(mask, "0000000000000000") != 0) fail_msg("child %s %s", fields[i], mask);
+        free(mask);
+    }
+    kv_proc_free(p);
+}
+
+static void script_without_interpreter_line_runs_under_sh(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/kv_test_proc_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char text[] = "echo \"from sh: $1\"\n";
+    assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    chmod(path, 0700);
+    char *argv[] = {path, "arg", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv});
+    unlink(path);
+    assert_string_equal(kv_proc_describe(p), "exit 0");
+    assert_string_equal(kv_proc_stdout(p), "from sh: arg\n");
+    kv_proc_free(p);
+}
+
 static void output_is_capped_keeping_the_head_and_counting_the_rest(void **state)
 {
     (void)state;
@@ -380,6 +446,8 @@ int main(void)
         cmocka_unit_test(missing_program_is_a_clear_start_error),
         cmocka_unit_test(failed_exec_reports_errno_from_the_child),
         cmocka_unit_test(bad_working_directory_is_a_start_error),
+        cmocka_unit_test(signals_start_at_default_unblocked_and_the_parents_mask_is_kept),
+        cmocka_unit_test(script_without_interpreter_line_runs_under_sh),
         cmocka_unit_test(output_is_capped_keeping_the_head_and_counting_the_rest),
         cmocka_unit_test(large_output_on_both_streams_does_not_deadlock),
         cmocka_unit_test(child_closing_its_output_early_is_harmless),
