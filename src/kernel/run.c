@@ -597,9 +597,10 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
             if (c.unwritten || c.bad || c.nonfinite)
                 kv_worker_fail("timed_output_wrong", r->extra,
                                "scenario %s: after the timed runs, input set %d's %s has %zu "
-                               "unwritten, %zu wrong and %zu NaN/Inf elements: the timed code "
-                               "did not compute the answer",
-                               sh->name, s, sp->name, c.unwritten, c.bad, c.nonfinite);
+                               "unwritten, %zu wrong and %zu NaN/Inf elements (worst at [%zu]: "
+                               "%.6g instead of %.6g): the timed code did not compute the answer",
+                               sh->name, s, sp->name, c.unwritten, c.bad, c.nonfinite, c.worst,
+                               c.worst_got, c.worst_want);
         }
         checked += full;
     }

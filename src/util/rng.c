@@ -57,20 +57,9 @@ double kv_rng_uniform(kv_rng *r)
 
 double kv_rng_normal(kv_rng *r)
 {
-    if (r->has_spare) {
-        r->has_spare = 0;
-        return r->spare;
-    }
-    double u, v, q;
-    do {
-        u = 2.0 * kv_rng_uniform(r) - 1.0;
-        v = 2.0 * kv_rng_uniform(r) - 1.0;
-        q = u * u + v * v;
-    } while (q >= 1.0 || q == 0.0);
-    double f = sqrt(-2.0 * log(q) / q);
-    r->spare = v * f;
-    r->has_spare = 1;
-    return u * f;
+    double u1 = kv_rng_uniform(r), u2 = kv_rng_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
 size_t kv_rng_weighted(kv_rng *r, const double *weights, size_t n)
