@@ -50,13 +50,9 @@ int cmd_best(int argc, char **argv)
         fputs(best_usage, stderr);
         return KV_EXIT_USAGE;
     }
-    char *path =
-        kv_is_dir(argv[optind]) ? kv_path_join(argv[optind], "run.db") : kv_strdup(argv[optind]);
-    kv_store *st = NULL;
-    char *err = NULL;
-    if (kv_store_open(path, KV_STORE_READONLY, &st, &err) != 0) {
-        kv_error("%s", err ? err : "cannot open the store");
-        free(err);
+    char *path = cli_store_path(argv[optind]);
+    kv_store *st = cli_open_store_readonly(path);
+    if (!st) {
         free(path);
         return KV_EXIT_FAILURE;
     }

@@ -59,8 +59,7 @@ int cmd_report(int argc, char **argv)
         fputs(report_usage, stderr);
         return KV_EXIT_USAGE;
     }
-    char *path =
-        kv_is_dir(argv[optind]) ? kv_path_join(argv[optind], "run.db") : kv_strdup(argv[optind]);
+    char *path = cli_store_path(argv[optind]);
     char *err = NULL;
     int rc = kv_web_report(path, output, (int)top, &err);
     if (rc != 0)

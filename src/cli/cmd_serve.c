@@ -69,8 +69,7 @@ int cmd_serve(int argc, char **argv)
         fputs(serve_usage, stderr);
         return KV_EXIT_USAGE;
     }
-    char *path =
-        kv_is_dir(argv[optind]) ? kv_path_join(argv[optind], "run.db") : kv_strdup(argv[optind]);
+    char *path = cli_store_path(argv[optind]);
     opts.store_path = path;
     /* Block the stop signals before the server's threads start, so they
      * inherit the mask and sigwait below receives them. */
