@@ -309,7 +309,8 @@ static int run_inline(void (*fn)(void *), void *ctx, kv_worker_outcome *out, cha
     char chunk[8192];
     size_t n;
     rewind(tf);
-    while ((n = fread(chunk, 1, sizeof chunk, tf)) > 0) kv_buf_append(&text, chunk, n);
+    while ((n = fread(chunk, 1, sizeof chunk, tf)) > 0)
+        kv_buf_append(&text, chunk, n);
     fclose(tf);
     if (text.data) parse_lines(text.data, out);
     kv_buf_free(&text);

@@ -18,6 +18,8 @@ void kv_rng_seed(kv_rng *r, uint64_t seed)
     uint64_t x = seed;
     for (int i = 0; i < 4; i++)
         r->s[i] = splitmix64(&x);
+    r->spare = 0;
+    r->has_spare = 0; /* a seeded generator never hands out an earlier draw */
 }
 
 static uint64_t rotl(uint64_t x, int k)
@@ -57,9 +59,20 @@ double kv_rng_uniform(kv_rng *r)
 
 double kv_rng_normal(kv_rng *r)
 {
-    double u1 = kv_rng_uniform(r), u2 = kv_rng_uniform(r);
-    if (u1 < 1e-300) u1 = 1e-300;
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+    if (r->has_spare) {
+        r->has_spare = 0;
+        return r->spare;
+    }
+    double u, v, q;
+    do {
+        u = 2.0 * kv_rng_uniform(r) - 1.0;
+        v = 2.0 * kv_rng_uniform(r) - 1.0;
+        q = u * u + v * v;
+    } while (q >= 1.0 || q == 0.0);
+    double f = sqrt(-2.0 * log(q) / q);
+    r->spare = v * f;
+    r->has_spare = 1;
+    return u * f;
 }
 
 size_t kv_rng_weighted(kv_rng *r, const double *weights, size_t n)

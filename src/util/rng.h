@@ -9,6 +9,8 @@
 
 typedef struct kv_rng {
     uint64_t s[4];
+    double spare; /* the second normal of the last polar draw */
+    int has_spare;
 } kv_rng;
 
 void kv_rng_seed(kv_rng *r, uint64_t seed);
@@ -17,7 +19,7 @@ uint64_t kv_rng_next(kv_rng *r);
 uint64_t kv_rng_below(kv_rng *r, uint64_t n);
 /* Uniform in [0, 1). */
 double kv_rng_uniform(kv_rng *r);
-/* Standard normal (Box-Muller). */
+/* Standard normal (Marsaglia's polar method: two per draw, no trigonometry). */
 double kv_rng_normal(kv_rng *r);
 /* Index drawn with probability proportional to weights[i] (>= 0); uniform when all are 0. */
 size_t kv_rng_weighted(kv_rng *r, const double *weights, size_t n);
