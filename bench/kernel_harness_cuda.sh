@@ -81,6 +81,9 @@ out_of_bounds out_of_bounds_write
 illegal_address illegal_address
 tuned_shapes_only wrong_on_held_out_shape
 nondeterministic nondeterministic
+misaligned_address misaligned_address
+out_of_memory out_of_memory
+out_of_resources out_of_resources
 LIST
 
 # compute-sanitizer memcheck stage (stage 3): clean baseline, dirty out-of-bounds.

@@ -35,6 +35,9 @@
  *           (sm_90a on Hopper) into a shared object. tensors[i] are device
  *           pointers; `stream` is the harness's cudaStream_t (a CUstream of
  *           the device's primary context). Launch on that stream only.
+ *           On failure return the CUDA runtime's error (cudaGetLastError()
+ *           or the failing call's cudaError_t): the harness names it
+ *           (out_of_memory, out_of_resources, misaligned_address, ...).
  *
  * Work left running elsewhere (another thread, queue or stream), outputs not
  * fully written, modified inputs, results cached across calls, writes past a

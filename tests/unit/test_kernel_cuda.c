@@ -117,6 +117,9 @@ static void on_a_gpu_honest_kernels_pass_and_red_team_fails(void **state)
         {"illegal_address", "illegal_address"},
         {"tuned_shapes_only", "wrong_on_held_out_shape"},
         {"nondeterministic", "nondeterministic"},
+        {"misaligned_address", "misaligned_address"},
+        {"out_of_memory", "out_of_memory"},
+        {"out_of_resources", "out_of_resources"},
     };
     int failures = 0;
     for (size_t i = 0; i < sizeof red / sizeof red[0]; i++) {

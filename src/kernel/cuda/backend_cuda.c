@@ -240,6 +240,28 @@ static int cuda_canary_ok(kv_backend *b, kv_dbuf *buf, char **err)
     return ok;
 }
 
+/* The harness's name for a CUDA runtime error that kv_launch returned (task.h
+ * asks CUDA candidates to return cudaGetLastError()), or NULL. */
+static const char *runtime_error_code(int rc)
+{
+    switch (rc) {
+    case 2:
+        return "out_of_memory"; /* cudaErrorMemoryAllocation */
+    case 9:
+        return "invalid_configuration"; /* cudaErrorInvalidConfiguration */
+    case 700:
+        return "illegal_address"; /* cudaErrorIllegalAddress */
+    case 701:
+        return "out_of_resources"; /* cudaErrorLaunchOutOfResources */
+    case 702:
+        return "launch_timeout"; /* cudaErrorLaunchTimeout */
+    case 716:
+        return "misaligned_address"; /* cudaErrorMisalignedAddress */
+    default:
+        return NULL;
+    }
+}
+
 static int cuda_launch(kv_backend *b, kv_module *m, kv_launch_args *a, char **err)
 {
     cu_state *s = b->state;
@@ -249,7 +271,9 @@ static int cuda_launch(kv_backend *b, kv_module *m, kv_launch_args *a, char **er
     a->cl_kernel = NULL;
     int rc = m->fn(a);
     if (rc != 0) {
-        *err = kv_asprintf("launch_failed: kv_launch returned %d", rc);
+        const char *code = runtime_error_code(rc);
+        *err = code ? kv_asprintf("%s: kv_launch returned CUDA runtime error %d", code, rc)
+                    : kv_asprintf("launch_failed: kv_launch returned %d", rc);
         return -1;
     }
     return 0;
