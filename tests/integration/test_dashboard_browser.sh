@@ -171,6 +171,24 @@ if errors:
 print("dashboard shows the run's numbers: tree, chart, grids, summary, program page, report")
 PY
 
+# Live in the browser: with the page open, the programs a running resume adds
+# appear on it without a reload (the page polls; its count grows past the
+# count it first loaded).
+KV_TEST_EVAL_SLEEP=0.4 "$KV" resume "$WORK/run" --iterations 20 >"$WORK/resume_live.log" 2>&1 &
+RESUME_PID=$!
+sleep 0.5
+timeout 120 "$CHROMIUM" --headless --disable-gpu --no-sandbox --user-data-dir="$WORK/profile-live" \
+    --virtual-time-budget=1000000 --dump-dom "${URL}?poll=250" >"$WORK/live.html" 2>>"$WORK/chromium.log"
+wait $RESUME_PID || fail "the resumed run behind the live page failed"
+python3 - "$WORK/live.html" <<'PY' || fail "the open page did not pick up new programs by itself"
+import re, sys
+html = open(sys.argv[1]).read()
+initial = int(re.search(r'data-initial-programs="(\d+)"', html).group(1))
+live = int(re.search(r'id="live"[^>]*>live · (\d+) programs', html).group(1))
+print(f"live page: {initial} programs at load, {live} after polling")
+sys.exit(0 if live > initial else 1)
+PY
+
 # Live: programs added by a resumed run appear in the API while serving.
 before=$(python3 -c 'import json,sys,urllib.request; print(json.load(urllib.request.urlopen(sys.argv[1]+"api/summary"))["max_id"])' "$URL")
 "$KV" resume "$WORK/run" --iterations 5 >"$WORK/resume.log" 2>&1 || fail "resume failed"

@@ -7,7 +7,8 @@
 
 const STATIC = window.KV_DATA || null;
 const PAGE = 5000;
-const POLL_MS = 2000;
+// Poll interval: 2 s, or ?poll=MS (at least 100) for tests.
+const POLL_MS = Math.max(100, Number(new URLSearchParams(location.search).get("poll")) || 2000);
 const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
                  "#7f7f7f", "#bcbd22", "#17becf"];
 const COLS = ["id", "parent_id", "other_parent_id", "island", "iteration", "generation", "status",
@@ -645,6 +646,7 @@ async function main() {
     showError("cannot load the run: " + e.message);
   }
   route();
+  document.body.dataset.initialPrograms = String(state.list.length);
   document.body.dataset.ready = "1";
   if (!STATIC) setTimeout(poll, POLL_MS);
 }
