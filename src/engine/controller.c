@@ -59,13 +59,14 @@ int kv_controller_store_trace(kv_controller *c, const kv_llm_trace *t, int64_t p
                               const char *outcome)
 {
     if (!t) return 0;
+    int keep = c->cfg->database.log_prompts; /* else usage and outcome only */
     kv_llm_call_record r = {
         .iteration = t->iteration,
         .model = t->model,
         .endpoint = t->endpoint,
-        .system_prompt = t->system_prompt,
-        .user_prompt = t->user_prompt,
-        .reply = t->reply,
+        .system_prompt = keep ? t->system_prompt : NULL,
+        .user_prompt = keep ? t->user_prompt : NULL,
+        .reply = keep ? t->reply : NULL,
         .prompt_tokens = t->prompt_tokens,
         .completion_tokens = t->completion_tokens,
         .cost_usd = t->cost_usd,
