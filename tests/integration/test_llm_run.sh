@@ -112,6 +112,8 @@ llm:
 evaluator:
   use_llm_feedback: true
   llm_feedback_weight: 0.2
+database:
+  log_prompts: false
 YAML
 expect_exit 0 "$KV" run --config "$WORK/feedback.yaml" --output "$WORK/feedback"
 fdb="$WORK/feedback/run.db"
@@ -127,6 +129,10 @@ for m in rows:
     assert abs(m["combined_score"] - want) < 1e-9, m
 n = c.execute("select count(*) from llm_calls where outcome = 'feedback' and program_id is not null").fetchone()[0]
 assert n == len(rows), (n, len(rows))
+# database.log_prompts: false keeps usage and outcome, not the texts.
+kept = c.execute("select count(*) from llm_calls where user_prompt is not null or reply is not null").fetchone()[0]
+assert kept == 0, kept
+assert c.execute("select count(*) from llm_calls where model = 'grader'").fetchone()[0] == n
 PY
 kill $SERVER_PID 2>/dev/null || true
 echo "ok"
