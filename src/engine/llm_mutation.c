@@ -198,24 +198,6 @@ static kv_llm_trace *trace_of(kv_llm_waiting *p, kv_llm_result *res)
 /* Bit set in the tickets of grading calls (mutation calls use the iteration). */
 #define KV_FEEDBACK_TICKET (1ULL << 62)
 
-/* TEMPLATE with {language} and {current_program} filled in (malloc'd). */
-static char *fill_evaluation(const char *template, const char *language, const char *program)
-{
-    kv_buf b = KV_BUF_INIT;
-    for (const char *p = template; *p;) {
-        if (kv_starts_with(p, "{language}")) {
-            kv_buf_puts(&b, language ? language : "text");
-            p += strlen("{language}");
-        } else if (kv_starts_with(p, "{current_program}")) {
-            kv_buf_puts(&b, program);
-            p += strlen("{current_program}");
-        } else {
-            kv_buf_putc(&b, *p++);
-        }
-    }
-    return kv_buf_steal(&b);
-}
-
 int kv_llm_feedback_start(kv_controller *c, kv_program *child, kv_llm_trace *trace)
 {
     const kv_llm_config *l = &c->cfg->llm;
@@ -231,8 +213,9 @@ int kv_llm_feedback_start(kv_controller *c, kv_program *child, kv_llm_trace *tra
     if (!system || !*system)
         system = kv_prompt_template_get(c->templates, "evaluator_system_message");
     const char *tmpl = kv_prompt_template_get(c->templates, "evaluation");
-    char *user =
-        fill_evaluation(tmpl ? tmpl : "{current_program}", c->cfg->language, child->source);
+    const char *keys[] = {"language", "current_program"};
+    const char *vals[] = {c->cfg->language ? c->cfg->language : "text", child->source};
+    char *user = kv_prompt_render(tmpl ? tmpl : "{current_program}", keys, vals, 2);
     kv_llm_request req = {model, system, user, (uint64_t)child->iteration | KV_FEEDBACK_TICKET};
     char *err = NULL;
     if (kv_llm_submit(c->llm, &req, &err) != 0) {

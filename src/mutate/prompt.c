@@ -72,9 +72,7 @@ const char *kv_prompt_template_get(const kv_prompt_templates *t, const char *nam
     return NULL;
 }
 
-/* Fills template TPL: each "{key}" of KEYS[i] becomes VALS[i]; other braces
- * stay. Values are not rescanned. Malloc'd. */
-static char *render(const char *tpl, const char *const *keys, const char *const *vals, size_t n)
+char *kv_prompt_render(const char *tpl, const char *const *keys, const char *const *vals, size_t n)
 {
     kv_buf b = KV_BUF_INIT;
     kv_buf_puts(&b, "");
@@ -320,7 +318,7 @@ static char *history_text(const kv_prompt_templates *t, const kv_prompt_inputs *
         const char *keys[] = {"attempt_number", "changes", "performance", "outcome"};
         const char *vals[] = {num, a->change_summary ? a->change_summary : "(not described)", perf,
                               outcome};
-        char *s = render(kv_prompt_template_get(t, "previous_attempt"), keys, vals, 4);
+        char *s = kv_prompt_render(kv_prompt_template_get(t, "previous_attempt"), keys, vals, 4);
         kv_buf_puts(&attempts, s);
         free(s);
         free(num);
@@ -339,7 +337,7 @@ static char *history_text(const kv_prompt_templates *t, const kv_prompt_inputs *
         const char *keys[] = {"program_number", "score", "language", "program_snippet",
                               "key_features"};
         const char *vals[] = {num, score, lang, src, features};
-        char *s = render(kv_prompt_template_get(t, "top_program"), keys, vals, 5);
+        char *s = kv_prompt_render(kv_prompt_template_get(t, "top_program"), keys, vals, 5);
         kv_buf_puts(&tops, s);
         free(s);
         free(src);
@@ -358,7 +356,7 @@ static char *history_text(const kv_prompt_templates *t, const kv_prompt_inputs *
                               "unique_features"};
         char *src = code_text(p->source);
         const char *vals[] = {num, type, lang, src, features};
-        char *s = render(kv_prompt_template_get(t, "inspiration_program"), keys, vals, 5);
+        char *s = kv_prompt_render(kv_prompt_template_get(t, "inspiration_program"), keys, vals, 5);
         kv_buf_puts(&insp, s);
         free(s);
         free(src);
@@ -370,11 +368,12 @@ static char *history_text(const kv_prompt_templates *t, const kv_prompt_inputs *
     if (insp.len) {
         const char *keys[] = {"inspiration_programs"};
         const char *vals[] = {insp.data};
-        insp_section = render(kv_prompt_template_get(t, "inspirations_section"), keys, vals, 1);
+        insp_section =
+            kv_prompt_render(kv_prompt_template_get(t, "inspirations_section"), keys, vals, 1);
     }
     const char *keys[] = {"previous_attempts", "top_programs", "inspirations_section"};
     const char *vals[] = {attempts.data, tops.data, insp_section ? insp_section : ""};
-    char *out = render(kv_prompt_template_get(t, "evolution_history"), keys, vals, 3);
+    char *out = kv_prompt_render(kv_prompt_template_get(t, "evolution_history"), keys, vals, 3);
     free(insp_section);
     kv_buf_free(&attempts);
     kv_buf_free(&tops);
@@ -397,7 +396,7 @@ static char *user_text(const kv_prompt_templates *t, const kv_prompt_config *cfg
     char *code = code_text(in->parent->source);
     const char *vals[] = {metrics, areas, arts, hist, code, lang};
     const char *tpl = kv_prompt_template_get(t, in->diff_mode ? "diff_user" : "full_rewrite_user");
-    char *out = render(tpl, keys, vals, 6);
+    char *out = kv_prompt_render(tpl, keys, vals, 6);
     free(metrics);
     free(areas);
     free(arts);

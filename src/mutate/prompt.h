@@ -75,6 +75,9 @@ const char *kv_prompt_template_get(const kv_prompt_templates *t, const char *nam
 int kv_prompt_build(const kv_prompt_templates *t, const kv_prompt_config *cfg,
                     const kv_prompt_inputs *in, kv_prompt *out, char **err);
 void kv_prompt_free(kv_prompt *p);
+/* Fills template TPL: each "{key}" of KEYS[i] becomes VALS[i] (NULL: "");
+ * other braces stay. Values are not rescanned. Malloc'd. */
+char *kv_prompt_render(const char *tpl, const char *const *keys, const char *const *vals, size_t n);
 
 /* Copy of TEXT with secrets replaced by "***": sk-... keys, "Bearer ...",
  * api_key=/token:/password=... values, common token prefixes (ghp_, hf_,
