@@ -1,6 +1,7 @@
 /* The controller loop: parent selection, mutation, rule checks, evaluation
  * hand-off, and committing each result to the store as it arrives. */
 #include "engine/controller.h"
+#include "util/clock.h"
 #include "engine/interrupt.h"
 #include "engine/progress.h"
 #include "mutate/blocks.h"
@@ -17,13 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Hash 0 is reserved by the map; fold it onto 1. */
 static uint64_t code_key(uint64_t h)
@@ -130,7 +124,7 @@ int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
     c->best_fitness = NAN;
     c->best_stop_value = NAN;
     c->output_dir = kv_strdup(output_dir);
-    c->started_at = now_s();
+    c->started_at = kv_now_s();
     c->db = kv_database_new(&cfg->database);
     if (!c->db) {
         kv_error("cannot create the program database");

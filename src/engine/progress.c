@@ -1,21 +1,15 @@
 /* Progress display: iteration, best score, evaluations per second, failures. */
 #include "engine/progress.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <time.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void format_line(const kv_controller *c, char *out, size_t n)
 {
-    double elapsed = now_s() - c->started_at;
+    double elapsed = kv_now_s() - c->started_at;
     int64_t done = c->n_evaluated + c->n_failed;
     snprintf(out, n,
              "iteration %lld/%lld  best %.6g  %.1f eval/s  failed %lld  rejected %lld  "
@@ -29,7 +23,7 @@ void kv_progress_update(kv_controller *c, int final)
 {
     static double last_shown;
     static int64_t last_logged_iteration;
-    double t = now_s();
+    double t = kv_now_s();
     char line[256];
     if (c->progress) {
         if (!final && t - last_shown < 0.2) return;

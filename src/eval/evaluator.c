@@ -5,6 +5,7 @@
  * descriptors of every running child, so the controller never spins, and
  * hands back results in the order they finish. */
 #include "eval/evaluator.h"
+#include "util/clock.h"
 #include "eval/eval_output.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -66,13 +67,6 @@ struct kv_evaluator {
     size_t n_done, cap_done;
     int64_t private_ticket; /* for kv_evaluator_run_one */
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int keep_programs(void)
 {
@@ -336,7 +330,7 @@ static void finish_job(kv_evaluator *ev, job *j, kv_status status, const char *r
             json_object_set_new(r.artifacts, key, limit_artifact(ev, v));
         }
     }
-    r.seconds = j->started > 0 ? now_s() - j->started : 0;
+    r.seconds = j->started > 0 ? kv_now_s() - j->started : 0;
     r.attempts = j->first_attempts;
     if (ev->n_done == ev->cap_done) {
         ev->cap_done = ev->cap_done ? 2 * ev->cap_done : 8;
@@ -409,7 +403,7 @@ static void start_queued(kv_evaluator *ev)
         if (!ev->queue_head) ev->queue_tail = NULL;
         ev->n_queued--;
         j->next = NULL;
-        j->started = now_s();
+        j->started = kv_now_s();
         if (start_run(ev, j) == 0) ev->running[ev->n_running++] = j;
     }
 }
@@ -567,7 +561,7 @@ static void advance(kv_evaluator *ev)
 static int wait_result(kv_evaluator *ev, int timeout_ms, int64_t ticket, int only_ticket,
                        int interruptible)
 {
-    double deadline = timeout_ms >= 0 ? now_s() + timeout_ms / 1000.0 : 0;
+    double deadline = timeout_ms >= 0 ? kv_now_s() + timeout_ms / 1000.0 : 0;
     for (;;) {
         start_queued(ev);
         advance(ev);
@@ -576,7 +570,7 @@ static int wait_result(kv_evaluator *ev, int timeout_ms, int64_t ticket, int onl
         if (ev->n_running == 0) return 0;
         int wait = -1;
         if (timeout_ms >= 0) {
-            double left = deadline - now_s();
+            double left = deadline - kv_now_s();
             if (left <= 0) return 0;
             wait = (int)(left * 1000.0) + 1;
         }

@@ -1,5 +1,6 @@
 /* Backend selection and helpers shared by the backends (see backend.h). */
 #include "kernel/backend.h"
+#include "util/clock.h"
 #include "util/buf.h"
 
 #include <dirent.h>
@@ -48,11 +49,4 @@ int kv_thread_count(void)
         if (e->d_name[0] != '.') n++;
     closedir(d);
     return n;
-}
-
-double kv_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

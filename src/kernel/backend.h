@@ -9,6 +9,7 @@
 #define KV_KERNEL_BACKEND_H
 
 #include "kernel/compile.h"
+#include "util/clock.h"
 
 #include <kevolve/task.h>
 
@@ -82,7 +83,5 @@ kv_backend *kv_backend_cuda_new(void);
 
 /* Threads of this process now (/proc/self/task), -1 when unknown. */
 int kv_thread_count(void);
-/* Monotonic clock in seconds. */
-double kv_now_s(void);
 
 #endif

@@ -1,5 +1,6 @@
 /* Compiling candidates into a content-keyed cache (see compile.h). */
 #include "kernel/compile.h"
+#include "util/clock.h"
 #include "kernel/tasks.h"
 #include "kernel/tool.h"
 #include "util/buf.h"
@@ -95,13 +96,6 @@ static char *ensure_include_dir(const char *cache, char **err)
     free(dir);
     free(path);
     return inc;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Reads "<max> <keyword>" pairs such as "Used 32 registers" from LOG. */
@@ -252,10 +246,10 @@ int kv_compile(kv_backend_kind backend, const char *source, const char *cache_di
     } else if (kv_write_file(src_path, source, strlen(source)) != 0) {
         *err = kv_asprintf("cannot write %s: %s", src_path, strerror(errno));
     } else if (build_argv(backend, inc, arch, src_path, tmp_out, argv, owned, err) == 0) {
-        double t0 = now_s();
+        double t0 = kv_now_s();
         char *log = NULL;
         int status = kv_tool_run(argv, KV_COMPILE_TIMEOUT_S, &log);
-        out->seconds = now_s() - t0;
+        out->seconds = kv_now_s() - t0;
         /* Temporary file names mean nothing to a reader of the log. */
         kv_buf clean = KV_BUF_INIT;
         for (const char *p = log; *p;) {

@@ -1,5 +1,6 @@
 /* Running external tools with a time limit (see tool.h). */
 #include "kernel/tool.h"
+#include "util/clock.h"
 #include "util/buf.h"
 
 #include <errno.h>
@@ -12,13 +13,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int kv_tool_run(char *const *argv, double timeout_s, char **output)
 {
@@ -48,11 +42,11 @@ int kv_tool_run(char *const *argv, double timeout_s, char **output)
     }
     setpgid(pid, pid);
     close(fds[1]);
-    double deadline = now_s() + timeout_s;
+    double deadline = kv_now_s() + timeout_s;
     int timed_out = 0;
     char chunk[4096];
     for (;;) {
-        double left = deadline - now_s();
+        double left = deadline - kv_now_s();
         if (left <= 0) {
             timed_out = 1;
             kill(-pid, SIGKILL);

@@ -1,5 +1,6 @@
 /* Worker processes for candidate kernels (see worker.h). */
 #include "kernel/worker.h"
+#include "util/clock.h"
 #include "util/buf.h"
 #include "util/json.h"
 
@@ -279,7 +280,6 @@ static _Noreturn void child_main(int fd, void (*fn)(void *), void *ctx)
 }
 
 static void parse_lines(const char *text, kv_worker_outcome *out);
-static double now_s(void);
 
 /* Runs FN in this very process (KEVOLVE_WORKER_INLINE, for compute-sanitizer,
  * which watches one process): messages go through a temporary file read
@@ -294,7 +294,7 @@ static int run_inline(void (*fn)(void *), void *ctx, kv_worker_outcome *out, cha
     }
     fflush(NULL);
     int saved_stdout = dup(1);
-    double t0 = now_s();
+    double t0 = kv_now_s();
     child_setup(fileno(tf), 0);
     fn(ctx);
     g_fd = -1;
@@ -303,7 +303,7 @@ static int run_inline(void (*fn)(void *), void *ctx, kv_worker_outcome *out, cha
         dup2(saved_stdout, 1);
         close(saved_stdout);
     }
-    out->seconds = now_s() - t0;
+    out->seconds = kv_now_s() - t0;
     out->exit_code = 0;
     kv_buf text = KV_BUF_INIT;
     char chunk[8192];
@@ -315,13 +315,6 @@ static int run_inline(void (*fn)(void *), void *ctx, kv_worker_outcome *out, cha
     if (text.data) parse_lines(text.data, out);
     kv_buf_free(&text);
     return 0;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Parses the child's lines into OUT. */
@@ -365,7 +358,7 @@ int kv_worker_run(void (*fn)(void *ctx), void *ctx, double timeout_s, kv_worker_
         return -1;
     }
     fflush(NULL);
-    double t0 = now_s();
+    double t0 = kv_now_s();
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
@@ -383,7 +376,7 @@ int kv_worker_run(void (*fn)(void *ctx), void *ctx, double timeout_s, kv_worker_
     char chunk[8192];
     int status = 0, reaped = 0;
     for (;;) {
-        double left = t0 + timeout_s - now_s();
+        double left = t0 + timeout_s - kv_now_s();
         if (timeout_s > 0 && left <= 0) {
             out->timed_out = 1;
             kill(-pid, SIGKILL);
@@ -416,7 +409,7 @@ int kv_worker_run(void (*fn)(void *ctx), void *ctx, double timeout_s, kv_worker_
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
     kill(-pid, SIGKILL); /* anything the candidate left behind */
-    out->seconds = now_s() - t0;
+    out->seconds = kv_now_s() - t0;
     if (WIFEXITED(status)) out->exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status) && !out->timed_out) out->signal = WTERMSIG(status);
     if (text.data) parse_lines(text.data, out);

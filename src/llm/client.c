@@ -3,6 +3,7 @@
  * waiting out a retry delay, and a list of finished results that kv_llm_poll
  * hands back one at a time. See client.h for the contract. */
 #include "llm/client.h"
+#include "util/clock.h"
 #include "llm/request.h"
 #include "util/buf.h"
 #include "util/log.h"
@@ -57,14 +58,6 @@ struct kv_llm_client {
     req_list running; /* transfers in flight (unordered) */
     int active, pending;
 };
-
-/* Monotonic seconds. */
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void list_push(req_list *l, kv_llm_req *r)
 {
@@ -249,7 +242,7 @@ int kv_llm_submit(kv_llm_client *c, const kv_llm_request *req, char **err)
     r->retry_delay = s.retry_delay;
     r->price_in = req->model->price_input_per_mtok;
     r->price_out = req->model->price_output_per_mtok;
-    r->submitted_at = now_s();
+    r->submitted_at = kv_now_s();
     r->retry_after = -1;
     list_push(&c->queue, r);
     c->pending++;
@@ -429,7 +422,7 @@ static void attempt_done(kv_llm_client *c, kv_llm_req *r, CURLcode code)
         double ra = r->retry_after < c->max_retry_after_s ? r->retry_after : c->max_retry_after_s;
         if (delay < ra) delay = ra;
     }
-    r->due = now_s() + delay;
+    r->due = kv_now_s() + delay;
     list_push(&c->delayed, r);
 }
 
@@ -443,7 +436,7 @@ static char *budget_error(const kv_llm_client *c, const kv_llm_req *r)
  * queued requests while there is room. */
 static void start_ready(kv_llm_client *c)
 {
-    double t = now_s();
+    double t = kv_now_s();
     req_list still = {NULL, NULL};
     req_list due = {NULL, NULL};
     kv_llm_req *r;
@@ -500,7 +493,7 @@ static int pop_done(kv_llm_client *c, kv_llm_result *out)
     r->url = NULL;
     out->prompt_tokens = r->prompt_tokens;
     out->completion_tokens = r->completion_tokens;
-    out->latency_s = now_s() - r->submitted_at;
+    out->latency_s = kv_now_s() - r->submitted_at;
     out->cost_usd = r->cost;
     out->http_status = r->http_status;
     out->error = r->error;
@@ -516,7 +509,7 @@ static int pop_done(kv_llm_client *c, kv_llm_result *out)
 /* Seconds until the earliest delayed retry (HUGE_VAL when none). */
 static double next_due_in(const kv_llm_client *c)
 {
-    double t = now_s(), best = HUGE_VAL;
+    double t = kv_now_s(), best = HUGE_VAL;
     for (const kv_llm_req *r = c->delayed.head; r; r = r->next)
         if (r->due - t < best) best = r->due - t;
     return best < 0 ? 0 : best;
@@ -537,7 +530,7 @@ long kv_llm_next_timeout_ms(kv_llm_client *c)
 
 int kv_llm_poll(kv_llm_client *c, int timeout_ms, kv_llm_result *out, char **err)
 {
-    double deadline = now_s() + (timeout_ms > 0 ? timeout_ms : 0) / 1000.0;
+    double deadline = kv_now_s() + (timeout_ms > 0 ? timeout_ms : 0) / 1000.0;
     for (;;) {
         if (pop_done(c, out)) return 1;
         if (c->pending == 0) return 0;
@@ -552,7 +545,7 @@ int kv_llm_poll(kv_llm_client *c, int timeout_ms, kv_llm_result *out, char **err
         if (c->done.head) continue;
         /* A retry that became due while we were busy: start it at once. */
         if (c->delayed.head && next_due_in(c) <= 0) continue;
-        double left = deadline - now_s();
+        double left = deadline - kv_now_s();
         if (left <= 0) return 0;
         double wait = left < next_due_in(c) ? left : next_due_in(c);
         int wait_ms = (int)ceil(wait * 1000.0);

@@ -14,6 +14,7 @@
  * exists any more, zombies included. */
 #define _GNU_SOURCE
 #include "util/proc.h"
+#include "util/clock.h"
 #include "util/buf.h"
 
 #include <errno.h>
@@ -82,13 +83,6 @@ struct launch {
     int max_fd;
     int out_w, err_w, report_w; /* the child's stdout, stderr and failure report */
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- secrets ---------------------------------------------------------- */
 
@@ -476,7 +470,7 @@ kv_proc *kv_proc_start(const kv_proc_spec *spec, char **err)
         goto fail;
     }
 
-    p->start = now_s();
+    p->start = kv_now_s();
     l.out_w = out[1];
     l.err_w = errp[1];
     l.report_w = rep[1];
@@ -647,7 +641,7 @@ static void set_describe(kv_proc *p)
 static void finish(kv_proc *p, kv_proc_end how, int status, int have_status)
 {
     p->ended = 1;
-    p->seconds = now_s() - p->start;
+    p->seconds = kv_now_s() - p->start;
     kill_and_reap_group(p->pid);
     drain_and_close(p);
     close_fd(&p->exit_fd);
@@ -682,7 +676,7 @@ static void kill_now(kv_proc *p, kv_proc_end how)
 int kv_proc_ms_to_deadline(const kv_proc *p)
 {
     if (!p || p->ended || p->deadline <= 0) return -1;
-    double left = p->deadline - now_s();
+    double left = p->deadline - kv_now_s();
     if (left <= 0) return 0;
     if (left > INT_MAX / 1000.0) return INT_MAX;
     return (int)(left * 1000.0) + 1; /* round up: waking early would spin */
@@ -719,7 +713,7 @@ int kv_proc_poll(kv_proc *p, int wait_ms)
         finish(p, KV_PROC_EXITED, 0, 0);
         return 1;
     }
-    if (p->deadline > 0 && now_s() >= p->deadline) {
+    if (p->deadline > 0 && kv_now_s() >= p->deadline) {
         kill_now(p, KV_PROC_TIMED_OUT);
         return 1;
     }
@@ -776,7 +770,7 @@ int kv_proc_signal(const kv_proc *p)
 
 double kv_proc_seconds(const kv_proc *p)
 {
-    return p->ended ? p->seconds : now_s() - p->start;
+    return p->ended ? p->seconds : kv_now_s() - p->start;
 }
 
 const char *kv_proc_stdout(const kv_proc *p)
