@@ -3,8 +3,12 @@
 #include "kernel/dtype.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *kv_dist_name(kv_dist d)
 {
@@ -20,22 +24,122 @@ const char *kv_dist_name(kv_dist d)
     }
 }
 
+/* One chunk's seed: BASE and the chunk index C mixed (splitmix64's finaliser),
+ * so neighbouring chunks get unrelated generators. */
+static uint64_t chunk_seed(uint64_t base, size_t c)
+{
+    uint64_t z = base ^ (((uint64_t)c + 1) * 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* One value of distribution D from R, before rounding to the dtype; FORCED:
+ * this element must be an outlier (KV_DIST_OUTLIERS). I32: scaled and
+ * rounded for the normal distributions, so integers carry their spread. */
+static inline double draw(kv_rng *r, kv_dist d, int forced, int i32)
+{
+    if (d == KV_DIST_SMALL_INT) return (double)kv_rng_below(r, 9) - 4.0;
+    double v = kv_rng_normal(r);
+    if (d == KV_DIST_OUTLIERS && (forced || kv_rng_below(r, 500) == 0))
+        v = (kv_rng_below(r, 2) ? 1.0 : -1.0) * (30.0 + 50.0 * kv_rng_uniform(r));
+    if (i32) v = round(v * 8.0);
+    return v;
+}
+
+/* A fill shared by its threads; chunks are taken in any order. */
+typedef struct fill_job {
+    kv_dtype dt;
+    kv_dist d;
+    size_t n, forced, chunks;
+    uint64_t base;
+    void *host;
+    double *vals;
+    _Atomic size_t next;
+} fill_job;
+
+/* Fills chunk C of J from its own generator: the result depends on the
+ * chunk's index only, never on the thread or the order. */
+static void fill_chunk(const fill_job *j, size_t c)
+{
+    size_t i0 = c * KV_FILL_CHUNK, i1 = j->n - i0 < KV_FILL_CHUNK ? j->n : i0 + KV_FILL_CHUNK;
+    size_t forced = j->d == KV_DIST_OUTLIERS ? j->forced : (size_t)-1;
+    kv_dist d = j->d;
+    double *vals = j->vals;
+    kv_rng r;
+    kv_rng_seed(&r, chunk_seed(j->base, c));
+    switch (j->dt) { /* bf16, f16, f32: conversions inlined in one loop per type */
+    case KV_BF16: {
+        uint16_t *p = j->host;
+        for (size_t i = i0; i < i1; i++) {
+            uint16_t h = kv_f32_to_bf16((float)draw(&r, d, i == forced, 0));
+            p[i] = h;
+            if (vals) vals[i] = kv_bf16_to_f32(h);
+        }
+        break;
+    }
+    case KV_F16: {
+        uint16_t *p = j->host;
+        for (size_t i = i0; i < i1; i++) {
+            uint16_t h = kv_f32_to_f16((float)draw(&r, d, i == forced, 0));
+            p[i] = h;
+            if (vals) vals[i] = kv_f16_to_f32(h);
+        }
+        break;
+    }
+    case KV_F32: {
+        float *p = j->host;
+        for (size_t i = i0; i < i1; i++) {
+            float f = (float)draw(&r, d, i == forced, 0);
+            p[i] = f;
+            if (vals) vals[i] = f;
+        }
+        break;
+    }
+    default:
+        for (size_t i = i0; i < i1; i++) {
+            kv_dtype_store(j->dt, j->host, i, draw(&r, d, i == forced, j->dt == KV_I32));
+            if (vals) vals[i] = kv_dtype_load(j->dt, j->host, i);
+        }
+        break;
+    }
+}
+
+/* A thread: takes chunks until none are left. */
+static void *fill_worker(void *arg)
+{
+    fill_job *j = arg;
+    for (size_t c; (c = atomic_fetch_add(&j->next, 1)) < j->chunks;)
+        fill_chunk(j, c);
+    return NULL;
+}
+
+void kv_fill_random_threads(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void *host, double *vals,
+                            int threads)
+{
+    fill_job j = {.dt = dt, .d = d, .n = n, .host = host, .vals = vals};
+    j.base = kv_rng_next(rng);
+    j.forced = n ? (size_t)kv_rng_below(rng, n) : 0;
+    j.chunks = (n + KV_FILL_CHUNK - 1) / KV_FILL_CHUNK;
+    atomic_init(&j.next, 0);
+    if (threads <= 0) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = ncpu < 1 ? 1 : ncpu > KV_FILL_MAX_THREADS ? KV_FILL_MAX_THREADS : (int)ncpu;
+        if ((size_t)threads > j.chunks) threads = (int)(j.chunks ? j.chunks : 1);
+    }
+    if (threads > KV_FILL_MAX_THREADS) threads = KV_FILL_MAX_THREADS;
+    pthread_t th[KV_FILL_MAX_THREADS];
+    int started = 0;
+    for (int i = 1; i < threads; i++) /* a thread that cannot start leaves its share to the rest */
+        if (pthread_create(&th[started], NULL, fill_worker, &j) == 0) started++;
+    fill_worker(&j); /* this thread works too, and finishes alone if none started */
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+}
+
 void kv_fill_random(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void *host, double *vals)
 {
-    size_t forced = n ? (size_t)kv_rng_below(rng, n) : 0;
-    for (size_t i = 0; i < n; i++) {
-        double v;
-        if (d == KV_DIST_SMALL_INT) {
-            v = (double)kv_rng_below(rng, 9) - 4.0;
-        } else {
-            v = kv_rng_normal(rng);
-            if (d == KV_DIST_OUTLIERS && (i == forced || kv_rng_below(rng, 500) == 0))
-                v = (kv_rng_below(rng, 2) ? 1.0 : -1.0) * (30.0 + 50.0 * kv_rng_uniform(rng));
-            if (dt == KV_I32) v = round(v * 8.0);
-        }
-        kv_dtype_store(dt, host, i, v);
-        vals[i] = kv_dtype_load(dt, host, i);
-    }
+    kv_fill_random_threads(dt, d, rng, n, host, vals, 0);
 }
 
 void kv_check_output(kv_dtype dt, const void *out, const double *ref, size_t n, const void *poison,

@@ -20,9 +20,23 @@ typedef enum kv_dist {
 
 const char *kv_dist_name(kv_dist d);
 
-/* Fills N elements of dtype DT at HOST (bytes) and VALS (the same values as
- * doubles, after rounding to DT) from distribution D. */
+/* Fills N elements of dtype DT at HOST (bytes) and VALS (the values the
+ * image holds, as doubles; NULL: not wanted) from distribution D. RNG gives
+ * a base seed and the forced outlier's index (two draws); the elements come
+ * in chunks of KV_FILL_CHUNK, each from its own generator seeded from (base
+ * seed, chunk index), on up to all online CPUs (at most
+ * KV_FILL_MAX_THREADS; one thread for a single chunk). The result depends
+ * on RNG's state only, never on the number of threads. */
 void kv_fill_random(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void *host, double *vals);
+
+#define KV_FILL_CHUNK ((size_t)1 << 20)
+#define KV_FILL_MAX_THREADS 64
+
+/* kv_fill_random on THREADS threads (<= 0: the choice above; capped at
+ * KV_FILL_MAX_THREADS). Same result for every THREADS; for tests and
+ * benchmarks. */
+void kv_fill_random_threads(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void *host, double *vals,
+                            int threads);
 
 typedef struct kv_check {
     size_t n;         /* elements compared */

@@ -100,11 +100,13 @@ typedef struct shape_data {
     const kv_shape *shape;
     int held;
     size_t count[KV_MAX_TENSORS], bytes[KV_MAX_TENSORS];
-    void *img[KV_MAX_TENSORS];    /* inputs: as uploaded; outputs: scratch */
-    double *val[KV_MAX_TENSORS];  /* inputs: values; outputs: the reference */
-    double *prev[KV_MAX_TENSORS]; /* outputs: the previous trial's reference */
-    void *got[2][KV_MAX_TENSORS]; /* outputs of run 0 and run 1 */
-    void *late[KV_MAX_TENSORS];   /* outputs read again after settling */
+    void *img[KV_MAX_TENSORS];        /* inputs: as uploaded; outputs: scratch */
+    double *val[KV_MAX_TENSORS];      /* inputs: values; outputs: the reference */
+    double *prev[KV_MAX_TENSORS];     /* outputs: the previous trial's reference */
+    void *got[2][KV_MAX_TENSORS];     /* outputs of run 0 and run 1 */
+    void *late[KV_MAX_TENSORS];       /* outputs read again after settling */
+    void *back;                       /* inputs read back after a run (the largest; on first use) */
+    uint64_t in_hash[KV_MAX_TENSORS]; /* inputs: checksum of the image, taken at run 1 */
     unsigned char poison[KV_MAX_TENSORS][8];
     int have_prev;
     /* worst errors over trials */
@@ -140,6 +142,7 @@ static void shape_data_free(shape_data *d, const kv_task *t)
         free(d->got[1][i]);
         free(d->late[i]);
     }
+    free(d->back);
 }
 
 static void fill_args(const kv_task *t, const kv_shape *sh, kv_dbuf *bufs, kv_launch_args *a)
@@ -169,12 +172,16 @@ static void release_set(run *r, kv_dbuf *bufs)
         if (bufs[i].priv || bufs[i].handle) r->b->release(r->b, &bufs[i]);
 }
 
-/* Draws inputs from distribution DIST with RNG, uploads them to BUFS. */
-static void upload_inputs(run *r, shape_data *d, kv_dbuf *bufs, kv_dist dist, kv_rng *rng)
+/* Draws inputs from distribution DIST with RNG into D's images, uploads
+ * them to BUFS; their values as doubles go to D's val only when VALUES is
+ * set (the reference needs them; an input set only timed does not). */
+static void upload_inputs(run *r, shape_data *d, kv_dbuf *bufs, kv_dist dist, kv_rng *rng,
+                          int values)
 {
     for (int i = 0; i < r->task->num_tensors; i++) {
         if (r->task->tensors[i].role != KV_IN) continue;
-        kv_fill_random(r->task->tensors[i].dtype, dist, rng, d->count[i], d->img[i], d->val[i]);
+        kv_fill_random(r->task->tensors[i].dtype, dist, rng, d->count[i], d->img[i],
+                       values ? d->val[i] : NULL);
         char *err = NULL;
         if (r->b->write(r->b, &bufs[i], d->img[i], &err) != 0) fail_err(r, err, "uploading inputs");
     }
@@ -322,28 +329,39 @@ static void check_run(run *r, shape_data *d, kv_dbuf *bufs, int runno, int threa
         fail_shape(r, d, "async_work_outside_harness_stream",
                    "%d thread(s) started by kv_launch were still running when it returned",
                    threads_after - threads_before);
+    /* One pass over each output against the reference: the unwritten count
+     * now, the values further down (with none unwritten, skipping poisoned
+     * elements skips none, so the figures are those of a check without it). */
+    kv_check checks[KV_MAX_TENSORS];
     for (int i = 0; i < t->num_tensors; i++) {
         const kv_tensor_spec *ts = &t->tensors[i];
         if (ts->role == KV_OUT) {
-            kv_check c;
+            kv_check *c = &checks[i];
             kv_check_output(ts->dtype, d->got[runno][i], d->val[i], d->count[i], d->poison[i],
-                            t->tol[ts->dtype], &c);
-            if (c.unwritten)
+                            t->tol[ts->dtype], c);
+            if (c->unwritten)
                 fail_shape(r, d, "stale_or_unwritten_output",
                            "%zu of %zu elements of %s were not written by run %d (first at %s); "
                            "outputs are poisoned before every run",
-                           c.unwritten, c.n, ts->name, runno + 1,
-                           coords(t, i, d->shape->syms, c.first_unwritten, where, sizeof where));
+                           c->unwritten, c->n, ts->name, runno + 1,
+                           coords(t, i, d->shape->syms, c->first_unwritten, where, sizeof where));
         }
     }
-    /* Inputs unchanged: read each back and compare with what was uploaded. */
+    /* Inputs unchanged: read each back and compare with what was uploaded
+     * (the image's checksum is taken once per trial: run 2 uses the same). */
+    if (!d->back) {
+        size_t most = 0;
+        for (int i = 0; i < t->num_tensors; i++)
+            if (t->tensors[i].role == KV_IN && d->bytes[i] > most) most = d->bytes[i];
+        d->back = kv_malloc(most + 8);
+    }
     for (int i = 0; i < t->num_tensors; i++) {
         if (t->tensors[i].role != KV_IN) continue;
-        void *back = kv_malloc(d->bytes[i] + 8);
+        void *back = d->back;
         if (r->b->read(r->b, &bufs[i], back, &err) != 0) fail_err(r, err, "reading inputs back");
-        uint64_t h0 = kv_hash64(d->img[i], d->bytes[i]), h1 = kv_hash64(back, d->bytes[i]);
+        if (runno == 0) d->in_hash[i] = kv_hash64(d->img[i], d->bytes[i]);
+        uint64_t h0 = d->in_hash[i], h1 = kv_hash64(back, d->bytes[i]);
         int same = h0 == h1 && memcmp(back, d->img[i], d->bytes[i]) == 0;
-        free(back);
         if (!same)
             fail_shape(r, d, "input_modified",
                        "input %s changed during run %d (checksum %016llx before, %016llx after)",
@@ -376,8 +394,7 @@ static void check_run(run *r, shape_data *d, kv_dbuf *bufs, int runno, int threa
                            kv_dtype_load(ts->dtype, d->got[0][i], first),
                            kv_dtype_load(ts->dtype, d->got[1][i], first));
         }
-        kv_check c;
-        kv_check_output(ts->dtype, d->got[runno][i], d->val[i], d->count[i], NULL, tol, &c);
+        kv_check c = checks[i];
         if (c.nonfinite)
             fail_shape(r, d, "nan_or_inf_output",
                        "%zu elements of %s are NaN or Inf (first bad at %s: got %g, expected %g)",
@@ -438,13 +455,16 @@ static json_t *check_shape(run *r, const kv_shape *sh, int held)
             release_set(r, bufs);
             memcpy(bufs, fresh, sizeof bufs);
         }
-        if (trial > 0) {
+        if (trial > 0) { /* the last reference becomes the previous one */
             for (int i = 0; i < t->num_tensors; i++)
-                if (t->tensors[i].role == KV_OUT)
-                    memcpy(d.prev[i], d.val[i], d.count[i] * sizeof(double));
+                if (t->tensors[i].role == KV_OUT) {
+                    double *old = d.prev[i];
+                    d.prev[i] = d.val[i];
+                    d.val[i] = old;
+                }
             d.have_prev = 1;
         }
-        upload_inputs(r, &d, bufs, dist, &r->rng);
+        upload_inputs(r, &d, bufs, dist, &r->rng, 1);
         compute_reference(r, &d);
         for (int runno = 0; runno < 2; runno++) {
             poison_outputs(r, &d, bufs);
@@ -467,12 +487,16 @@ static json_t *check_shape(run *r, const kv_shape *sh, int held)
 typedef struct timing_sets {
     int n;
     kv_dbuf (*bufs)[KV_MAX_TENSORS];
-    uint64_t *seeds;
+    unsigned char (*poison)[KV_MAX_TENSORS][8]; /* each set's poison, as last written */
+    double *(*ref)[KV_MAX_TENSORS];             /* outputs' reference of the sets checked in full */
+    int *full; /* 1: the set has its reference and is checked in full */
     int *covered;
 } timing_sets;
 
 /* Times M on the sets in rotation until enough repetitions and time have
- * passed; appends samples (microseconds) to SAMPLES. */
+ * passed; appends samples (microseconds) to SAMPLES (CAP at most). With
+ * MARK_COVERED (the candidate's last block) it does not stop on MAX_TIME
+ * before it has run every set once, so every set's output is checked. */
 static void time_block(run *r, kv_module *m, shape_data *d, timing_sets *ts, int *next,
                        double *samples, size_t *ns, size_t cap, int min_reps, double min_time,
                        double max_time, int mark_covered)
@@ -483,7 +507,7 @@ static void time_block(run *r, kv_module *m, shape_data *d, timing_sets *ts, int
         double el = kv_now_s() - t0;
         if (*ns >= cap) break;
         if (reps >= min_reps && el >= min_time) break;
-        if (el >= max_time && reps >= 3) break;
+        if (el >= max_time && reps >= 3 && (!mark_covered || reps >= ts->n)) break;
         int s = (*next)++ % ts->n;
         kv_launch_args a;
         fill_args(r->task, d->shape, ts->bufs[s], &a);
@@ -497,18 +521,6 @@ static void time_block(run *r, kv_module *m, shape_data *d, timing_sets *ts, int
         if (mark_covered) ts->covered[s] = 1;
         reps++;
     }
-}
-
-/* Regenerates set S's inputs (same seed) into D and computes its reference. */
-static void regenerate(run *r, shape_data *d, uint64_t seed)
-{
-    kv_rng rng;
-    kv_rng_seed(&rng, seed);
-    for (int i = 0; i < r->task->num_tensors; i++)
-        if (r->task->tensors[i].role == KV_IN)
-            kv_fill_random(r->task->tensors[i].dtype, KV_DIST_NORMAL, &rng, d->count[i], d->img[i],
-                           d->val[i]);
-    compute_reference(r, d);
 }
 
 /* Times scenario SH for the candidate and the baseline side by side; adds
@@ -531,16 +543,31 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
     if (r->o->quick && nsets > 4) nsets = 4; /* quick runs trade cold caches for speed */
     timing_sets ts = {.n = (int)nsets};
     ts.bufs = kv_calloc(nsets, sizeof *ts.bufs);
-    ts.seeds = kv_calloc(nsets, sizeof *ts.seeds);
+    ts.poison = kv_calloc(nsets, sizeof *ts.poison);
+    ts.ref = kv_calloc(nsets, sizeof *ts.ref);
+    ts.full = kv_calloc(nsets, sizeof *ts.full);
     ts.covered = kv_calloc(nsets, sizeof *ts.covered);
+    /* The last block runs every set in order, so the last three it runs are
+     * the last three sets: those are checked in full after it, against the
+     * reference computed here while their inputs are in hand. */
+    size_t nfull = nsets < 3 ? nsets : 3;
     kv_worker_phase("timing %s: preparing %zu input sets", sh->name, nsets);
     for (size_t s = 0; s < nsets; s++) {
         alloc_set(r, &d, ts.bufs[s]);
-        ts.seeds[s] = kv_rng_next(&r->rng);
         kv_rng rng;
-        kv_rng_seed(&rng, ts.seeds[s]);
-        upload_inputs(r, &d, ts.bufs[s], KV_DIST_NORMAL, &rng);
+        kv_rng_seed(&rng, kv_rng_next(&r->rng));
+        ts.full[s] = s >= nsets - nfull;
+        upload_inputs(r, &d, ts.bufs[s], KV_DIST_NORMAL, &rng, ts.full[s]);
+        if (ts.full[s]) {
+            compute_reference(r, &d);
+            for (int i = 0; i < t->num_tensors; i++)
+                if (t->tensors[i].role == KV_OUT) {
+                    ts.ref[s][i] = kv_malloc((d.count[i] + 1) * sizeof(double));
+                    memcpy(ts.ref[s][i], d.val[i], d.count[i] * sizeof(double));
+                }
+        }
         poison_outputs(r, &d, ts.bufs[s]);
+        memcpy(ts.poison[s], d.poison, sizeof d.poison);
     }
     int next = 0;
     char *err = NULL;
@@ -549,6 +576,8 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
         time_block(r, r->base, &d, &ts, &next, (double[1]){0}, (size_t[1]){0}, 1, 1, 0, 0, 0);
         time_block(r, r->cand, &d, &ts, &next, (double[1]){0}, (size_t[1]){0}, 1, 1, 0, 0, 0);
     }
+    /* Earlier blocks stop at max_reps samples, leaving the last block room
+     * to run every set. */
     size_t cap = (size_t)r->s.max_reps + nsets + 8;
     double *cs = kv_malloc(cap * sizeof *cs), *bs = kv_malloc(cap * sizeof *bs);
     size_t ncs = 0, nbs = 0;
@@ -556,18 +585,21 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
     int R = r->s.rounds;
     for (int round = 0; round < R; round++) {
         kv_worker_phase("timing %s: baseline, round %d", sh->name, round + 1);
-        time_block(r, r->base, &d, &ts, &next, bs, &nbs, cap, r->s.min_reps / R,
+        size_t round_cap = round == R - 1 ? cap : (size_t)r->s.max_reps;
+        time_block(r, r->base, &d, &ts, &next, bs, &nbs, round_cap, r->s.min_reps / R,
                    r->s.min_time_s / R, r->s.max_time_s / R, 0);
         if (round == R - 1) { /* the last block must write every output afresh */
-            for (size_t s = 0; s < nsets; s++)
+            for (size_t s = 0; s < nsets; s++) {
                 poison_outputs(r, &d, ts.bufs[s]);
+                memcpy(ts.poison[s], d.poison, sizeof d.poison);
+            }
             memset(ts.covered, 0, nsets * sizeof *ts.covered);
             next = 0;
         }
         kv_worker_phase("timing %s: candidate, round %d", sh->name, round + 1);
         int min_reps = r->s.min_reps / R;
         if (round == R - 1 && min_reps < (int)nsets) min_reps = (int)nsets;
-        time_block(r, r->cand, &d, &ts, &next, cs, &ncs, cap, min_reps, r->s.min_time_s / R,
+        time_block(r, r->cand, &d, &ts, &next, cs, &ncs, round_cap, min_reps, r->s.min_time_s / R,
                    r->s.max_time_s / R, round == R - 1);
     }
     json_t *tele1 = r->b->telemetry ? r->b->telemetry(r->b) : NULL;
@@ -580,19 +612,18 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
     for (int s = (int)nsets - 1; s >= 0; s--) {
         if (!ts.covered[s]) continue;
         read_outputs(r, &d, ts.bufs[s], d.got[0]);
-        int full = checked < 3;
-        if (full) regenerate(r, &d, ts.seeds[s]);
+        int full = checked < 3 && ts.full[s];
         for (int i = 0; i < t->num_tensors; i++) {
             const kv_tensor_spec *sp = &t->tensors[i];
             if (sp->role != KV_OUT) continue;
             kv_check c;
             if (full) {
-                kv_check_output(sp->dtype, d.got[0][i], d.val[i], d.count[i], d.poison[i],
+                kv_check_output(sp->dtype, d.got[0][i], ts.ref[s][i], d.count[i], ts.poison[s][i],
                                 t->tol[sp->dtype], &c);
             } else {
                 memset(&c, 0, sizeof c);
                 for (size_t k = 0; k < d.count[i]; k++)
-                    c.unwritten += kv_dtype_is_poison(sp->dtype, d.got[0][i], k, d.poison[i]);
+                    c.unwritten += kv_dtype_is_poison(sp->dtype, d.got[0][i], k, ts.poison[s][i]);
             }
             if (c.unwritten || c.bad || c.nonfinite)
                 kv_worker_fail("timed_output_wrong", r->extra,
@@ -604,6 +635,11 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
         }
         checked += full;
     }
+    if ((size_t)checked < nfull)
+        kv_worker_fail("harness_error", r->extra,
+                       "scenario %s: the timed runs covered %d of the %zu input sets checked in "
+                       "full after them",
+                       sh->name, checked, nfull);
 
     double med, iqr, mn, bmed, biqr, bmn;
     kv_stats(cs, ncs, &med, &iqr, &mn);
@@ -644,8 +680,13 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
     free(bs);
     for (size_t s = 0; s < nsets; s++)
         release_set(r, ts.bufs[s]);
+    for (size_t s = 0; s < nsets; s++)
+        for (int i = 0; i < t->num_tensors; i++)
+            free(ts.ref[s][i]);
     free(ts.bufs);
-    free(ts.seeds);
+    free(ts.poison);
+    free(ts.ref);
+    free(ts.full);
     free(ts.covered);
     shape_data_free(&d, t);
 }
