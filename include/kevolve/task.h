@@ -110,10 +110,21 @@ typedef struct kv_shape {
     const char *tags; /* comma-separated: "decode", "prefill", ... */
 } kv_shape;
 
-/* An output element is right when |out - ref| <= atol + rtol * |ref|. */
+/* An output element is right when
+ *
+ *     |out - ref| <= atol + rtol * |ref| + stol * scale
+ *
+ * where SCALE is a non-negative per-element error scale the task's
+ * reference_scale provides (0 when the task provides none; a task that sets
+ * stol must set reference_scale). It admits a kernel's roundings of
+ * intermediate values whose error is proportional to a magnitude other than
+ * |ref|: attention rounding its softmax weights p to bf16 before p.v errs by
+ * up to ~2^-9 * sum p|v| / sum p, which positive and negative v that cancel
+ * make much larger than |ref|. Designated initialisers leave stol at 0. */
 typedef struct kv_tolerance {
     double atol;
     double rtol;
+    double stol; /* scale tolerance: per unit of reference_scale's scale */
 } kv_tolerance;
 
 /* Work a shape needs at the least: the floor of its time on a machine. */
@@ -138,6 +149,12 @@ typedef struct kv_task {
      * elements as doubles (inputs filled, already rounded to their dtype;
      * outputs to be written), row-major. */
     void (*reference)(const int64_t *syms, double *const *tensors);
+    /* Optional (NULL: every scale is 0). Computes the outputs exactly as
+     * reference does (the same values, bit for bit) and also, for each
+     * output tensor i, SCALES[i][k] >= 0: output element k's error scale,
+     * the magnitude that kv_tolerance's stol multiplies. SCALES[i] is NULL
+     * for inputs. When set, the harness calls it instead of reference. */
+    void (*reference_scale)(const int64_t *syms, double *const *tensors, double *const *scales);
     kv_roofline (*roofline)(const int64_t *syms);
     /* Name of the embedded baseline source per backend (NULL: none). */
     const char *baseline[KV_BACKEND_COUNT];

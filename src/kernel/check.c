@@ -142,8 +142,13 @@ void kv_fill_random(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void *host, d
     kv_fill_random_threads(dt, d, rng, n, host, vals, 0);
 }
 
-void kv_check_output(kv_dtype dt, const void *out, const double *ref, size_t n, const void *poison,
-                     kv_tolerance tol, kv_check *c)
+double kv_tolerance_limit(kv_tolerance tol, double want, double scale)
+{
+    return tol.atol + tol.rtol * fabs(want) + tol.stol * scale;
+}
+
+void kv_check_output(kv_dtype dt, const void *out, const double *ref, const double *scale, size_t n,
+                     const void *poison, kv_tolerance tol, kv_check *c)
 {
     memset(c, 0, sizeof *c);
     c->n = n;
@@ -155,12 +160,14 @@ void kv_check_output(kv_dtype dt, const void *out, const double *ref, size_t n, 
             continue;
         }
         double got = kv_dtype_load(dt, out, i), want = ref[i];
+        double limit = kv_tolerance_limit(tol, want, scale ? scale[i] : 0.0);
         if (!isfinite(got)) {
             if (c->nonfinite++ == 0 && worst_excess < INFINITY) {
                 worst_excess = INFINITY;
                 c->worst = i;
                 c->worst_got = got;
                 c->worst_want = want;
+                c->worst_limit = limit;
             }
             continue;
         }
@@ -170,20 +177,22 @@ void kv_check_output(kv_dtype dt, const void *out, const double *ref, size_t n, 
         ref2 += want * want;
         if (d > c->max_abs) c->max_abs = d;
         if (rel > c->max_rel) c->max_rel = rel;
-        double limit = tol.atol + tol.rtol * fabs(want);
-        if (d > limit) c->bad++;
-        if (d - limit > worst_excess) {
-            worst_excess = d - limit;
+        /* A NaN reference or scale is no allowance: the element counts as bad. */
+        double excess = isnan(d - limit) ? HUGE_VAL : d - limit;
+        if (!(d <= limit)) c->bad++;
+        if (excess > worst_excess) {
+            worst_excess = excess;
             c->worst = i;
             c->worst_got = got;
             c->worst_want = want;
+            c->worst_limit = limit;
         }
     }
     c->rel_l2 = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
 }
 
-size_t kv_compare_runs(kv_dtype dt, const void *a, const void *b, const double *ref, size_t n,
-                       kv_tolerance tol, int *bitwise, size_t *first)
+size_t kv_compare_runs(kv_dtype dt, const void *a, const void *b, const double *ref,
+                       const double *scale, size_t n, kv_tolerance tol, int *bitwise, size_t *first)
 {
     size_t s = kv_dtype_size(dt);
     *bitwise = memcmp(a, b, n * s) == 0;
@@ -191,7 +200,8 @@ size_t kv_compare_runs(kv_dtype dt, const void *a, const void *b, const double *
     size_t differ = 0;
     for (size_t i = 0; i < n; i++) {
         double x = kv_dtype_load(dt, a, i), y = kv_dtype_load(dt, b, i);
-        int same = (isnan(x) && isnan(y)) || fabs(x - y) <= tol.atol + tol.rtol * fabs(ref[i]);
+        int same = (isnan(x) && isnan(y)) ||
+                   fabs(x - y) <= kv_tolerance_limit(tol, ref[i], scale ? scale[i] : 0.0);
         if (!same && differ++ == 0) *first = i;
     }
     return differ;

@@ -46,18 +46,27 @@ typedef struct kv_check {
     double max_abs, max_rel, rel_l2;
     size_t worst; /* index of the largest violation (or error) */
     double worst_got, worst_want;
+    double worst_limit; /* the allowance at WORST: atol + rtol |want| + stol scale */
     size_t first_unwritten;
 } kv_check;
 
-/* Compares N elements of OUT (dtype DT) with REF. POISON: the poison bits
- * (NULL: no unwritten check). */
-void kv_check_output(kv_dtype dt, const void *out, const double *ref, size_t n, const void *poison,
-                     kv_tolerance tol, kv_check *c);
+/* The allowance for an element with reference WANT and error scale SCALE:
+ * TOL.atol + TOL.rtol |WANT| + TOL.stol SCALE (see kv_tolerance). */
+double kv_tolerance_limit(kv_tolerance tol, double want, double scale);
+
+/* Compares N elements of OUT (dtype DT) with REF; SCALE: each element's
+ * error scale for TOL.stol (NULL: all 0). POISON: the poison bits (NULL: no
+ * unwritten check). max_abs, max_rel (|out - ref| / max(|ref|, atol)) and
+ * rel_l2 do not depend on SCALE; bad and worst do. */
+void kv_check_output(kv_dtype dt, const void *out, const double *ref, const double *scale, size_t n,
+                     const void *poison, kv_tolerance tol, kv_check *c);
 
 /* Counts elements where A and B (dtype DT) differ by more than the
- * tolerance around REF; *BITWISE set to 1 when they are bit-identical. */
-size_t kv_compare_runs(kv_dtype dt, const void *a, const void *b, const double *ref, size_t n,
-                       kv_tolerance tol, int *bitwise, size_t *first);
+ * tolerance around REF (with SCALE as in kv_check_output; NULL: all 0);
+ * *BITWISE set to 1 when they are bit-identical. */
+size_t kv_compare_runs(kv_dtype dt, const void *a, const void *b, const double *ref,
+                       const double *scale, size_t n, kv_tolerance tol, int *bitwise,
+                       size_t *first);
 
 /* Median and interquartile range of N samples (sorted in place). */
 void kv_stats(double *samples, size_t n, double *median, double *iqr, double *min);

@@ -100,11 +100,13 @@ typedef struct shape_data {
     const kv_shape *shape;
     int held;
     size_t count[KV_MAX_TENSORS], bytes[KV_MAX_TENSORS];
-    void *img[KV_MAX_TENSORS];        /* inputs: as uploaded; outputs: scratch */
-    double *val[KV_MAX_TENSORS];      /* inputs: values; outputs: the reference */
-    double *prev[KV_MAX_TENSORS];     /* outputs: the previous trial's reference */
-    void *got[2][KV_MAX_TENSORS];     /* outputs of run 0 and run 1 */
-    void *late[KV_MAX_TENSORS];       /* outputs read again after settling */
+    void *img[KV_MAX_TENSORS];          /* inputs: as uploaded; outputs: scratch */
+    double *val[KV_MAX_TENSORS];        /* inputs: values; outputs: the reference */
+    double *prev[KV_MAX_TENSORS];       /* outputs: the previous trial's reference */
+    double *scale[KV_MAX_TENSORS];      /* outputs: the reference's error scales (NULL: none) */
+    double *prev_scale[KV_MAX_TENSORS]; /* outputs: the previous trial's error scales */
+    void *got[2][KV_MAX_TENSORS];       /* outputs of run 0 and run 1 */
+    void *late[KV_MAX_TENSORS];         /* outputs read again after settling */
     void *back;                       /* inputs read back after a run (the largest; on first use) */
     uint64_t in_hash[KV_MAX_TENSORS]; /* inputs: checksum of the image, taken at run 1 */
     unsigned char poison[KV_MAX_TENSORS][8];
@@ -125,6 +127,10 @@ static void shape_data_init(shape_data *d, const kv_task *t, const kv_shape *sh,
         d->val[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
         if (t->tensors[i].role == KV_OUT) {
             d->prev[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
+            if (t->reference_scale) {
+                d->scale[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
+                d->prev_scale[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
+            }
             d->got[0][i] = kv_malloc(d->bytes[i] + 8);
             d->got[1][i] = kv_malloc(d->bytes[i] + 8);
             d->late[i] = kv_malloc(d->bytes[i] + 8);
@@ -138,6 +144,8 @@ static void shape_data_free(shape_data *d, const kv_task *t)
         free(d->img[i]);
         free(d->val[i]);
         free(d->prev[i]);
+        free(d->scale[i]);
+        free(d->prev_scale[i]);
         free(d->got[0][i]);
         free(d->got[1][i]);
         free(d->late[i]);
@@ -187,12 +195,17 @@ static void upload_inputs(run *r, shape_data *d, kv_dbuf *bufs, kv_dist dist, kv
     }
 }
 
+/* The reference into D's val for the outputs, and with the task's
+ * reference_scale the outputs' error scales into D's scale. */
 static void compute_reference(run *r, shape_data *d)
 {
     double *t[KV_MAX_TENSORS];
     for (int i = 0; i < r->task->num_tensors; i++)
         t[i] = d->val[i];
-    r->task->reference(d->shape->syms, t);
+    if (r->task->reference_scale)
+        r->task->reference_scale(d->shape->syms, t, d->scale);
+    else
+        r->task->reference(d->shape->syms, t);
 }
 
 /* Writes a fresh poison into every output of BUFS. */
@@ -337,8 +350,8 @@ static void check_run(run *r, shape_data *d, kv_dbuf *bufs, int runno, int threa
         const kv_tensor_spec *ts = &t->tensors[i];
         if (ts->role == KV_OUT) {
             kv_check *c = &checks[i];
-            kv_check_output(ts->dtype, d->got[runno][i], d->val[i], d->count[i], d->poison[i],
-                            t->tol[ts->dtype], c);
+            kv_check_output(ts->dtype, d->got[runno][i], d->val[i], d->scale[i], d->count[i],
+                            d->poison[i], t->tol[ts->dtype], c);
             if (c->unwritten)
                 fail_shape(r, d, "stale_or_unwritten_output",
                            "%zu of %zu elements of %s were not written by run %d (first at %s); "
@@ -384,7 +397,7 @@ static void check_run(run *r, shape_data *d, kv_dbuf *bufs, int runno, int threa
             int bitwise = 0;
             size_t first = 0;
             size_t differ = kv_compare_runs(ts->dtype, d->got[0][i], d->got[1][i], d->val[i],
-                                            d->count[i], tol, &bitwise, &first);
+                                            d->scale[i], d->count[i], tol, &bitwise, &first);
             if (differ)
                 fail_shape(r, d, "nondeterministic",
                            "two runs on the same inputs disagree in %zu elements of %s beyond "
@@ -404,8 +417,8 @@ static void check_run(run *r, shape_data *d, kv_dbuf *bufs, int runno, int threa
         if (c.bad) {
             if (d->have_prev) {
                 kv_check pc;
-                kv_check_output(ts->dtype, d->got[runno][i], d->prev[i], d->count[i], NULL, tol,
-                                &pc);
+                kv_check_output(ts->dtype, d->got[runno][i], d->prev[i], d->prev_scale[i],
+                                d->count[i], NULL, tol, &pc);
                 if (pc.bad == 0)
                     fail_shape(r, d, "result_cached_across_calls",
                                "%s holds the answer for the previous trial's inputs, not for the "
@@ -413,12 +426,12 @@ static void check_run(run *r, shape_data *d, kv_dbuf *bufs, int runno, int threa
                                ts->name);
             }
             fail_shape(r, d, "wrong_result",
-                       "%zu of %zu elements of %s outside tolerance (atol %g, rtol %g); worst at "
-                       "%s: got %.9g, expected %.9g; max abs err %.3g, max rel err %.3g, rel L2 "
-                       "err %.3g",
-                       c.bad, c.n, ts->name, tol.atol, tol.rtol,
+                       "%zu of %zu elements of %s outside tolerance (atol %g, rtol %g, stol %g); "
+                       "worst at %s: got %.9g, expected %.9g, allowed error %.3g; max abs err "
+                       "%.3g, max rel err %.3g, rel L2 err %.3g",
+                       c.bad, c.n, ts->name, tol.atol, tol.rtol, tol.stol,
                        coords(t, i, d->shape->syms, c.worst, where, sizeof where), c.worst_got,
-                       c.worst_want, c.max_abs, c.max_rel, c.rel_l2);
+                       c.worst_want, c.worst_limit, c.max_abs, c.max_rel, c.rel_l2);
         }
         if (c.max_abs > d->max_abs) d->max_abs = c.max_abs;
         if (c.max_rel > d->max_rel) d->max_rel = c.max_rel;
@@ -461,6 +474,9 @@ static json_t *check_shape(run *r, const kv_shape *sh, int held)
                     double *old = d.prev[i];
                     d.prev[i] = d.val[i];
                     d.val[i] = old;
+                    old = d.prev_scale[i];
+                    d.prev_scale[i] = d.scale[i];
+                    d.scale[i] = old;
                 }
             d.have_prev = 1;
         }
@@ -489,6 +505,7 @@ typedef struct timing_sets {
     kv_dbuf (*bufs)[KV_MAX_TENSORS];
     unsigned char (*poison)[KV_MAX_TENSORS][8]; /* each set's poison, as last written */
     double *(*ref)[KV_MAX_TENSORS];             /* outputs' reference of the sets checked in full */
+    double *(*scale)[KV_MAX_TENSORS];           /* and its error scales (NULL: none) */
     int *full; /* 1: the set has its reference and is checked in full */
     int *covered;
 } timing_sets;
@@ -545,6 +562,7 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
     ts.bufs = kv_calloc(nsets, sizeof *ts.bufs);
     ts.poison = kv_calloc(nsets, sizeof *ts.poison);
     ts.ref = kv_calloc(nsets, sizeof *ts.ref);
+    ts.scale = kv_calloc(nsets, sizeof *ts.scale);
     ts.full = kv_calloc(nsets, sizeof *ts.full);
     ts.covered = kv_calloc(nsets, sizeof *ts.covered);
     /* The last block runs every set in order, so the last three it runs are
@@ -564,6 +582,10 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
                 if (t->tensors[i].role == KV_OUT) {
                     ts.ref[s][i] = kv_malloc((d.count[i] + 1) * sizeof(double));
                     memcpy(ts.ref[s][i], d.val[i], d.count[i] * sizeof(double));
+                    if (d.scale[i]) {
+                        ts.scale[s][i] = kv_malloc((d.count[i] + 1) * sizeof(double));
+                        memcpy(ts.scale[s][i], d.scale[i], d.count[i] * sizeof(double));
+                    }
                 }
         }
         poison_outputs(r, &d, ts.bufs[s]);
@@ -618,8 +640,8 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
             if (sp->role != KV_OUT) continue;
             kv_check c;
             if (full) {
-                kv_check_output(sp->dtype, d.got[0][i], ts.ref[s][i], d.count[i], ts.poison[s][i],
-                                t->tol[sp->dtype], &c);
+                kv_check_output(sp->dtype, d.got[0][i], ts.ref[s][i], ts.scale[s][i], d.count[i],
+                                ts.poison[s][i], t->tol[sp->dtype], &c);
             } else {
                 memset(&c, 0, sizeof c);
                 for (size_t k = 0; k < d.count[i]; k++)
@@ -681,11 +703,14 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
     for (size_t s = 0; s < nsets; s++)
         release_set(r, ts.bufs[s]);
     for (size_t s = 0; s < nsets; s++)
-        for (int i = 0; i < t->num_tensors; i++)
+        for (int i = 0; i < t->num_tensors; i++) {
             free(ts.ref[s][i]);
+            free(ts.scale[s][i]);
+        }
     free(ts.bufs);
     free(ts.poison);
     free(ts.ref);
+    free(ts.scale);
     free(ts.full);
     free(ts.covered);
     shape_data_free(&d, t);

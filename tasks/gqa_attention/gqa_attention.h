@@ -20,6 +20,13 @@ enum { GQA_B = 0, GQA_HQ, GQA_HKV, GQA_SQ, GQA_L, GQA_D, GQA_NSYMS };
  * online CPUs for large shapes. */
 void gqa_reference(const int64_t *syms, double *const *t);
 
+/* gqa_reference (the same o, bit for bit) that also writes o's error
+ * scales into SCALES[3] (kv_task.reference_scale; SCALES NULL or
+ * SCALES[3] NULL: none): element (b, h, i, d) gets
+ * sum_j p_j |v_jd| / sum_j p_j over the keys row i attends, p_j =
+ * exp(s_j - max s), the magnitude a rounding of p scales with. */
+void gqa_reference_scale(const int64_t *syms, double *const *t, double *const *scales);
+
 /* Bytes that must move (q, k, v read once, o written once, bf16) and the
  * flops of the two matrix products over the causal keys only. */
 kv_roofline gqa_roofline(const int64_t *syms);

@@ -4,7 +4,10 @@
  * The reference is the trusted side of every check, so it is plain: for a
  * block of query rows of one head, every score q.k / sqrt(D) in double, the
  * row maximum subtracted, exp, the sum, then the weighted sum of v rows,
- * all in double. It is also on the clock of every evaluation (the harness
+ * all in double. With scales wanted it also writes each output element's
+ * error scale, sum_j p_j |v_jd| / sum_j p_j, from the same p (the tolerance
+ * of a kernel that rounds p before p.v: README.md, "Tolerances"); the
+ * outputs are the same bits either way. It is also on the clock of every evaluation (the harness
  * recomputes it for each correctness trial), and the big scenarios hold
  * trillions of multiply-adds, so work items (sequence, head, block of rows)
  * are spread over all online CPUs and the inner loops are written so the
@@ -34,6 +37,7 @@
 typedef struct job {
     const int64_t *syms;
     double *const *t;
+    double *scale; /* o's error scales, or NULL */
     int64_t items, row_blocks;
     _Atomic int64_t next;
 } job;
@@ -52,9 +56,10 @@ static inline double dot(const double *a, const double *b, int64_t n)
     return r;
 }
 
-/* Computes work item IT (sequence, query head, block of ROWS rows) into o.
- * SC is scratch of ROWS * L doubles; ACC of ROWS * D. */
-GQA_CLONES static void item(const job *j, int64_t it, double *sc, double *acc)
+/* Computes work item IT (sequence, query head, block of ROWS rows) into o,
+ * and with J's scale its error scales. SC is scratch of ROWS * L doubles;
+ * ACC and SACC of ROWS * D (SACC used only with J's scale). */
+GQA_CLONES static void item(const job *j, int64_t it, double *sc, double *acc, double *sacc)
 {
     const int64_t *s = j->syms;
     int64_t B = s[GQA_B], HQ = s[GQA_HQ], HKV = s[GQA_HKV], SQ = s[GQA_SQ], L = s[GQA_L],
@@ -67,6 +72,7 @@ GQA_CLONES static void item(const job *j, int64_t it, double *sc, double *acc)
     const double *k = j->t[1] + (b * HKV + kvh) * L * D;
     const double *v = j->t[2] + (b * HKV + kvh) * L * D;
     double *o = j->t[3] + ((b * HQ + h) * SQ + r0) * D;
+    double *os = j->scale ? j->scale + ((b * HQ + h) * SQ + r0) * D : NULL;
     double scale = 1.0 / sqrt((double)D);
     int64_t keys[ROWS], maxkeys = 0;
     double sum[ROWS];
@@ -89,6 +95,7 @@ GQA_CLONES static void item(const job *j, int64_t it, double *sc, double *acc)
         sum[r] = z;
     }
     memset(acc, 0, (size_t)(ROWS * D) * sizeof *acc);
+    if (os) memset(sacc, 0, (size_t)(ROWS * D) * sizeof *sacc);
     for (int64_t jk = 0; jk < maxkeys; jk++) {
         const double *vr = v + jk * D;
         for (int64_t r = 0; r < nr; r++) {
@@ -96,11 +103,20 @@ GQA_CLONES static void item(const job *j, int64_t it, double *sc, double *acc)
             double p = sc[r * L + jk], *a = acc + r * D;
             for (int64_t d = 0; d < D; d++)
                 a[d] += p * vr[d];
+            if (os) {
+                double *sa = sacc + r * D;
+                for (int64_t d = 0; d < D; d++)
+                    sa[d] += p * fabs(vr[d]);
+            }
         }
     }
     for (int64_t r = 0; r < nr; r++)
         for (int64_t d = 0; d < D; d++)
             o[r * D + d] = acc[r * D + d] / sum[r];
+    if (os)
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t d = 0; d < D; d++)
+                os[r * D + d] = sacc[r * D + d] / sum[r];
 }
 
 /* A thread: takes work items until none are left. */
@@ -110,17 +126,19 @@ static void *worker(void *arg)
     int64_t L = j->syms[GQA_L], D = j->syms[GQA_D];
     double *sc = malloc((size_t)(ROWS * L) * sizeof *sc);
     double *acc = malloc((size_t)(ROWS * D) * sizeof *acc);
-    if (sc && acc) /* else the other threads take this one's share */
+    double *sacc = j->scale ? malloc((size_t)(ROWS * D) * sizeof *sacc) : NULL;
+    if (sc && acc && (sacc || !j->scale)) /* else the other threads take this one's share */
         for (int64_t it; (it = atomic_fetch_add(&j->next, 1)) < j->items;)
-            item(j, it, sc, acc);
+            item(j, it, sc, acc, sacc);
     free(sc);
     free(acc);
+    free(sacc);
     return NULL;
 }
 
-void gqa_reference(const int64_t *syms, double *const *t)
+void gqa_reference_scale(const int64_t *syms, double *const *t, double *const *scales)
 {
-    job j = {.syms = syms, .t = t};
+    job j = {.syms = syms, .t = t, .scale = scales ? scales[3] : NULL};
     j.row_blocks = (syms[GQA_SQ] + ROWS - 1) / ROWS;
     j.items = syms[GQA_B] * syms[GQA_HQ] * j.row_blocks;
     atomic_init(&j.next, 0);
@@ -135,6 +153,11 @@ void gqa_reference(const int64_t *syms, double *const *t)
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     if (atomic_load(&j.next) < j.items) abort(); /* no thread could get its scratch memory */
+}
+
+void gqa_reference(const int64_t *syms, double *const *t)
+{
+    gqa_reference_scale(syms, t, NULL);
 }
 
 kv_roofline gqa_roofline(const int64_t *s)

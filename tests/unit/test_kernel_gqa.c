@@ -4,7 +4,13 @@
  * variants are registered with the same held-out shapes, the naive cpu and
  * opencl starting points are accepted by the harness on every scenario and
  * held-out shape of the small variant, and kernels with the classic GQA bugs
- * (no causal mask, the wrong KV head for a query head) are rejected. */
+ * (no causal mask, the wrong KV head for a query head) are rejected. The
+ * error scales of reference_scale are sum p|v| / sum p, leave the outputs
+ * bit for bit as reference computes them, and make the bf16 tolerance admit
+ * probabilities rounded to bf16 before p.v (the flash-attention way) while
+ * bf16 accumulation is still rejected. */
+#include "kernel/check.h"
+#include "kernel/dtype.h"
 #include "kernel/harness.h"
 #include "kernel/tasks.h"
 #include "util/buf.h"
@@ -133,6 +139,115 @@ static void variants_share_held_out_shapes_and_qwen3_head_configs(void **state)
     assert_true(l1 && b3 && s77);
 }
 
+/* Softmax weights of scores Q.K_j / sqrt(D) for keys 0..N-1, normalised. */
+static void weights(const double *q, const double *k, int n, int d, double *w)
+{
+    double m = -INFINITY, z = 0;
+    for (int j = 0; j < n; j++) {
+        w[j] = 0;
+        for (int e = 0; e < d; e++)
+            w[j] += q[e] * k[j * d + e];
+        w[j] /= sqrt((double)d);
+        m = fmax(m, w[j]);
+    }
+    for (int j = 0; j < n; j++)
+        z += w[j] = exp(w[j] - m);
+    for (int j = 0; j < n; j++)
+        w[j] /= z;
+}
+
+static void reference_scale_is_the_weighted_mean_of_abs_v_and_leaves_outputs_unchanged(void **state)
+{
+    (void)state;
+    const kv_task *t = kv_task_find("gqa_attention");
+    assert_non_null(t->reference_scale);
+    /* B=1, HQ=2, HKV=1, SQ=1, L=3, D=2; v's first column holds two opposite
+     * outliers that nearly cancel. */
+    int64_t syms[KV_MAX_SYMS] = {1, 2, 1, 1, 3, 2};
+    double q[4] = {1.0, -0.5, 0.25, 2.0}, k[6] = {0.0, 0.0, 0.01, 0.01, 1.0, 0.4};
+    double v[6] = {64.0, 1.0, -64.0, -2.0, 0.5, 3.0}, o[4], o2[4], sc[4];
+    double *ts[4] = {q, k, v, o}, *ts2[4] = {q, k, v, o2}, *scales[4] = {NULL, NULL, NULL, sc};
+    t->reference(syms, ts);
+    t->reference_scale(syms, ts2, scales);
+    assert_memory_equal(o, o2, sizeof o);
+    for (int h = 0; h < 2; h++) {
+        double w[3];
+        weights(q + 2 * h, k, 3, 2, w);
+        for (int e = 0; e < 2; e++) {
+            double want = 0;
+            for (int j = 0; j < 3; j++)
+                want += w[j] * fabs(v[2 * j + e]);
+            assert_true(fabs(sc[2 * h + e] - want) < 1e-12 * want);
+            assert_true(sc[2 * h + e] >= fabs(o[2 * h + e]));
+        }
+        assert_true(sc[2 * h] > 10 * fabs(o[2 * h])); /* the outliers cancel in o, not in sc */
+    }
+}
+
+/* Deterministic values of size about 1 with one in 61 an outlier of +-60. */
+static void fill_values(double *x, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (double)(seed >> 40) / (double)(1u << 24) * 2.0 - 1.0;
+        if (i % 61 == 7) x[i] = x[i] < 0 ? -60.0 : 60.0;
+    }
+}
+
+static void reference_scale_on_many_threads_gives_the_same_outputs(void **state)
+{
+    (void)state;
+    const kv_task *t = kv_task_find("gqa_attention");
+    /* large enough for the reference to spread work over threads */
+    int64_t syms[KV_MAX_SYMS] = {1, 16, 8, 256, 256, 128};
+    assert_true(t->roofline(syms).flops >= 2e8);
+    size_t nq = 16 * 256 * 128, nk = 8 * 256 * 128;
+    double *q = malloc(nq * sizeof *q), *k = malloc(nk * sizeof *k), *v = malloc(nk * sizeof *v);
+    double *o = malloc(nq * sizeof *o), *o2 = malloc(nq * sizeof *o2),
+           *sc = malloc(nq * sizeof *sc);
+    assert_true(q && k && v && o && o2 && sc);
+    fill_values(q, nq, 1);
+    fill_values(k, nk, 2);
+    fill_values(v, nk, 3);
+    double *ts[4] = {q, k, v, o}, *ts2[4] = {q, k, v, o2}, *scales[4] = {NULL, NULL, NULL, sc};
+    t->reference(syms, ts);
+    t->reference_scale(syms, ts2, scales);
+    assert_memory_equal(o, o2, nq * sizeof *o);
+    for (size_t i = 0; i < nq; i++)
+        assert_true(sc[i] >= fabs(o[i]) * (1 - 1e-12));
+    free(q);
+    free(k);
+    free(v);
+    free(o);
+    free(o2);
+    free(sc);
+}
+
+static void bf16_rounded_probabilities_fit_the_bf16_tolerance_only_with_its_scale_term(void **state)
+{
+    (void)state;
+    const kv_task *t = kv_task_find("gqa_attention");
+    /* One decode row over three keys (D=1): p = softmax(0, 0.025, 0.675),
+     * v = (64, -64, 0.5); o = sum p v nearly cancels. */
+    int64_t syms[KV_MAX_SYMS] = {1, 1, 1, 1, 3, 1};
+    double q[1] = {1.0}, k[3] = {0.0, 0.025, 0.675}, v[3] = {64.0, -64.0, 0.5}, o[1], sc[1];
+    double *ts[4] = {q, k, v, o}, *scales[4] = {NULL, NULL, NULL, sc};
+    t->reference_scale(syms, ts, scales);
+    double w[3], flash = 0;
+    weights(q, k, 3, 1, w);
+    for (int j = 0; j < 3; j++) /* p rounded to bf16 before p.v, as tensor-core kernels do */
+        flash += kv_bf16_to_f32(kv_f32_to_bf16((float)w[j])) * v[j];
+    float out[1] = {(float)flash};
+    kv_tolerance tol = t->tol[KV_BF16];
+    assert_true(tol.stol > 0);
+    assert_true(fabs(flash - o[0]) > tol.atol + tol.rtol * fabs(o[0]));
+    kv_check c;
+    kv_check_output(KV_F32, out, o, sc, 1, NULL, tol, &c);
+    assert_int_equal(c.bad, 0);
+    kv_check_output(KV_F32, out, o, NULL, 1, NULL, tol, &c);
+    assert_int_equal(c.bad, 1);
+}
+
 /* Evaluates TEXT (written to a file NAME) on the small variant, correctness
  * only; returns the verdict JSON. */
 static json_t *eval_text(const char *text, const char *name, kv_backend_kind backend)
@@ -212,6 +327,18 @@ static void kernel_reading_the_wrong_kv_head_is_rejected(void **state)
     free(bad);
 }
 
+static void kernel_accumulating_in_bf16_is_rejected(void **state)
+{
+    (void)state;
+    char *bad = replace_all(
+        kv_embedded_text("gqa_attention/cpu/naive.c"), "acc[d] += p * bf16_to_f32(vh[j * D + d]);",
+        "acc[d] = bf16_to_f32(f32_to_bf16(acc[d] + p * bf16_to_f32(vh[j * D + d])));");
+    json_t *res = eval_text(bad, "bf16_acc.c", KV_BACKEND_CPU);
+    assert_string_equal(reason(res), "wrong_result");
+    json_decref(res);
+    free(bad);
+}
+
 static void naive_opencl_start_and_a_tuned_variant_are_correct(void **state)
 {
     (void)state;
@@ -262,9 +389,15 @@ int main(void)
         cmocka_unit_test(one_key_decode_returns_that_keys_value_row),
         cmocka_unit_test(roofline_counts_kv_bytes_for_decode_and_causal_flops_for_prefill),
         cmocka_unit_test(variants_share_held_out_shapes_and_qwen3_head_configs),
+        cmocka_unit_test(
+            reference_scale_is_the_weighted_mean_of_abs_v_and_leaves_outputs_unchanged),
+        cmocka_unit_test(reference_scale_on_many_threads_gives_the_same_outputs),
+        cmocka_unit_test(
+            bf16_rounded_probabilities_fit_the_bf16_tolerance_only_with_its_scale_term),
         cmocka_unit_test(naive_cpu_start_is_correct_on_every_scenario_and_held_out_shape),
         cmocka_unit_test(kernel_without_causal_mask_is_rejected),
         cmocka_unit_test(kernel_reading_the_wrong_kv_head_is_rejected),
+        cmocka_unit_test(kernel_accumulating_in_bf16_is_rejected),
         cmocka_unit_test(naive_opencl_start_and_a_tuned_variant_are_correct),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
