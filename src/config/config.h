@@ -116,6 +116,7 @@ typedef struct kv_evaluator_config {
     long memory_limit_mb;       /* kevolve: RLIMIT_AS of an evaluation; 0 = none; default 0 */
     char *task;                 /* kevolve: built-in kernel task name, instead of a command */
     char *backend;              /* kevolve: kernel backend: auto, cpu, opencl, cuda; default auto */
+    int quick; /* kevolve: the harness's quick mode (fewer trials, shorter timing); default 0 */
     int distributed;            /* OpenEvolve's flag; not supported (warned when true) */
 } kv_evaluator_config;
 

@@ -315,6 +315,9 @@ const kv_key kv_config_key_table[] = {
      "Built-in kernel task to evaluate with, instead of a command."},
     {"evaluator", "backend", KV_KEY_STRING, C(evaluator.backend), 0, "auto", NULL,
      "Kernel backend: auto, cpu, opencl or cuda."},
+    {"evaluator", "quick", KV_KEY_BOOL, C(evaluator.quick), 0, "false", NULL,
+     "With evaluator.task: the harness's quick mode for every child (fewer trials, shorter "
+     "timing); evaluate the best in full afterwards with kevolve eval."},
     {"evaluator", "distributed", KV_KEY_BOOL, C(evaluator.distributed), 0, "false", NULL,
      "OpenEvolve's flag; not supported.",
      "not supported; kevolve evaluates on this machine's worker pool"},
