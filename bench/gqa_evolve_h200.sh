@@ -34,7 +34,7 @@ echo "== gqa_attention evolution on $(nvidia-smi --query-gpu=name --format=csv,n
 cat >"$WORK/config.yaml" <<YAML
 initial_program: $ROOT/tasks/gqa_attention/cuda/naive.cu
 max_iterations: 400
-max_code_length: 40000
+max_code_length: 120000
 random_seed: 5
 log_level: INFO
 llm:
@@ -59,6 +59,7 @@ evaluator:
   timeout: 300
   max_retries: 0
   parallel_evaluations: 3
+  quick: true # fewer trials and shorter timing per child: more children in the minutes
 YAML
 secs=$((MINUTES * 60))
 t0=$(date +%s)

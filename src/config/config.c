@@ -214,8 +214,9 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
         bad(&ck, "evaluator.backend", "unknown backend '%s' (auto, cpu, opencl or cuda)",
             e->backend);
     if (e->quick && !(e->task && *e->task))
-        bad(&ck, "evaluator.quick", "only the built-in harness has a quick mode: set evaluator.task "
-                                    "too, or leave quick out");
+        bad(&ck, "evaluator.quick",
+            "only the built-in harness has a quick mode: set evaluator.task "
+            "too, or leave quick out");
     return ck.failed ? -1 : 0;
 }
 

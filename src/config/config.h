@@ -117,7 +117,7 @@ typedef struct kv_evaluator_config {
     char *task;                 /* kevolve: built-in kernel task name, instead of a command */
     char *backend;              /* kevolve: kernel backend: auto, cpu, opencl, cuda; default auto */
     int quick; /* kevolve: the harness's quick mode (fewer trials, shorter timing); default 0 */
-    int distributed;            /* OpenEvolve's flag; not supported (warned when true) */
+    int distributed; /* OpenEvolve's flag; not supported (warned when true) */
 } kv_evaluator_config;
 
 typedef struct kv_config {

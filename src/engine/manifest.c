@@ -39,11 +39,11 @@ static char *write_task_evaluator(const kv_config *cfg, const char *output_dir,
             return NULL;
         }
     }
-    char *script = kv_asprintf("#!/bin/sh\n# Written by kevolve: the built-in kernel harness as "
-                               "this run's evaluator.\nexec '%s' eval --task %s --backend %s%s "
-                               "\"$@\"\n",
-                               self, cfg->evaluator.task, backend,
-                               cfg->evaluator.quick ? " --quick" : "");
+    char *script =
+        kv_asprintf("#!/bin/sh\n# Written by kevolve: the built-in kernel harness as "
+                    "this run's evaluator.\nexec '%s' eval --task %s --backend %s%s "
+                    "\"$@\"\n",
+                    self, cfg->evaluator.task, backend, cfg->evaluator.quick ? " --quick" : "");
     char *path = kv_path_join(output_dir, "evaluate.sh");
     int rc = kv_write_file(path, script, strlen(script));
     free(script);

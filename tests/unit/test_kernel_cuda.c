@@ -78,6 +78,62 @@ static void cuda_baseline_compiles_for_hopper_with_resource_usage(void **state)
     kv_compiled_clear(&c);
 }
 
+/* SRC with `#define NAME <old>` set to `#define NAME VALUE` (one line). */
+static char *set_axis(const char *src, const char *name, const char *value)
+{
+    char *pat = kv_asprintf("\n#define %s ", name);
+    const char *at = strstr(src, pat);
+    if (!at) fail_msg("no axis %s in the source", name);
+    at += strlen(pat);
+    size_t old = strspn(at, "0123456789");
+    kv_buf b = KV_BUF_INIT;
+    kv_buf_printf(&b, "%.*s%s%s", (int)(at - src), src, value, at + old);
+    free(pat);
+    return b.data;
+}
+
+/* The flagship's CUDA start compiles for Hopper at its naive point and with
+ * every structure axis switched away from it (tensor-core prefill and
+ * decode, half-warp decode, automatic split, bf16 p.v), so CI without a GPU
+ * still catches a kernel that no longer builds. */
+static void gqa_cuda_start_compiles_for_hopper_naive_and_tensor_core(void **state)
+{
+    (void)state;
+    char *nvcc = kv_find_nvcc();
+    if (!nvcc) {
+        fprintf(stderr, "SKIP: nvcc not found\n");
+        skip();
+    }
+    free(nvcc);
+    static const char *fast[][2] = {
+        {"VEC", "8"},       {"THREADS", "256"},   {"SPLIT", "0"},          {"SHARE_KV", "1"},
+        {"ONLINE", "1"},    {"WARP_DECODE", "1"}, {"KEYS_IN_FLIGHT", "8"}, {"PREFETCH", "1"},
+        {"MMA", "1"},       {"MMA_DECODE", "1"},  {"MMAD_KW", "32"},       {"MMAD_STAGES", "2"},
+        {"MMA_P_F16", "0"},
+    };
+    const char *naive = kv_embedded_text("gqa_attention/cuda/naive.cu");
+    assert_non_null(naive);
+    char *src = kv_strdup(naive);
+    for (size_t i = 0; i < sizeof fast / sizeof fast[0]; i++) {
+        char *next = set_axis(src, fast[i][0], fast[i][1]);
+        free(src);
+        src = next;
+    }
+    const char *texts[] = {naive, src};
+    for (int i = 0; i < 2; i++) {
+        kv_compiled c;
+        char *err = NULL;
+        int rc = kv_compile(KV_BACKEND_CUDA, texts[i], g_cache, "sm_90a", &c, &err);
+        if (rc != 0)
+            fail_msg("nvcc failed on the %s point (%d): %s %s", i ? "tensor-core" : "naive", rc,
+                     err ? err : "", c.log ? c.log : "");
+        assert_true(kv_is_file(c.lib_path));
+        assert_true(json_integer_value(json_object_get(c.resources, "registers")) > 0);
+        kv_compiled_clear(&c);
+    }
+    free(src);
+}
+
 static void ptxas_report_is_parsed_into_features(void **state)
 {
     (void)state;
@@ -162,6 +218,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(without_a_gpu_cuda_says_no_cuda_device),
         cmocka_unit_test(cuda_baseline_compiles_for_hopper_with_resource_usage),
+        cmocka_unit_test(gqa_cuda_start_compiles_for_hopper_naive_and_tensor_core),
         cmocka_unit_test(ptxas_report_is_parsed_into_features),
         cmocka_unit_test(on_a_gpu_honest_kernels_pass_and_red_team_fails),
     };
