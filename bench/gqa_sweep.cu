@@ -7,6 +7,7 @@
 // Usage: gqa_sweep [all|decode|prefill]   prints one line per shape:
 // max error against a float64 CPU reference (small shapes) or time.
 #include CANDIDATE
+#include "gqa_bench.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -50,36 +51,6 @@ static const shape SHAPES[] = {
     {"prefill_40x8_s8192", 1, 40, 8, 8192, 8192, false, true},
     {"chunked_40x8_q512_l8192", 1, 40, 8, 512, 8192, false, true},
 };
-
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));     \
-            exit(2);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static float from_bf16(unsigned short h)
-{
-    unsigned u = (unsigned)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-__global__ void fill_kernel(unsigned short *p, size_t n, unsigned long long seed)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        unsigned long long z = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
-        z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
-        z ^= z >> 29;
-        float u1 = ((z & 0xffffff) + 1) / 16777217.0f, u2 = ((z >> 24) & 0xffffff) / 16777216.0f;
-        float g = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
-        p[i] = __bfloat16_as_ushort(__float2bfloat16_rn(g));
-    }
-}
 
 static size_t count(const shape &s, int t)
 {
@@ -135,16 +106,16 @@ static double check(const shape &s, cudaStream_t st)
                 for (int j = 0; j < keys; j++) {
                     double dot = 0;
                     for (int e = 0; e < 128; e++)
-                        dot += (double)from_bf16(q[e]) * from_bf16(k[(size_t)j * 128 + e]);
+                        dot += (double)bf2f(q[e]) * bf2f(k[(size_t)j * 128 + e]);
                     sc[j] = dot / sqrt(128.0);
                     mx = std::max(mx, sc[j]);
                 }
                 for (int j = 0; j < keys; j++) z += sc[j] = exp(sc[j] - mx);
                 for (int e = 0; e < 128; e++) {
                     double acc = 0;
-                    for (int j = 0; j < keys; j++) acc += sc[j] * from_bf16(v[(size_t)j * 128 + e]);
+                    for (int j = 0; j < keys; j++) acc += sc[j] * bf2f(v[(size_t)j * 128 + e]);
                     double ref = acc / z;
-                    double got = from_bf16(h[3][(((size_t)b * s.HQ + hq) * s.SQ + r) * 128 + e]);
+                    double got = bf2f(h[3][(((size_t)b * s.HQ + hq) * s.SQ + r) * 128 + e]);
                     double err = std::isfinite(got) ? fabs(got - ref) / (1e-2 + 1e-2 * fabs(ref))
                                                     : INFINITY;
                     worst = std::max(worst, err);
@@ -179,26 +150,13 @@ static double timeit(const shape &s, cudaStream_t st)
     CK(cudaGraphInstantiate(&ge, g, 0));
     CK(cudaGraphLaunch(ge, st));
     CK(cudaStreamSynchronize(st));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
     int reps = std::max(1, 2000 / nsets);
     if ((double)s.B * s.HQ * s.SQ * s.L > 1e8) reps = std::max(1, 50 / nsets);
-    std::vector<double> t;
-    for (int round = 0; round < 5; round++) {
-        CK(cudaEventRecord(e0, st));
-        for (int r = 0; r < reps; r++) CK(cudaGraphLaunch(ge, st));
-        CK(cudaEventRecord(e1, st));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        t.push_back(ms * 1e3 / (reps * nsets));
-    }
-    std::sort(t.begin(), t.end());
+    double us = graph_median_us(ge, st, nsets, reps);
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
     for (void *p : d) CK(cudaFree(p));
-    return t[2];
+    return us;
 }
 
 int main(int argc, char **argv)

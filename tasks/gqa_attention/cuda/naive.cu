@@ -937,9 +937,7 @@ static int mma_launch_cfg(const bf16_t *q, const bf16_t *k, const bf16_t *v, bf1
 static int mma_prefill_launch(const bf16_t *q, const bf16_t *k, const bf16_t *v, bf16_t *o, int B,
                               int HQ, int HKV, int SQ, int L, cudaStream_t s)
 {
-    static int sms; // multiprocessors of device 0, read once
-    if (!sms && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess)
-        sms = 132;
+    const int sms = sm_count();
     // Enough 128-row blocks for two waves: 8 warps x (128 rows, 128-key tiles);
     // else 4 warps x (64 rows, 64-key tiles), twice the blocks.
     if ((long long)B * HQ * ((SQ + 127) / 128) >= 2LL * sms)
@@ -1353,26 +1351,12 @@ __global__ void __launch_bounds__(MMAD_THREADS)
     }
 }
 
-// Multiprocessors of the current device (looked up once, before any graph
-// capture: correctness runs come first).
-static int mmad_sm_count(void)
-{
-    static int n;
-    if (!n) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-            n = 1;
-    }
-    return n;
-}
-
 // Chunks per (sequence, KV head) for bps resident blocks per multiprocessor:
 // as many as fill every slot once (rounded down, so the blocks make whole
 // waves), at most one per tile of keys and MMAD_MAX_SPLIT.
 static int mmad_auto_split(int B, int HKV, int L, int tile, int bps)
 {
-    long long pairs = (long long)B * HKV, slots = (long long)mmad_sm_count() * bps;
+    long long pairs = (long long)B * HKV, slots = (long long)sm_count() * bps;
     long long want = slots / pairs, max_split = (L + tile - 1) / tile;
     if (want > max_split) want = max_split;
     if (want > MMAD_MAX_SPLIT) want = MMAD_MAX_SPLIT;
