@@ -58,15 +58,21 @@ static void without_a_gpu_cuda_says_no_cuda_device(void **state)
     free(err);
 }
 
-static void cuda_baseline_compiles_for_hopper_with_resource_usage(void **state)
+/* Skips the calling test where nvcc is not installed. */
+static void skip_without_nvcc(void)
 {
-    (void)state;
     char *nvcc = kv_find_nvcc();
     if (!nvcc) {
         fprintf(stderr, "SKIP: nvcc not found\n");
         skip();
     }
     free(nvcc);
+}
+
+static void cuda_baseline_compiles_for_hopper_with_resource_usage(void **state)
+{
+    (void)state;
+    skip_without_nvcc();
     kv_compiled c;
     char *err = NULL;
     int rc = kv_compile(KV_BACKEND_CUDA, kv_embedded_text("softmax/cuda/baseline.cu"), g_cache,
@@ -99,12 +105,7 @@ static char *set_axis(const char *src, const char *name, const char *value)
 static void gqa_cuda_start_compiles_for_hopper_naive_and_tensor_core(void **state)
 {
     (void)state;
-    char *nvcc = kv_find_nvcc();
-    if (!nvcc) {
-        fprintf(stderr, "SKIP: nvcc not found\n");
-        skip();
-    }
-    free(nvcc);
+    skip_without_nvcc();
     static const char *fast[][2] = {
         {"VEC", "8"},       {"THREADS", "256"},   {"SPLIT", "0"},          {"SHARE_KV", "1"},
         {"ONLINE", "1"},    {"WARP_DECODE", "1"}, {"KEYS_IN_FLIGHT", "8"}, {"PREFETCH", "1"},

@@ -27,10 +27,10 @@
 
 static char g_cache[] = "/tmp/kv_test_kernel_gqa_XXXXXX";
 
-/* Softmax-weighted average of V's rows 0..n-1 for query QROW (all D wide). */
-static void by_hand(const double *q, const double *k, const double *v, int n, int d, double *o)
+/* Softmax weights of scores Q.K_j / sqrt(D) for keys 0..N-1, normalised. */
+static void weights(const double *q, const double *k, int n, int d, double *w)
 {
-    double w[16], m = -INFINITY, z = 0;
+    double m = -INFINITY, z = 0;
     for (int j = 0; j < n; j++) {
         w[j] = 0;
         for (int e = 0; e < d; e++)
@@ -40,10 +40,19 @@ static void by_hand(const double *q, const double *k, const double *v, int n, in
     }
     for (int j = 0; j < n; j++)
         z += w[j] = exp(w[j] - m);
+    for (int j = 0; j < n; j++)
+        w[j] /= z;
+}
+
+/* Softmax-weighted average of V's rows 0..n-1 for query Q (all D wide). */
+static void by_hand(const double *q, const double *k, const double *v, int n, int d, double *o)
+{
+    double w[16];
+    weights(q, k, n, d, w);
     for (int e = 0; e < d; e++) {
         o[e] = 0;
         for (int j = 0; j < n; j++)
-            o[e] += w[j] / z * v[j * d + e];
+            o[e] += w[j] * v[j * d + e];
     }
 }
 
@@ -137,23 +146,6 @@ static void variants_share_held_out_shapes_and_qwen3_head_configs(void **state)
         s77 |= s[3] == 77 && s[4] == 77;
     }
     assert_true(l1 && b3 && s77);
-}
-
-/* Softmax weights of scores Q.K_j / sqrt(D) for keys 0..N-1, normalised. */
-static void weights(const double *q, const double *k, int n, int d, double *w)
-{
-    double m = -INFINITY, z = 0;
-    for (int j = 0; j < n; j++) {
-        w[j] = 0;
-        for (int e = 0; e < d; e++)
-            w[j] += q[e] * k[j * d + e];
-        w[j] /= sqrt((double)d);
-        m = fmax(m, w[j]);
-    }
-    for (int j = 0; j < n; j++)
-        z += w[j] = exp(w[j] - m);
-    for (int j = 0; j < n; j++)
-        w[j] /= z;
 }
 
 static void reference_scale_is_the_weighted_mean_of_abs_v_and_leaves_outputs_unchanged(void **state)
