@@ -96,6 +96,17 @@ def copy_gbps():
     return 2 * n * 4 / (us * 1e-6) / 1e9
 
 
+def read_gbps():
+    """Read-only bandwidth: a float32 sum over 2 GB of bf16, the access pattern
+    of decode (K and V read once, almost nothing written). The copy rate
+    above counts reads and writes and came out below what cuDNN's decode
+    reads (2.7 against 3.4-4.3 TB/s, H200, 2026-11-30), so it is no floor."""
+    n = 1 << 30
+    a = torch.ones(n, dtype=torch.bfloat16, device="cuda")
+    us = timed_graph(lambda x: x.sum(dtype=torch.float32), [(a,)])
+    return n * 2 / (us * 1e-6) / 1e9
+
+
 def matmul_tflops():
     n = 8192
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
@@ -109,6 +120,10 @@ def main():
     out = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
            "gpu": torch.cuda.get_device_name(), "scenarios": {}}
     out["copy_gbps"] = copy_gbps()
+    try:  # new in this version of the script: a failure must not lose the rest
+        out["read_gbps"] = read_gbps()
+    except Exception as e:  # noqa: BLE001
+        print(f"read bandwidth not measured: {e}", file=sys.stderr)
     out["matmul_tflops"] = matmul_tflops()
     print(f"copy {out['copy_gbps']:.0f} GB/s, bf16 matmul {out['matmul_tflops']:.0f} TFLOP/s",
           flush=True)
