@@ -40,8 +40,9 @@ static uint64_t chunk_seed(uint64_t base, size_t c)
 static inline double draw(kv_rng *r, kv_dist d, int forced, int i32)
 {
     if (d == KV_DIST_SMALL_INT) return (double)kv_rng_below(r, 9) - 4.0;
-    double v = kv_rng_normal(r);
-    if (d == KV_DIST_OUTLIERS && (forced || kv_rng_below(r, 500) == 0))
+    double v = kv_rng_normal_ziggurat(r);
+    /* one in 500 (a compare, not a division: this runs per element) */
+    if (d == KV_DIST_OUTLIERS && (forced || kv_rng_next(r) < UINT64_MAX / 500))
         v = (kv_rng_below(r, 2) ? 1.0 : -1.0) * (30.0 + 50.0 * kv_rng_uniform(r));
     if (i32) v = round(v * 8.0);
     return v;
@@ -117,6 +118,7 @@ static void *fill_worker(void *arg)
 void kv_fill_random_threads(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void *host, double *vals,
                             int threads)
 {
+    kv_rng_ziggurat_init();
     fill_job j = {.dt = dt, .d = d, .n = n, .host = host, .vals = vals};
     j.base = kv_rng_next(rng);
     j.forced = n ? (size_t)kv_rng_below(rng, n) : 0;

@@ -69,19 +69,6 @@ float kv_f16_to_f32(uint16_t h)
     return bits_f32(sign | ((exp - 15 + 127) << 23) | (man << 13));
 }
 
-uint16_t kv_f32_to_bf16(float f)
-{
-    uint32_t x = f32_bits(f);
-    if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu)) return (uint16_t)((x >> 16) | 0x40u);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-
-float kv_bf16_to_f32(uint16_t h)
-{
-    return bits_f32((uint32_t)h << 16);
-}
-
 void kv_dtype_store(kv_dtype dt, void *p, size_t i, double v)
 {
     switch (dt) {

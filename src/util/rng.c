@@ -2,6 +2,7 @@
 #include "util/rng.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,6 +74,63 @@ double kv_rng_normal(kv_rng *r)
     r->spare = v * f;
     r->has_spare = 1;
     return u * f;
+}
+
+/* The ziggurat of Marsaglia and Tsang (2000), 256 layers, in the 64-bit
+ * form numpy uses: 8 bits pick the layer, 1 the sign, 52 the magnitude.
+ * Layer 0 is the base strip with the tail beyond ZIG_R; layer i > 0 spans
+ * x up to zig_x[i]. */
+#define ZIG_N 256
+#define ZIG_R 3.6541528853610088
+#define ZIG_V 4.92867323399e-3 /* the area of every layer */
+static uint64_t zig_k[ZIG_N];  /* accept at once when the magnitude is below */
+static double zig_w[ZIG_N];    /* magnitude to x */
+static double zig_f[ZIG_N];    /* the density at each layer's edge */
+static pthread_once_t zig_once = PTHREAD_ONCE_INIT;
+
+static void zig_setup(void)
+{
+    const double m = 0x1.0p52;
+    double dn = ZIG_R, tn = dn, q = ZIG_V / exp(-0.5 * dn * dn);
+    zig_k[0] = (uint64_t)(dn / q * m);
+    zig_k[1] = 0;
+    zig_w[0] = q / m;
+    zig_w[ZIG_N - 1] = dn / m;
+    zig_f[0] = 1.0;
+    zig_f[ZIG_N - 1] = exp(-0.5 * dn * dn);
+    for (int i = ZIG_N - 2; i >= 1; i--) {
+        dn = sqrt(-2.0 * log(ZIG_V / dn + exp(-0.5 * dn * dn)));
+        zig_k[i + 1] = (uint64_t)(dn / tn * m);
+        tn = dn;
+        zig_f[i] = exp(-0.5 * dn * dn);
+        zig_w[i] = dn / m;
+    }
+}
+
+void kv_rng_ziggurat_init(void)
+{
+    pthread_once(&zig_once, zig_setup);
+}
+
+double kv_rng_normal_ziggurat(kv_rng *r)
+{
+    for (;;) {
+        uint64_t u = kv_rng_next(r);
+        int layer = (int)(u & 0xff);
+        int negative = (int)((u >> 8) & 1);
+        uint64_t mag = (u >> 9) & 0x000fffffffffffffull;
+        double x = (double)mag * zig_w[layer];
+        if (mag < zig_k[layer]) return negative ? -x : x; /* about 99% of draws */
+        if (layer == 0) { /* the tail beyond ZIG_R (Marsaglia 1964) */
+            for (;;) {
+                double xx = -log1p(-kv_rng_uniform(r)) / ZIG_R;
+                double yy = -log1p(-kv_rng_uniform(r));
+                if (yy + yy > xx * xx) return negative ? -(ZIG_R + xx) : ZIG_R + xx;
+            }
+        }
+        double y = zig_f[layer] + (zig_f[layer - 1] - zig_f[layer]) * kv_rng_uniform(r);
+        if (y < exp(-0.5 * x * x)) return negative ? -x : x;
+    }
 }
 
 size_t kv_rng_weighted(kv_rng *r, const double *weights, size_t n)

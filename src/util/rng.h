@@ -21,6 +21,11 @@ uint64_t kv_rng_below(kv_rng *r, uint64_t n);
 double kv_rng_uniform(kv_rng *r);
 /* Standard normal (Marsaglia's polar method: two per draw, no trigonometry). */
 double kv_rng_normal(kv_rng *r);
+/* Standard normal by the ziggurat method: several times faster than
+ * kv_rng_normal, for bulk draws (a kernel's random inputs). Call
+ * kv_rng_ziggurat_init once first (any thread; later calls do nothing). */
+void kv_rng_ziggurat_init(void);
+double kv_rng_normal_ziggurat(kv_rng *r);
 /* Index drawn with probability proportional to weights[i] (>= 0); uniform when all are 0. */
 size_t kv_rng_weighted(kv_rng *r, const double *weights, size_t n);
 /* Serialises the state as 64 hex digits into out[65] and back; parse returns 0 or -1. */
