@@ -158,6 +158,14 @@ typedef struct kv_task {
     kv_roofline (*roofline)(const int64_t *syms);
     /* Name of the embedded baseline source per backend (NULL: none). */
     const char *baseline[KV_BACKEND_COUNT];
+    /* Optional: name of an embedded CUDA source that computes what
+     * reference_scale computes (required with it), in double precision on
+     * the GPU, for shapes too big for the CPU's reference. Its kv_launch gets
+     * the task's tensors in order, each output as a double buffer of the
+     * same shape, followed by each output's error scales (double). The cuda
+     * backend uses it for scenarios; held-out shapes get both references,
+     * and a disagreement fails the evaluation as a harness error. */
+    const char *reference_cuda;
 } kv_task;
 
 #ifdef __cplusplus

@@ -152,6 +152,8 @@ static json_t *accepted(const kv_task *task, int stage, json_t *res, json_t *art
     json_object_set(artifacts, "scenarios", scen);
     json_object_set(artifacts, "held_out", json_object_get(res, "held_out"));
     json_object_set(artifacts, "device", json_object_get(res, "device"));
+    json_t *prof = json_object_get(res, "profile_seconds");
+    if (prof) json_object_set(artifacts, "profile_seconds", prof);
     json_t *logs = json_object_get(res, "build_logs");
     if (logs && json_object_size(logs)) json_object_set(artifacts, "build_logs", logs);
     return json_pack("{s:o,s:O}", "metrics", metrics, "artifacts", artifacts);
@@ -270,7 +272,7 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
     json_object_set_new(artifacts, "backend", json_string(kv_backend_kind_name(o->backend)));
     char *cache = o->cache_dir ? kv_strdup(o->cache_dir) : kv_cache_dir_default();
     char *arch = o->arch ? kv_strdup(o->arch) : NULL;
-    kv_compiled cand = {0}, base = {0};
+    kv_compiled cand = {0}, base = {0}, ref = {0};
     int rc = -1;
     if (o->backend == KV_BACKEND_CUDA) {
         json_t *info = NULL;
@@ -312,12 +314,29 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
             goto out;
         }
     }
+    /* The task's GPU reference (compiled once, then cached like the baseline). */
+    int device_ref = o->backend == KV_BACKEND_CUDA && task->reference_cuda;
+    if (device_ref) {
+        const char *rtext = kv_embedded_text(task->reference_cuda);
+        if (!rtext) {
+            *err = kv_asprintf("task %s: its device reference %s is not embedded", task->name,
+                               task->reference_cuda);
+            goto out;
+        }
+        if (kv_compile(o->backend, rtext, cache, arch, &ref, err) != 0) {
+            if (!*err)
+                *err = kv_asprintf("the device reference %s does not compile: %s",
+                                   task->reference_cuda, ref.log);
+            goto out;
+        }
+    }
     int lock = take_lock(cache);
     kv_run_ctx ctx = {.task = task,
                       .opts = o,
                       .kind = o->backend,
                       .cand = &cand,
                       .base = o->stage == 1 ? NULL : &base,
+                      .ref = device_ref ? &ref : NULL,
                       .seed =
                           o->seed ? o->seed : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)};
     kv_worker_outcome w;
@@ -366,6 +385,7 @@ out:
     json_decref(artifacts);
     kv_compiled_clear(&cand);
     kv_compiled_clear(&base);
+    kv_compiled_clear(&ref);
     free(cache);
     free(arch);
     free(src);

@@ -65,16 +65,41 @@ static settings settings_for(const kv_kernel_opts *o)
     return s;
 }
 
+/* Where the worker's seconds go, summed over every shape: reported with the
+ * result so that a slow evaluation says which host or device step to cut. */
+enum prof_step {
+    PROF_ALLOC,     /* host images and device buffers */
+    PROF_FILL,      /* drawing the inputs */
+    PROF_UPLOAD,    /* copying inputs and poison to the device */
+    PROF_REFERENCE, /* the double-precision reference */
+    PROF_RUN,       /* correctness launches */
+    PROF_CHECK,     /* read-backs and comparisons */
+    PROF_TIMED,     /* timed launches, baseline and candidate */
+    PROF_COUNT
+};
+static const char *const prof_names[PROF_COUNT] = {"alloc", "fill",  "upload", "reference",
+                                                   "run",   "check", "timed"};
+
 /* Everything a run needs, shared by the helpers below. */
 typedef struct run {
+    double prof[PROF_COUNT];
     const kv_task *task;
     const kv_kernel_opts *o;
     kv_backend *b;
     kv_module *cand, *base;
+    kv_module *ref; /* the task's device reference, or NULL */
     settings s;
     kv_rng rng;
     json_t *extra; /* sent with a failure: build log */
 } run;
+
+/* Adds the time since *T0 to step STEP and moves *T0 to now. */
+static void prof_lap(run *r, enum prof_step step, double *t0)
+{
+    double now = kv_now_s();
+    r->prof[step] += now - *t0;
+    *t0 = now;
+}
 
 /* Sends the failure in ERR ("code: detail") and exits. */
 static _Noreturn void fail_err(run *r, const char *err, const char *context)
@@ -166,11 +191,13 @@ static void fill_args(const kv_task *t, const kv_shape *sh, kv_dbuf *bufs, kv_la
 
 static void alloc_set(run *r, const shape_data *d, kv_dbuf *bufs)
 {
+    double t0 = kv_now_s();
     for (int i = 0; i < r->task->num_tensors; i++) {
         char *err = NULL;
         if (r->b->alloc(r->b, d->bytes[i], r->task->tensors[i].name, &bufs[i], &err) != 0)
             fail_err(r, err, "allocating tensors");
     }
+    prof_lap(r, PROF_ALLOC, &t0);
 }
 
 static void release_set(run *r, kv_dbuf *bufs)
@@ -187,17 +214,104 @@ static void upload_inputs(run *r, shape_data *d, kv_dbuf *bufs, kv_dist dist, kv
 {
     for (int i = 0; i < r->task->num_tensors; i++) {
         if (r->task->tensors[i].role != KV_IN) continue;
+        double t0 = kv_now_s();
         kv_fill_random(r->task->tensors[i].dtype, dist, rng, d->count[i], d->img[i],
                        values ? d->val[i] : NULL);
+        prof_lap(r, PROF_FILL, &t0);
         char *err = NULL;
         if (r->b->write(r->b, &bufs[i], d->img[i], &err) != 0) fail_err(r, err, "uploading inputs");
+        prof_lap(r, PROF_UPLOAD, &t0);
+    }
+}
+
+/* 1 when the reference of shape D comes from the device: the scenarios,
+ * when the task has a device reference (held-out shapes are small, and
+ * their CPU reference checks the device's). */
+static int device_reference_for(const run *r, const shape_data *d)
+{
+    return r->ref && !d->held;
+}
+
+/* Runs the task's device reference on the inputs in BUFS; the outputs'
+ * values go to VAL[i] and their error scales to SCALE[i] (host, count
+ * doubles each). The harness's own code: a failure is a harness error. */
+static void device_reference(run *r, shape_data *d, kv_dbuf *bufs, double **val, double **scale)
+{
+    const kv_task *t = r->task;
+    kv_dbuf out[KV_MAX_TENSORS] = {0}, sc[KV_MAX_TENSORS] = {0};
+    kv_launch_args a;
+    fill_args(t, d->shape, bufs, &a);
+    int n = t->num_tensors;
+    char *err = NULL;
+    for (int i = 0; i < t->num_tensors; i++) {
+        if (t->tensors[i].role != KV_OUT) continue;
+        if (r->b->alloc(r->b, d->count[i] * sizeof(double), "reference", &out[i], &err) != 0 ||
+            r->b->alloc(r->b, d->count[i] * sizeof(double), "reference scale", &sc[i], &err) != 0)
+            kv_worker_fail("harness_error", r->extra, "device reference: allocating: %s", err);
+        a.tensors[i] = out[i].handle;
+        if (n == KV_MAX_TENSORS)
+            kv_worker_fail("harness_error", r->extra, "device reference: too many tensors");
+        a.tensors[n++] = sc[i].handle;
+    }
+    a.num_tensors = (uint32_t)n;
+    kv_worker_watchdog(r->s.kernel_timeout_s * 6);
+    if (r->b->launch(r->b, r->ref, &a, &err) != 0 || r->b->sync_stream(r->b, &err) != 0)
+        kv_worker_fail("harness_error", r->extra, "device reference on %s: %s", d->shape->name,
+                       err);
+    kv_worker_watchdog(0);
+    for (int i = 0; i < t->num_tensors; i++) {
+        if (t->tensors[i].role != KV_OUT) continue;
+        if (r->b->read(r->b, &out[i], val[i], &err) != 0 ||
+            (scale[i] && r->b->read(r->b, &sc[i], scale[i], &err) != 0))
+            kv_worker_fail("harness_error", r->extra, "device reference: reading back: %s", err);
+        r->b->release(r->b, &out[i]);
+        r->b->release(r->b, &sc[i]);
+    }
+}
+
+/* The device reference must agree with the CPU's (already in D) to a
+ * billionth of each element's scale: they differ only in the order of
+ * double-precision sums. */
+static void cross_check_reference(run *r, shape_data *d, kv_dbuf *bufs)
+{
+    const kv_task *t = r->task;
+    double *val[KV_MAX_TENSORS] = {0}, *scale[KV_MAX_TENSORS] = {0};
+    for (int i = 0; i < t->num_tensors; i++)
+        if (t->tensors[i].role == KV_OUT) {
+            val[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
+            scale[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
+        }
+    device_reference(r, d, bufs, val, scale);
+    for (int i = 0; i < t->num_tensors; i++) {
+        if (t->tensors[i].role != KV_OUT) continue;
+        for (size_t k = 0; k < d->count[i]; k++) {
+            double want = d->val[i][k], ws = d->scale[i] ? d->scale[i][k] : 0.0;
+            double room = 1e-9 * (fabs(want) + ws) + 1e-12;
+            if (!(fabs(val[i][k] - want) <= room) ||
+                (d->scale[i] && !(fabs(scale[i][k] - ws) <= room)))
+                kv_worker_fail("harness_error", r->extra,
+                               "the task's device reference disagrees with its CPU reference on "
+                               "%s, %s[%zu]: %.17g (scale %.17g) against %.17g (scale %.17g)",
+                               d->shape->name, t->tensors[i].name, k, val[i][k], scale[i][k], want,
+                               ws);
+        }
+        free(val[i]);
+        free(scale[i]);
     }
 }
 
 /* The reference into D's val for the outputs, and with the task's
- * reference_scale the outputs' error scales into D's scale. */
-static void compute_reference(run *r, shape_data *d)
+ * reference_scale the outputs' error scales into D's scale: from the device
+ * (device_reference_for) or the CPU. CROSS_CHECK: with a device reference,
+ * compare it with the CPU's on this (held-out) shape. */
+static void compute_reference(run *r, shape_data *d, kv_dbuf *bufs, int cross_check)
 {
+    double t0 = kv_now_s();
+    if (device_reference_for(r, d)) {
+        device_reference(r, d, bufs, d->val, d->scale);
+        prof_lap(r, PROF_REFERENCE, &t0);
+        return;
+    }
     double *t[KV_MAX_TENSORS];
     for (int i = 0; i < r->task->num_tensors; i++)
         t[i] = d->val[i];
@@ -205,11 +319,14 @@ static void compute_reference(run *r, shape_data *d)
         r->task->reference_scale(d->shape->syms, t, d->scale);
     else
         r->task->reference(d->shape->syms, t);
+    if (cross_check && r->ref) cross_check_reference(r, d, bufs);
+    prof_lap(r, PROF_REFERENCE, &t0);
 }
 
 /* Writes a fresh poison into every output of BUFS. */
 static void poison_outputs(run *r, shape_data *d, kv_dbuf *bufs)
 {
+    double t0 = kv_now_s();
     for (int i = 0; i < r->task->num_tensors; i++) {
         const kv_tensor_spec *ts = &r->task->tensors[i];
         if (ts->role != KV_OUT) continue;
@@ -219,6 +336,7 @@ static void poison_outputs(run *r, shape_data *d, kv_dbuf *bufs)
         if (r->b->write(r->b, &bufs[i], d->img[i], &err) != 0)
             fail_err(r, err, "poisoning outputs");
     }
+    prof_lap(r, PROF_UPLOAD, &t0);
 }
 
 static void read_outputs(run *r, shape_data *d, kv_dbuf *bufs, void **dst)
@@ -289,10 +407,12 @@ static void launch_once(run *r, kv_module *m, shape_data *d, kv_dbuf *bufs)
     kv_launch_args a;
     fill_args(r->task, d->shape, bufs, &a);
     char *err = NULL;
+    double t0 = kv_now_s();
     kv_worker_watchdog(r->s.kernel_timeout_s);
     if (r->b->launch(r->b, m, &a, &err) != 0 || r->b->sync_stream(r->b, &err) != 0)
         fail_err(r, err, "launch");
     kv_worker_watchdog(0);
+    prof_lap(r, PROF_RUN, &t0);
 }
 
 /* Checks one run's outputs (see the file comment for the order). */
@@ -359,23 +479,29 @@ static void check_run(run *r, shape_data *d, kv_dbuf *bufs, int runno, int threa
                            coords(t, i, d->shape->syms, c->first_unwritten, where, sizeof where));
         }
     }
-    /* Inputs unchanged: read each back and compare with what was uploaded. */
-    if (!d->back) {
+    /* Inputs unchanged: read each back and compare with what was uploaded.
+     * Quick runs look after the second run only: a change made by the first
+     * is still there (inputs are not rewritten between the two runs). */
+    int look_inputs = !r->o->quick || runno == 1;
+    if (look_inputs && !d->back) {
         size_t most = 0;
         for (int i = 0; i < t->num_tensors; i++)
             if (t->tensors[i].role == KV_IN && d->bytes[i] > most) most = d->bytes[i];
         d->back = kv_malloc(most + 8);
     }
-    for (int i = 0; i < t->num_tensors; i++) {
+    for (int i = 0; i < t->num_tensors && look_inputs; i++) {
         if (t->tensors[i].role != KV_IN) continue;
         void *back = d->back;
         if (r->b->read(r->b, &bufs[i], back, &err) != 0) fail_err(r, err, "reading inputs back");
         if (memcmp(back, d->img[i], d->bytes[i]) != 0) { /* checksums only for the message */
             uint64_t h0 = kv_hash64(d->img[i], d->bytes[i]), h1 = kv_hash64(back, d->bytes[i]);
             fail_shape(r, d, "input_modified",
-                       "input %s changed during run %d (checksum %016llx before, %016llx after)",
-                       t->tensors[i].name, runno + 1, (unsigned long long)h0,
-                       (unsigned long long)h1);
+                       "input %s changed during run %s (checksum %016llx before, %016llx after)",
+                       t->tensors[i].name,
+                       r->o->quick ? "1 or 2"
+                       : runno     ? "2"
+                                   : "1",
+                       (unsigned long long)h0, (unsigned long long)h1);
         }
     }
     for (int i = 0; i < t->num_tensors; i++) {
@@ -441,7 +567,9 @@ static json_t *check_shape(run *r, const kv_shape *sh, int held)
 {
     const kv_task *t = r->task;
     shape_data d;
+    double t0 = kv_now_s();
     shape_data_init(&d, t, sh, held);
+    prof_lap(r, PROF_ALLOC, &t0);
     kv_dbuf bufs[KV_MAX_TENSORS] = {0};
     alloc_set(r, &d, bufs);
     int trials = held ? r->s.held_trials : r->s.trials;
@@ -477,15 +605,17 @@ static json_t *check_shape(run *r, const kv_shape *sh, int held)
                 }
             d.have_prev = 1;
         }
-        upload_inputs(r, &d, bufs, dist, &r->rng, 1);
-        compute_reference(r, &d);
+        upload_inputs(r, &d, bufs, dist, &r->rng, !device_reference_for(r, &d));
+        compute_reference(r, &d, bufs, trial == 0);
         for (int runno = 0; runno < 2; runno++) {
             poison_outputs(r, &d, bufs);
             int before = kv_thread_count();
             launch_once(r, r->cand, &d, bufs);
             int after = kv_thread_count();
+            t0 = kv_now_s();
             read_outputs(r, &d, bufs, d.got[runno]);
             check_run(r, &d, bufs, runno, before, after);
+            prof_lap(r, PROF_CHECK, &t0);
         }
     }
     release_set(r, bufs);
@@ -543,7 +673,9 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
 {
     const kv_task *t = r->task;
     shape_data d;
+    double t0 = kv_now_s();
     shape_data_init(&d, t, sh, 0);
+    prof_lap(r, PROF_ALLOC, &t0);
     size_t set_bytes = 0;
     for (int i = 0; i < t->num_tensors; i++)
         set_bytes += d.bytes[i];
@@ -555,6 +687,9 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
     if (nsets < 2) nsets = 2;
     if (nsets > 256) nsets = 256;
     if (r->o->quick && nsets > 4) nsets = 4; /* quick runs trade cold caches for speed */
+    /* A set twice the cache's size leaves it cold for the next launch: quick
+     * runs time such shapes on one set, drawn once. */
+    if (r->o->quick && set_bytes >= 2 * cache) nsets = 1;
     timing_sets ts = {.n = (int)nsets};
     ts.bufs = kv_calloc(nsets, sizeof *ts.bufs);
     ts.poison = kv_calloc(nsets, sizeof *ts.poison);
@@ -572,9 +707,10 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
         kv_rng rng;
         kv_rng_seed(&rng, kv_rng_next(&r->rng));
         ts.full[s] = s >= nsets - nfull;
-        upload_inputs(r, &d, ts.bufs[s], KV_DIST_NORMAL, &rng, ts.full[s]);
+        upload_inputs(r, &d, ts.bufs[s], KV_DIST_NORMAL, &rng,
+                      ts.full[s] && !device_reference_for(r, &d));
         if (ts.full[s]) {
-            compute_reference(r, &d);
+            compute_reference(r, &d, ts.bufs[s], 0);
             for (int i = 0; i < t->num_tensors; i++)
                 if (t->tensors[i].role == KV_OUT) {
                     ts.ref[s][i] = kv_malloc((d.count[i] + 1) * sizeof(double));
@@ -591,6 +727,7 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
     int next = 0;
     char *err = NULL;
     kv_worker_phase("timing %s: warm-up", sh->name);
+    t0 = kv_now_s();
     for (int w = 0; w < r->s.warmup; w++) {
         time_block(r, r->base, &d, &ts, &next, (double[1]){0}, (size_t[1]){0}, 1, 1, 0, 0, 0);
         time_block(r, r->cand, &d, &ts, &next, (double[1]){0}, (size_t[1]){0}, 1, 1, 0, 0, 0);
@@ -608,12 +745,14 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
         time_block(r, r->base, &d, &ts, &next, bs, &nbs, round_cap, r->s.min_reps / R,
                    r->s.min_time_s / R, r->s.max_time_s / R, 0);
         if (round == R - 1) { /* the last block must write every output afresh */
+            prof_lap(r, PROF_TIMED, &t0);
             for (size_t s = 0; s < nsets; s++) {
                 poison_outputs(r, &d, ts.bufs[s]);
                 memcpy(ts.poison[s], d.poison, sizeof d.poison);
             }
             memset(ts.covered, 0, nsets * sizeof *ts.covered);
             next = 0;
+            t0 = kv_now_s(); /* poisoning counted as upload */
         }
         kv_worker_phase("timing %s: candidate, round %d", sh->name, round + 1);
         int min_reps = r->s.min_reps / R;
@@ -623,6 +762,7 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
     }
     json_t *tele1 = r->b->telemetry ? r->b->telemetry(r->b) : NULL;
     if (r->b->sync_device(r->b, &err) != 0) fail_err(r, err, "device synchronisation");
+    prof_lap(r, PROF_TIMED, &t0);
 
     /* The timed code must be the candidate's: every set it ran in the last
      * block holds the right answer for that set's inputs. */
@@ -660,6 +800,7 @@ static void time_shape(run *r, const kv_shape *sh, int index, json_t *summary)
                        "full after them",
                        sh->name, checked, nfull);
 
+    prof_lap(r, PROF_CHECK, &t0);
     double med, iqr, mn, bmed, biqr, bmn;
     kv_stats(cs, ncs, &med, &iqr, &mn);
     kv_stats(bs, nbs, &bmed, &biqr, &bmn);
@@ -726,8 +867,8 @@ static kv_module *load_module(run *r, const kv_compiled *c, const char *what, js
         free(log);
     }
     if (rc != 0) {
-        if (strcmp(what, "baseline") == 0) {
-            char *msg = kv_asprintf("harness_error: the task's baseline failed to load: %s", err);
+        if (strcmp(what, "candidate") != 0) { /* the task's own code: not the candidate's fault */
+            char *msg = kv_asprintf("harness_error: the task's %s failed to load: %s", what, err);
             fail_err(r, msg, NULL);
         }
         fail_err(r, err, NULL);
@@ -761,6 +902,7 @@ void kv_run_child(void *vctx)
     json_t *logs = json_object();
     r.cand = load_module(&r, ctx->cand, "candidate", logs);
     if (ctx->base) r.base = load_module(&r, ctx->base, "baseline", logs);
+    if (ctx->ref) r.ref = load_module(&r, ctx->ref, "reference", logs);
     json_object_set_new(result, "build_logs", logs);
 
     json_t *scen = json_array(), *held = json_array();
@@ -773,6 +915,10 @@ void kv_run_child(void *vctx)
             time_shape(&r, &r.task->scenarios[i], i, json_array_get(scen, (size_t)i));
     json_object_set_new(result, "scenarios", scen);
     json_object_set_new(result, "held_out", held);
+    json_t *prof = json_object();
+    for (int i = 0; i < PROF_COUNT; i++)
+        json_object_set_new(prof, prof_names[i], json_real(r.prof[i]));
+    json_object_set_new(result, "profile_seconds", prof);
     kv_worker_phase("done");
     kv_worker_result(result);
     /* The child exits right after; nothing to free that the OS will not. */

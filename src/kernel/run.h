@@ -14,6 +14,7 @@ typedef struct kv_run_ctx {
     kv_backend_kind kind;
     const kv_compiled *cand;
     const kv_compiled *base; /* NULL: correctness only */
+    const kv_compiled *ref;  /* the task's device reference, or NULL: the CPU's */
     uint64_t seed;
     int probe_only; /* open the device, report it, stop */
 } kv_run_ctx;

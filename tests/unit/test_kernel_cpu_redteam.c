@@ -64,6 +64,12 @@ static void writing_an_input_is_caught(void **state)
     expect_rejected("writes_input", "input_modified", "input x changed");
 }
 
+static void writing_an_input_in_the_first_run_only_is_caught(void **state)
+{
+    (void)state;
+    expect_rejected("writes_input_once", "input_modified", "input x changed");
+}
+
 static void result_cached_by_pointer_is_caught(void **state)
 {
     (void)state;
@@ -132,6 +138,7 @@ int main(void)
         cmocka_unit_test(stale_output_is_caught_by_poisoning),
         cmocka_unit_test(partial_output_is_caught),
         cmocka_unit_test(writing_an_input_is_caught),
+        cmocka_unit_test(writing_an_input_in_the_first_run_only_is_caught),
         cmocka_unit_test(result_cached_by_pointer_is_caught),
         cmocka_unit_test(work_left_on_another_thread_is_caught),
         cmocka_unit_test(hanging_kernel_is_killed_by_the_watchdog),
