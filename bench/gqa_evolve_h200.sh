@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # An evolution of gqa_attention on the H200 with the built-in mutators only
 # (tune 80%, crossover 20%; no language model), from the naive CUDA kernel,
-# within one device call. By default on gqa_attention_decode (the decode
-# scenarios, both head configurations; every child is still checked on the
-# held-out shapes of every kind, prefill included): a child costs seconds
-# there, against about a minute on the full task, so a few minutes hold tens
-# of children. The run is stopped gracefully (SIGINT) at the time limit.
+# within one device call. By default on gqa_attention_search (every scenario
+# of gqa_attention but the two prefills of 8192 rows, where the naive kernel
+# timed beside each child takes 1-2 s per call; every child is also checked
+# on the held-out shapes): a child costs about 10-20 s of GPU-locked time
+# there, so the minutes hold tens of children. The run is stopped gracefully
+# (SIGINT: no new children, those in flight finish) at the time limit, and
+# killed DRAIN seconds later (default 100).
 # Does not build kevolve: KV names the binary (default build/kevolve).
 # Usage: bench/gqa_evolve_h200.sh [--minutes M] [--task TASK]   (repo root; OUT optional)
 # Writes to $OUT: evolve.log, evolve_summary.json, best.cu (the best kernel).
@@ -14,7 +16,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/kevolve_gqa_evolve}
 KV=${KV:-$ROOT/build/kevolve}
 MINUTES=6
-TASK=gqa_attention_decode
+TASK=gqa_attention_search
+DRAIN=${DRAIN:-100}
 while [ $# -gt 0 ]; do
     case $1 in
     --minutes) MINUTES=$2; shift 2 ;;
@@ -63,7 +66,7 @@ evaluator:
 YAML
 secs=$((MINUTES * 60))
 t0=$(date +%s)
-timeout --signal=INT --kill-after=60 "$secs" "$KV" run --config "$WORK/config.yaml" --output "$WORK/run"
+timeout --signal=INT --kill-after="$DRAIN" "$secs" "$KV" run --config "$WORK/config.yaml" --output "$WORK/run"
 echo "== kevolve run exited $? after $(($(date +%s) - t0)) s"
 "$KV" status "$WORK/run"
 "$KV" status "$WORK/run" --json >"$WORK/status.json" 2>/dev/null

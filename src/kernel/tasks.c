@@ -11,11 +11,11 @@ extern const struct kv_embedded_file kv_embedded_files[]; /* kv_embedded.c (gene
 
 extern const kv_task kv_task_softmax;
 extern const kv_task kv_task_gqa_attention, kv_task_gqa_attention_decode,
-    kv_task_gqa_attention_small;
+    kv_task_gqa_attention_search, kv_task_gqa_attention_small;
 
-static const kv_task *const kv_tasks[] = {&kv_task_softmax, &kv_task_gqa_attention,
-                                          &kv_task_gqa_attention_decode,
-                                          &kv_task_gqa_attention_small};
+static const kv_task *const kv_tasks[] = {
+    &kv_task_softmax, &kv_task_gqa_attention, &kv_task_gqa_attention_decode,
+    &kv_task_gqa_attention_search, &kv_task_gqa_attention_small};
 
 const kv_task *kv_task_find(const char *name)
 {

@@ -8,6 +8,10 @@
  *   gqa_attention         every scenario of issue 5 (the benchmark's set)
  *   gqa_attention_decode  its decode scenarios only: cheap enough to evaluate
  *                         many children in a few minutes on one GPU
+ *   gqa_attention_search  every scenario but the two prefills of 8192 rows
+ *                         (the naive kernel timed beside each child takes 1-2
+ *                         s per call there): evolution of every kind of call
+ *                         within minutes; check the best on gqa_attention
  *   gqa_attention_small   small shapes of every kind, for the CPU and OpenCL
  *                         (PoCL) backends and CI
  * All three share the held-out shapes (awkward sizes, every kind of call),
@@ -28,7 +32,8 @@
         name, {1, hq, 8, sq, l, 128}, w, "prefill,chunked"                                         \
     }
 
-/* Decode first (the serving hot path), then prefill. Weights: README.md. */
+/* Decode first (the serving hot path), then prefill, the 8192-row prefills
+ * last (gqa_attention_search stops before them). Weights: README.md. */
 static const kv_shape gqa_scenarios[] = {
     DEC("decode_16x8_b1_l128", 16, 1, 128, 0.5),
     DEC("decode_16x8_b1_l1024", 16, 1, 1024, 1.0),
@@ -44,14 +49,15 @@ static const kv_shape gqa_scenarios[] = {
     DEC("decode_40x8_b32_l4096", 40, 32, 4096, 1.5),
     PRE("prefill_16x8_s512", 16, 512, 0.5),
     PRE("prefill_16x8_s2048", 16, 2048, 0.75),
-    PRE("prefill_16x8_s8192", 16, 8192, 1.0),
     CHUNK("chunked_16x8_q512_l8192", 16, 512, 8192, 1.0),
     PRE("prefill_40x8_s512", 40, 512, 0.5),
     PRE("prefill_40x8_s2048", 40, 2048, 0.75),
-    PRE("prefill_40x8_s8192", 40, 8192, 1.0),
     CHUNK("chunked_40x8_q512_l8192", 40, 512, 8192, 1.0),
+    PRE("prefill_16x8_s8192", 16, 8192, 1.0),
+    PRE("prefill_40x8_s8192", 40, 8192, 1.0),
 };
 #define GQA_NDECODE 12
+#define GQA_NSEARCH 18
 
 /* Small shapes of every kind: CPU and PoCL run them in seconds. */
 static const kv_shape gqa_small_scenarios[] = {
@@ -99,7 +105,8 @@ static const kv_shape gqa_held_out[] = {
         [KV_BACKEND_CPU] = "gqa_attention/cpu/naive.c",                                            \
         [KV_BACKEND_OPENCL] = "gqa_attention/opencl/naive.cl",                                     \
         [KV_BACKEND_CUDA] = "gqa_attention/cuda/naive.cu",                                         \
-    }
+    },                                                                                             \
+    .reference_cuda = "gqa_attention/cuda/reference_f64.cu"
 
 const kv_task kv_task_gqa_attention = {
     .name = "gqa_attention",
@@ -123,6 +130,22 @@ const kv_task kv_task_gqa_attention_decode = {
     .description = "gqa_attention's decode scenarios only (held-out shapes of every kind)",
     GQA_TENSORS,
     .num_scenarios = GQA_NDECODE,
+    .scenarios = gqa_scenarios,
+    .num_held_out = N(gqa_held_out),
+    .held_out = gqa_held_out,
+    GQA_TOL,
+    .reference = gqa_reference,
+    .reference_scale = gqa_reference_scale,
+    .roofline = gqa_roofline,
+    GQA_BASELINES,
+};
+
+const kv_task kv_task_gqa_attention_search = {
+    .name = "gqa_attention_search",
+    .description = "gqa_attention without the two 8192-row prefills: every kind of call, "
+                   "cheap enough for an evolution within minutes",
+    GQA_TENSORS,
+    .num_scenarios = GQA_NSEARCH,
     .scenarios = gqa_scenarios,
     .num_held_out = N(gqa_held_out),
     .held_out = gqa_held_out,

@@ -21,13 +21,13 @@
 static char g_cache[] = "/tmp/kv_test_kernel_cuda_XXXXXX";
 static int g_have_gpu;
 
-static json_t *eval_rel(const char *rel, int stage, char **err)
+static json_t *eval_task(const char *task, const char *rel, int stage, char **err)
 {
     const char *root = getenv("KV_SOURCE_DIR");
     char *path = kv_asprintf("%s/%s", root ? root : ".", rel);
     kv_kernel_opts o;
     kv_kernel_opts_init(&o);
-    o.task = "softmax";
+    o.task = task;
     o.backend = KV_BACKEND_CUDA;
     o.candidate = path;
     o.quick = 1;
@@ -38,6 +38,11 @@ static json_t *eval_rel(const char *rel, int stage, char **err)
     kv_kernel_eval(&o, &res, err);
     free(path);
     return res;
+}
+
+static json_t *eval_rel(const char *rel, int stage, char **err)
+{
+    return eval_task("softmax", rel, stage, err);
 }
 
 static const char *reason(json_t *res)
@@ -100,8 +105,9 @@ static char *set_axis(const char *src, const char *name, const char *value)
 
 /* The flagship's CUDA start compiles for Hopper at its naive point and with
  * every structure axis switched away from it (tensor-core prefill and
- * decode, half-warp decode, automatic split, bf16 p.v), so CI without a GPU
- * still catches a kernel that no longer builds. */
+ * decode, half-warp decode, automatic split, bf16 p.v), and so does the
+ * task's double-precision GPU reference, so CI without a GPU still catches
+ * a kernel that no longer builds. */
 static void gqa_cuda_start_compiles_for_hopper_naive_and_tensor_core(void **state)
 {
     (void)state;
@@ -120,14 +126,17 @@ static void gqa_cuda_start_compiles_for_hopper_naive_and_tensor_core(void **stat
         free(src);
         src = next;
     }
-    const char *texts[] = {naive, src};
-    for (int i = 0; i < 2; i++) {
+    const char *ref = kv_embedded_text(kv_task_find("gqa_attention")->reference_cuda);
+    assert_non_null(ref);
+    const char *texts[] = {naive, src, ref};
+    static const char *names[] = {"naive", "tensor-core", "reference"};
+    for (int i = 0; i < 3; i++) {
         kv_compiled c;
         char *err = NULL;
         int rc = kv_compile(KV_BACKEND_CUDA, texts[i], g_cache, "sm_90a", &c, &err);
         if (rc != 0)
-            fail_msg("nvcc failed on the %s point (%d): %s %s", i ? "tensor-core" : "naive", rc,
-                     err ? err : "", c.log ? c.log : "");
+            fail_msg("nvcc failed on the %s source (%d): %s %s", names[i], rc, err ? err : "",
+                     c.log ? c.log : "");
         assert_true(kv_is_file(c.lib_path));
         assert_true(json_integer_value(json_object_get(c.resources, "registers")) > 0);
         kv_compiled_clear(&c);
@@ -195,6 +204,24 @@ static void on_a_gpu_honest_kernels_pass_and_red_team_fails(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* On a GPU the gqa scenarios take their reference from the GPU, and every
+ * evaluation compares it with the CPU's on the held-out shapes (any
+ * disagreement is a harness error): the naive start is accepted. */
+static void on_a_gpu_the_gqa_device_reference_agrees_with_the_cpu(void **state)
+{
+    (void)state;
+    if (!g_have_gpu) skip();
+    char *err = NULL;
+    json_t *res = eval_task("gqa_attention_small", "tasks/gqa_attention/cuda/naive.cu", 0, &err);
+    if (!res) fail_msg("harness failed: %s", err);
+    if (strcmp(reason(res), "accepted") != 0) {
+        const char *d =
+            json_string_value(json_object_get(json_object_get(res, "artifacts"), "reason_detail"));
+        fail_msg("naive gqa rejected: %s: %s", reason(res), d ? d : "");
+    }
+    json_decref(res);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -222,6 +249,7 @@ int main(void)
         cmocka_unit_test(gqa_cuda_start_compiles_for_hopper_naive_and_tensor_core),
         cmocka_unit_test(ptxas_report_is_parsed_into_features),
         cmocka_unit_test(on_a_gpu_honest_kernels_pass_and_red_team_fails),
+        cmocka_unit_test(on_a_gpu_the_gqa_device_reference_agrees_with_the_cpu),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

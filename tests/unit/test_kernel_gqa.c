@@ -120,10 +120,11 @@ static void roofline_counts_kv_bytes_for_decode_and_causal_flops_for_prefill(voi
 static void variants_share_held_out_shapes_and_qwen3_head_configs(void **state)
 {
     (void)state;
-    const char *names[] = {"gqa_attention", "gqa_attention_decode", "gqa_attention_small"};
+    const char *names[] = {"gqa_attention", "gqa_attention_decode", "gqa_attention_search",
+                           "gqa_attention_small"};
     const kv_task *full = kv_task_find("gqa_attention");
     assert_int_equal(full->num_scenarios, 20);
-    for (size_t n = 0; n < 3; n++) {
+    for (size_t n = 0; n < 4; n++) {
         const kv_task *t = kv_task_find(names[n]);
         assert_non_null(t);
         assert_ptr_equal(t->held_out, full->held_out);
@@ -136,6 +137,12 @@ static void variants_share_held_out_shapes_and_qwen3_head_configs(void **state)
             assert_true(s[3] <= s[4]);
             assert_true(t->scenarios[i].weight > 0);
             if (strcmp(names[n], "gqa_attention_decode") == 0) assert_int_equal(s[3], 1);
+            /* search: every kind of call, the 8192-row prefills left out */
+            if (strcmp(names[n], "gqa_attention_search") == 0) assert_true(s[3] < 8192);
+        }
+        if (strcmp(names[n], "gqa_attention_search") == 0) {
+            assert_int_equal(t->num_scenarios, 18);
+            assert_ptr_equal(t->scenarios, full->scenarios); /* the same scenarios, a prefix */
         }
     }
     int l1 = 0, b3 = 0, s77 = 0;
