@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -79,7 +80,7 @@ double kv_rng_normal(kv_rng *r)
 /* The ziggurat of Marsaglia and Tsang (2000), 256 layers, in the 64-bit
  * form numpy uses: 8 bits pick the layer, 1 the sign, 52 the magnitude.
  * Layer 0 is the base strip with the tail beyond ZIG_R; layer i > 0 spans
- * x up to zig_x[i]. */
+ * x up to zig_w[i] * 2^52. The tables are built once, on first use. */
 #define ZIG_N 256
 #define ZIG_R 3.6541528853610088
 #define ZIG_V 4.92867323399e-3 /* the area of every layer */
@@ -87,6 +88,7 @@ static uint64_t zig_k[ZIG_N];  /* accept at once when the magnitude is below */
 static double zig_w[ZIG_N];    /* magnitude to x */
 static double zig_f[ZIG_N];    /* the density at each layer's edge */
 static pthread_once_t zig_once = PTHREAD_ONCE_INIT;
+static atomic_int zig_ready;
 
 static void zig_setup(void)
 {
@@ -105,6 +107,7 @@ static void zig_setup(void)
         zig_f[i] = exp(-0.5 * dn * dn);
         zig_w[i] = dn / m;
     }
+    atomic_store_explicit(&zig_ready, 1, memory_order_release);
 }
 
 void kv_rng_ziggurat_init(void)
@@ -114,6 +117,7 @@ void kv_rng_ziggurat_init(void)
 
 double kv_rng_normal_ziggurat(kv_rng *r)
 {
+    if (!atomic_load_explicit(&zig_ready, memory_order_acquire)) kv_rng_ziggurat_init();
     for (;;) {
         uint64_t u = kv_rng_next(r);
         int layer = (int)(u & 0xff);

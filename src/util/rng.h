@@ -21,9 +21,10 @@ uint64_t kv_rng_below(kv_rng *r, uint64_t n);
 double kv_rng_uniform(kv_rng *r);
 /* Standard normal (Marsaglia's polar method: two per draw, no trigonometry). */
 double kv_rng_normal(kv_rng *r);
-/* Standard normal by the ziggurat method: several times faster than
- * kv_rng_normal, for bulk draws (a kernel's random inputs). Call
- * kv_rng_ziggurat_init once first (any thread; later calls do nothing). */
+/* Standard normal by the ziggurat method: faster than kv_rng_normal, for
+ * bulk draws (a kernel's random inputs). Its tables are built on first use;
+ * kv_rng_ziggurat_init builds them ahead (any thread; later calls do
+ * nothing). */
 void kv_rng_ziggurat_init(void);
 double kv_rng_normal_ziggurat(kv_rng *r);
 /* Index drawn with probability proportional to weights[i] (>= 0); uniform when all are 0. */
