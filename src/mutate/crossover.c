@@ -147,18 +147,40 @@ static int cross_blocks(const kv_lines *la, const block_lines *ba, const kv_line
     return 0;
 }
 
-/* One-point crossover inside block BLK. Returns 0 with OUT filled, or 1
- * when every cut tried gives back a parent. */
+/* One-point crossover inside block BLK. The cut is drawn between the
+ * parents' first and last differing lines (after their common prefix and
+ * before their common suffix): a cut elsewhere gives back a parent, and
+ * parameters declared on neighbouring lines of a long block (tune axes at
+ * the top of a kernel) would almost never be mixed. Returns 0 with OUT
+ * filled, or 1 when no cut makes a new child (one differing line). */
 static int cross_lines(const char *a, const char *b, const kv_lines *la, const block_lines *ba,
                        const kv_lines *lb, const block_lines *bb, size_t blk, kv_rng *rng,
                        const char *name_a, const char *name_b, kv_mutation *out)
 {
     size_t na = ba->count[blk], nb = bb->count[blk];
+    size_t pre = 0, suf = 0;
+    while (pre < na && pre < nb &&
+           kv_lines_equal(la, ba->first[blk] + pre, lb, bb->first[blk] + pre))
+        pre++;
+    while (suf < na - pre && suf < nb - pre &&
+           kv_lines_equal(la, ba->first[blk] + na - 1 - suf, lb, bb->first[blk] + nb - 1 - suf))
+        suf++;
+    size_t mid_a = na - pre - suf, mid_b = nb - pre - suf; /* the differing middles */
+    if (mid_a < 2 && mid_b < 2) return 1;
     int *from_b = kv_calloc(la->nblocks, sizeof *from_b);
     int rc = 1;
     for (int attempt = 0; attempt < CROSSOVER_ATTEMPTS && rc == 1; attempt++) {
-        size_t ca = (size_t)kv_rng_below(rng, na + 1);
-        size_t cb = na ? (ca * nb + na / 2) / na : (size_t)kv_rng_below(rng, nb + 1);
+        /* Inside the longer middle: with A's, a cut strictly inside it and B's
+         * at the same fraction; else anywhere in A's and strictly inside B's. */
+        size_t ka, kb;
+        if (mid_a >= 2) {
+            ka = 1 + (size_t)kv_rng_below(rng, mid_a - 1);
+            kb = (ka * mid_b + mid_a / 2) / mid_a;
+        } else {
+            ka = (size_t)kv_rng_below(rng, mid_a + 1);
+            kb = 1 + (size_t)kv_rng_below(rng, mid_b - 1);
+        }
+        size_t ca = pre + ka, cb = pre + kb;
         char *child = assemble(la, ba, lb, bb, from_b, (long)blk, ca, cb);
         if (strcmp(child, a) == 0 || strcmp(child, b) == 0) {
             free(child);

@@ -500,6 +500,47 @@ static void crossover_of_one_block_cuts_between_lines(void **state)
     assert_true(seen[1] > 0 && seen[2] > 0 && seen[3] > 0);
 }
 
+/* Parameters on neighbouring lines of a long block (tune axes at the top of
+ * a kernel): every crossover cuts between the two that differ, taking the
+ * first parent's value of the one and the second's of the other. */
+static void crossover_mixes_nearby_lines_of_a_long_block(void **state)
+{
+    (void)state;
+    kv_buf a = KV_BUF_INIT, b = KV_BUF_INIT;
+    kv_buf_puts(&a, "h\n// EVOLVE-BLOCK-START\n");
+    kv_buf_puts(&b, "h\n// EVOLVE-BLOCK-START\n");
+    for (int i = 0; i < 1000; i++) {
+        kv_buf_printf(&a, "%s%d\n", i == 10 || i == 12 ? "A" : "L", i);
+        kv_buf_printf(&b, "%s%d\n", i == 10 || i == 12 ? "B" : "L", i);
+    }
+    kv_buf_puts(&a, "// EVOLVE-BLOCK-END\nt\n");
+    kv_buf_puts(&b, "// EVOLVE-BLOCK-END\nt\n");
+    for (uint64_t seed = 0; seed < 20; seed++) {
+        kv_rng rng;
+        kv_rng_seed(&rng, seed);
+        kv_mutation m;
+        char *err = NULL;
+        assert_int_equal(kv_mutate_crossover(a.data, b.data, &rng, &m, &err), 0);
+        assert_non_null(strstr(m.source, "\nA10\n"));
+        assert_non_null(strstr(m.source, "\nB12\n"));
+        assert_non_null(strstr(m.source, "\nL999\n// EVOLVE-BLOCK-END"));
+        kv_mutation_free(&m);
+    }
+    /* A middle of one line against one of three: the child mixes them. */
+    const char *c = "h\n// EVOLVE-BLOCK-START\nL0\nX\nL2\n// EVOLVE-BLOCK-END\nt\n";
+    const char *d = "h\n// EVOLVE-BLOCK-START\nL0\nY1\nY2\nY3\nL2\n// EVOLVE-BLOCK-END\nt\n";
+    kv_rng rng;
+    kv_rng_seed(&rng, 7);
+    kv_mutation m;
+    char *err = NULL;
+    assert_int_equal(kv_mutate_crossover(c, d, &rng, &m, &err), 0);
+    assert_string_not_equal(m.source, c);
+    assert_string_not_equal(m.source, d);
+    kv_mutation_free(&m);
+    kv_buf_free(&a);
+    kv_buf_free(&b);
+}
+
 static void crossover_needs_the_same_fixed_text(void **state)
 {
     (void)state;
@@ -657,6 +698,7 @@ int main(void)
         cmocka_unit_test(gi_returns_nothing_to_do_without_mutable_lines),
         cmocka_unit_test(crossover_takes_blocks_from_both_parents),
         cmocka_unit_test(crossover_of_one_block_cuts_between_lines),
+        cmocka_unit_test(crossover_mixes_nearby_lines_of_a_long_block),
         cmocka_unit_test(crossover_needs_the_same_fixed_text),
         cmocka_unit_test(every_mutator_child_passes_block_check),
         cmocka_unit_test(same_seed_same_child),
