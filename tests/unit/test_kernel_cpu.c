@@ -56,7 +56,7 @@ static const char *reason(json_t *res)
     return json_string_value(json_object_get(json_object_get(res, "artifacts"), "reason"));
 }
 
-static void baseline_is_correct_with_every_scenario_metric(void **state)
+static void baseline_is_correct_with_every_scenario_metric_and_a_time_profile(void **state)
 {
     (void)state;
     json_t *res = eval_rel("tasks/softmax/cpu/baseline.c", 0, 0);
@@ -75,6 +75,20 @@ static void baseline_is_correct_with_every_scenario_metric(void **state)
     assert_true(metric(res, "decode_median_us") > 0);
     json_t *held = json_object_get(json_object_get(res, "artifacts"), "held_out");
     assert_int_equal(json_array_size(held), 4);
+    /* Where the worker's time went: every step, none negative, drawing and
+     * timing not empty, and together no more than the worker's seconds. */
+    json_t *art = json_object_get(res, "artifacts");
+    json_t *prof = json_object_get(art, "profile_seconds");
+    static const char *steps[] = {"alloc", "fill", "upload", "reference", "run", "check", "timed"};
+    double sum = 0;
+    for (int i = 0; i < 7; i++) {
+        json_t *v = json_object_get(prof, steps[i]);
+        if (!json_is_number(v) || json_number_value(v) < 0) fail_msg("profile step %s", steps[i]);
+        sum += json_number_value(v);
+    }
+    assert_true(json_number_value(json_object_get(prof, "fill")) > 0);
+    assert_true(json_number_value(json_object_get(prof, "timed")) > 0);
+    assert_true(sum <= json_number_value(json_object_get(art, "worker_seconds")));
     json_decref(res);
 }
 
@@ -179,7 +193,7 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(baseline_is_correct_with_every_scenario_metric),
+        cmocka_unit_test(baseline_is_correct_with_every_scenario_metric_and_a_time_profile),
         cmocka_unit_test(faster_honest_variant_is_accepted),
         cmocka_unit_test(time_below_the_roofline_floor_is_rejected_as_impossible),
         cmocka_unit_test(stage_one_checks_correctness_without_timing),
