@@ -71,58 +71,6 @@ echo "== kevolve run exited $? after $(($(date +%s) - t0)) s"
 "$KV" status "$WORK/run"
 "$KV" status "$WORK/run" --json >"$WORK/status.json" 2>/dev/null
 "$KV" best "$WORK/run" -o "$OUT/best.cu"
-python3 - "$WORK/run/run.db" "$WORK/status.json" "$OUT/evolve_summary.json" "$TASK" "$MINUTES" <<'PY'
-import json, sqlite3, sys
-db, status, out, task, minutes = sys.argv[1:]
-con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-rows = con.execute("select id, parent_id, mutator, status, fitness, change_summary, metrics, "
-                   "eval_seconds from programs order by id").fetchall()
-by_id = {r[0]: r for r in rows}
-ok = [r for r in rows if r[3] == "ok" and r[4] is not None]
-best = max(ok, key=lambda r: r[4]) if ok else None
-lineage = []
-p = best
-while p is not None:
-    lineage.append({"id": p[0], "mutator": p[2], "fitness": p[4], "change": p[5]})
-    p = by_id.get(p[1])
-reasons = {}
-for r in rows:
-    if r[3] != "ok":
-        reasons[r[3]] = reasons.get(r[3], 0) + 1
-# Why children scored zero: the harness's verdict (reason code and detail).
-rejected = {}
-for pid, name, value in con.execute("select program_id, name, value from artifacts where name in "
-                                    "('reason', 'reason_detail') order by program_id"):
-    rejected.setdefault(pid, {})[name] = value
-summary = {"task": task, "minutes": float(minutes), "programs": len(rows), "ok": len(ok),
-           "not_ok_by_status": reasons,
-           "initial_fitness": rows[0][4] if rows else None,
-           "best_id": best[0] if best else None, "best_fitness": best[4] if best else None,
-           "best_lineage": lineage[::-1],
-           "rejections": {str(k): v for k, v in rejected.items()}}
-if best:
-    m = json.loads(best[6])
-    summary["best_scenarios"] = {k[:-len("_median_us")]: {"us": v, "speedup": m.get(k[:-len("_median_us")] + "_speedup")}
-                                 for k, v in m.items() if k.endswith("_median_us")}
-try:
-    summary["status"] = json.load(open(status))
-except Exception:
-    pass
-json.dump(summary, open(out, "w"), indent=1)
-print(f"\nprograms {len(rows)}, ok {len(ok)}, initial {summary['initial_fitness']}, "
-      f"best #{summary['best_id']} fitness {summary['best_fitness']}")
-print("lineage of the best:")
-for s in summary["best_lineage"]:
-    print(f"  #{s['id']:<4} {s['mutator'] or '':10s} {s['fitness'] if s['fitness'] is not None else '-':<10} {s['change'] or ''}")
-codes = {}
-for v in rejected.values():
-    codes[v.get("reason", "?")] = codes.get(v.get("reason", "?"), 0) + 1
-print("rejections by reason:", codes or "none")
-for pid, v in list(rejected.items())[:3]:
-    print(f"  #{pid}: {v.get('reason')}: {(v.get('reason_detail') or '')[:300]}")
-if best:
-    print(f"\n{'scenario':28s} {'us':>10s} {'speedup':>8s}")
-    for k, v in summary["best_scenarios"].items():
-        print(f"{k:28s} {v['us']:10.2f} {v['speedup'] or 0:8.2f}x")
-PY
+python3 "$ROOT/bench/gqa_evolve_summary.py" "$WORK/run/run.db" "$OUT/evolve_summary.json" \
+    --status "$WORK/status.json" --task "$TASK" --minutes "$MINUTES"
 grep -E "^#define [A-Z_]+ +[0-9]+ +// kevolve: tune" "$OUT/best.cu" 2>/dev/null
