@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs examples/gqa_attention/config.yaml on the best backend present: cuda
-# (the decode scenarios, gqa_attention_decode) when an NVIDIA GPU and nvcc are there,
+# (every kind of call but the two 8192-row prefills, gqa_attention_search)
+# when an NVIDIA GPU and nvcc are there,
 # otherwise opencl, otherwise cpu (both on the small shapes of
 # gqa_attention_small). Extra arguments go to `kevolve run`
 # (e.g. --iterations 20 --output out).
@@ -10,17 +11,18 @@ here=$(cd "$(dirname "$0")" && pwd)
 KV=${KV:-kevolve}
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 &&
     { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; }; then
-    backend=cuda task=${KV_GQA_TASK:-gqa_attention_decode}
+    backend=cuda task=${KV_GQA_TASK:-gqa_attention_search}
 elif command -v clinfo >/dev/null 2>&1 && clinfo -l 2>/dev/null | grep -q Platform; then
     backend=opencl task=${KV_GQA_TASK:-gqa_attention_small}
 else
     backend=cpu task=${KV_GQA_TASK:-gqa_attention_small}
 fi
-# Children cost about 30 s each on an H200 (quick mode) and about 1 s on
-# PoCL's small shapes, so the CPU backends get more of them by default (a
-# later --iterations given to this script wins).
+# Children cost about 20 s of GPU time each on an H200 (quick mode; the
+# compiles overlap) and about 1 s on PoCL's small shapes (a later
+# --iterations given to this script wins). On the H200, 24 children found
+# both tensor-core kernels (bench/NOTES.md, third session).
 case $backend in
-cuda) program=cuda/naive.cu iterations=24 ;;
+cuda) program=cuda/naive.cu iterations=40 ;;
 opencl) program=opencl/naive.cl iterations=80 ;;
 *) program=cpu/naive.c iterations=80 ;;
 esac
