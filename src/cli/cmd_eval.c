@@ -22,10 +22,13 @@ static void eval_usage(FILE *f)
     fprintf(f,
             "usage: kevolve eval --task NAME [--backend cpu|opencl|cuda|auto] [--stage N]\n"
             "                    [--quick] [--json] [--seed N] [--timeout S] [--kernel-timeout S]\n"
-            "                    [--cache-dir DIR] [--arch sm_XX] [--graph] CANDIDATE\n"
+            "                    [--cache-dir DIR] [--arch sm_XX] [--graph] [--cpu-reference]\n"
+            "                    CANDIDATE\n"
             "  --stage 1: correctness only; 2: correctness and timing (default: both);\n"
             "  3: compute-sanitizer memcheck (cuda). --backend auto picks by extension\n"
-            "  (.cu cuda, .cl opencl, else cpu). Prints {\"metrics\":...,\"artifacts\":...}.\n");
+            "  (.cu cuda, .cl opencl, else cpu). --cpu-reference: the task's CPU reference\n"
+            "  even where it has a GPU one (slow on big shapes). Prints\n"
+            "  {\"metrics\":...,\"artifacts\":...}.\n");
 }
 
 /* Prints the one-line verdict of RESULT on stderr. */
@@ -48,6 +51,17 @@ static void print_verdict(const json_t *result)
                     json_number_value(json_object_get(s, "speedup")),
                     100.0 * json_number_value(json_object_get(s, "roofline_fraction")));
         }
+        /* Where the evaluation's time went, to see what to make cheaper. */
+        const json_t *prof = json_object_get(a, "profile_seconds");
+        if (prof) {
+            fprintf(stderr,
+                    "  worker %.1f s:", json_number_value(json_object_get(a, "worker_seconds")));
+            const char *k;
+            const json_t *v;
+            json_object_foreach((json_t *)prof, k, v)
+                fprintf(stderr, " %s %.2f", k, json_number_value(v));
+            fputc('\n', stderr);
+        }
     } else {
         fprintf(stderr, "verdict: rejected (%s): %s\n",
                 json_string_value(json_object_get(a, "reason")),
@@ -68,6 +82,7 @@ int cmd_eval(int argc, char **argv)
                                              {"cache-dir", required_argument, NULL, 'c'},
                                              {"arch", required_argument, NULL, 'a'},
                                              {"graph", no_argument, NULL, 'g'},
+                                             {"cpu-reference", no_argument, NULL, 'R'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     kv_kernel_opts o;
@@ -77,7 +92,7 @@ int cmd_eval(int argc, char **argv)
     optind = 1;
     opterr = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "t:b:s:qjS:T:K:c:a:gh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:b:s:qjS:T:K:c:a:gRh", longopts, NULL)) != -1) {
         switch (c) {
         case 't':
             o.task = optarg;
@@ -111,6 +126,9 @@ int cmd_eval(int argc, char **argv)
             break;
         case 'g':
             o.graph = 1;
+            break;
+        case 'R':
+            o.cpu_reference = 1;
             break;
         case 'h':
             eval_usage(stdout);

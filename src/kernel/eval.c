@@ -202,10 +202,11 @@ static int memcheck_stage(const kv_kernel_opts *o, json_t *artifacts, json_t **r
         self[n] = '\0';
         exe = self;
     }
-    char *argv[] = {cs,          "--tool",  "memcheck", "--error-exitcode", "86",
-                    (char *)exe, "eval",    "--task",   (char *)o->task,    "--backend",
-                    "cuda",      "--stage", "1",        "--quick",          (char *)o->candidate,
-                    NULL};
+    /* The CPU reference: memcheck slows a device reference as much as the
+     * candidate, and the check is of the candidate. */
+    char *argv[] = {cs,     "--tool",  "memcheck",        "--error-exitcode",   "86",   (char *)exe,
+                    "eval", "--task",  (char *)o->task,   "--backend",          "cuda", "--stage",
+                    "1",    "--quick", "--cpu-reference", (char *)o->candidate, NULL};
     char *out = NULL;
     setenv("KEVOLVE_WORKER_INLINE", "1", 1); /* memcheck follows one process */
     int rc = kv_tool_run(argv, o->total_timeout_s, &out);
@@ -315,7 +316,7 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
         }
     }
     /* The task's GPU reference (compiled once, then cached like the baseline). */
-    int device_ref = o->backend == KV_BACKEND_CUDA && task->reference_cuda;
+    int device_ref = o->backend == KV_BACKEND_CUDA && task->reference_cuda && !o->cpu_reference;
     if (device_ref) {
         const char *rtext = kv_embedded_text(task->reference_cuda);
         if (!rtext) {

@@ -40,6 +40,7 @@ typedef struct kv_kernel_opts {
     const char *arch;        /* cuda: "sm_90a"; NULL: detected */
     double ceiling_gbps;     /* > 0: overrides the device's bandwidth ceiling (tests) */
     int graph;               /* cuda: time by CUDA graph replay */
+    int cpu_reference;       /* use the task's CPU reference even where it has a device one */
     uint64_t seed;           /* inputs; 0: from the clock (fresh every evaluation) */
     const char *self_exe;    /* the kevolve binary, for stage 3; NULL: /proc/self/exe */
 } kv_kernel_opts;

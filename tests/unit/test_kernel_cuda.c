@@ -21,13 +21,15 @@
 static char g_cache[] = "/tmp/kv_test_kernel_cuda_XXXXXX";
 static int g_have_gpu;
 
-static json_t *eval_task(const char *task, const char *rel, int stage, char **err)
+static json_t *eval_task(const char *task, const char *rel, int stage, int cpu_reference,
+                         char **err)
 {
     const char *root = getenv("KV_SOURCE_DIR");
     char *path = kv_asprintf("%s/%s", root ? root : ".", rel);
     kv_kernel_opts o;
     kv_kernel_opts_init(&o);
     o.task = task;
+    o.cpu_reference = cpu_reference;
     o.backend = KV_BACKEND_CUDA;
     o.candidate = path;
     o.quick = 1;
@@ -42,7 +44,7 @@ static json_t *eval_task(const char *task, const char *rel, int stage, char **er
 
 static json_t *eval_rel(const char *rel, int stage, char **err)
 {
-    return eval_task("softmax", rel, stage, err);
+    return eval_task("softmax", rel, stage, 0, err);
 }
 
 static const char *reason(json_t *res)
@@ -206,20 +208,25 @@ static void on_a_gpu_honest_kernels_pass_and_red_team_fails(void **state)
 
 /* On a GPU the gqa scenarios take their reference from the GPU, and every
  * evaluation compares it with the CPU's on the held-out shapes (any
- * disagreement is a harness error): the naive start is accepted. */
+ * disagreement is a harness error): the naive start is accepted, and so it
+ * is with the CPU reference everywhere (--cpu-reference). */
 static void on_a_gpu_the_gqa_device_reference_agrees_with_the_cpu(void **state)
 {
     (void)state;
     if (!g_have_gpu) skip();
-    char *err = NULL;
-    json_t *res = eval_task("gqa_attention_small", "tasks/gqa_attention/cuda/naive.cu", 0, &err);
-    if (!res) fail_msg("harness failed: %s", err);
-    if (strcmp(reason(res), "accepted") != 0) {
-        const char *d =
-            json_string_value(json_object_get(json_object_get(res, "artifacts"), "reason_detail"));
-        fail_msg("naive gqa rejected: %s: %s", reason(res), d ? d : "");
+    for (int cpu_reference = 0; cpu_reference < 2; cpu_reference++) {
+        char *err = NULL;
+        json_t *res = eval_task("gqa_attention_small", "tasks/gqa_attention/cuda/naive.cu", 0,
+                                cpu_reference, &err);
+        if (!res) fail_msg("harness failed: %s", err);
+        if (strcmp(reason(res), "accepted") != 0) {
+            const char *d = json_string_value(
+                json_object_get(json_object_get(res, "artifacts"), "reason_detail"));
+            fail_msg("naive gqa rejected (cpu_reference %d): %s: %s", cpu_reference, reason(res),
+                     d ? d : "");
+        }
+        json_decref(res);
     }
-    json_decref(res);
 }
 
 static int setup(void **state)
