@@ -105,68 +105,36 @@ static const kv_shape gqa_held_out[] = {
         [KV_BACKEND_CPU] = "gqa_attention/cpu/naive.c",                                            \
         [KV_BACKEND_OPENCL] = "gqa_attention/opencl/naive.cl",                                     \
         [KV_BACKEND_CUDA] = "gqa_attention/cuda/naive.cu",                                         \
-    },                                                                                             \
-    .reference_cuda = "gqa_attention/cuda/reference_f64.cu"
+    }
 
-const kv_task kv_task_gqa_attention = {
-    .name = "gqa_attention",
-    .description = "grouped-query attention, head_dim 128, bf16, causal (bottom-right): "
-                   "o = softmax(q k^T / sqrt(128)) v; Qwen3 16:8 and 40:8 heads; decode, "
-                   "prefill, chunked prefill",
-    GQA_TENSORS,
-    .num_scenarios = N(gqa_scenarios),
-    .scenarios = gqa_scenarios,
-    .num_held_out = N(gqa_held_out),
-    .held_out = gqa_held_out,
-    GQA_TOL,
-    .reference = gqa_reference,
-    .reference_scale = gqa_reference_scale,
-    .roofline = gqa_roofline,
-    GQA_BASELINES,
-};
+/* What every gqa_attention task shares: tensors, held-out shapes,
+ * tolerances, references, roofline and baselines. */
+#define GQA_TASK(task_name, text, scen, count)                                                     \
+    {                                                                                              \
+        .name = task_name, .description = text, GQA_TENSORS, .num_scenarios = count,               \
+        .scenarios = scen, .num_held_out = N(gqa_held_out), .held_out = gqa_held_out, GQA_TOL,     \
+        .reference = gqa_reference, .reference_scale = gqa_reference_scale,                        \
+        .roofline = gqa_roofline, GQA_BASELINES,                                                   \
+        .reference_cuda = "gqa_attention/cuda/reference_f64.cu",                                   \
+    }
 
-const kv_task kv_task_gqa_attention_decode = {
-    .name = "gqa_attention_decode",
-    .description = "gqa_attention's decode scenarios only (held-out shapes of every kind)",
-    GQA_TENSORS,
-    .num_scenarios = GQA_NDECODE,
-    .scenarios = gqa_scenarios,
-    .num_held_out = N(gqa_held_out),
-    .held_out = gqa_held_out,
-    GQA_TOL,
-    .reference = gqa_reference,
-    .reference_scale = gqa_reference_scale,
-    .roofline = gqa_roofline,
-    GQA_BASELINES,
-};
+const kv_task kv_task_gqa_attention =
+    GQA_TASK("gqa_attention",
+             "grouped-query attention, head_dim 128, bf16, causal (bottom-right): "
+             "o = softmax(q k^T / sqrt(128)) v; Qwen3 16:8 and 40:8 heads; decode, "
+             "prefill, chunked prefill",
+             gqa_scenarios, N(gqa_scenarios));
 
-const kv_task kv_task_gqa_attention_search = {
-    .name = "gqa_attention_search",
-    .description = "gqa_attention without the two 8192-row prefills: every kind of call, "
-                   "cheap enough for an evolution within minutes",
-    GQA_TENSORS,
-    .num_scenarios = GQA_NSEARCH,
-    .scenarios = gqa_scenarios,
-    .num_held_out = N(gqa_held_out),
-    .held_out = gqa_held_out,
-    GQA_TOL,
-    .reference = gqa_reference,
-    .reference_scale = gqa_reference_scale,
-    .roofline = gqa_roofline,
-    GQA_BASELINES,
-};
+const kv_task kv_task_gqa_attention_decode = GQA_TASK(
+    "gqa_attention_decode", "gqa_attention's decode scenarios only (held-out shapes of every kind)",
+    gqa_scenarios, GQA_NDECODE);
 
-const kv_task kv_task_gqa_attention_small = {
-    .name = "gqa_attention_small",
-    .description = "gqa_attention at small shapes of every kind (CPU, PoCL, CI)",
-    GQA_TENSORS,
-    .num_scenarios = N(gqa_small_scenarios),
-    .scenarios = gqa_small_scenarios,
-    .num_held_out = N(gqa_held_out),
-    .held_out = gqa_held_out,
-    GQA_TOL,
-    .reference = gqa_reference,
-    .reference_scale = gqa_reference_scale,
-    .roofline = gqa_roofline,
-    GQA_BASELINES,
-};
+const kv_task kv_task_gqa_attention_search =
+    GQA_TASK("gqa_attention_search",
+             "gqa_attention without the two 8192-row prefills: every kind of call, "
+             "cheap enough for an evolution within minutes",
+             gqa_scenarios, GQA_NSEARCH);
+
+const kv_task kv_task_gqa_attention_small =
+    GQA_TASK("gqa_attention_small", "gqa_attention at small shapes of every kind (CPU, PoCL, CI)",
+             gqa_small_scenarios, N(gqa_small_scenarios));
