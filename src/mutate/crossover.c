@@ -170,8 +170,9 @@ static int cross_lines(const char *a, const char *b, const kv_lines *la, const b
     int *from_b = kv_calloc(la->nblocks, sizeof *from_b);
     int rc = 1;
     for (int attempt = 0; attempt < CROSSOVER_ATTEMPTS && rc == 1; attempt++) {
-        /* Inside the longer middle: with A's, a cut strictly inside it and B's
-         * at the same fraction; else anywhere in A's and strictly inside B's. */
+        /* A middle of two or more lines: a cut strictly inside it, and B's
+         * at the same fraction of its middle; a middle of one line or none:
+         * a cut on either side of it, and strictly inside B's middle. */
         size_t ka, kb;
         if (mid_a >= 2) {
             ka = 1 + (size_t)kv_rng_below(rng, mid_a - 1);
