@@ -73,8 +73,8 @@ static void ziggurat_draws_follow_the_normal_distribution_into_the_tail(void **s
         double se = sqrt((double)n * p * (1 - p));
         double want = (double)n * p;
         if (fabs((double)below[k] - want) > 5 * se + 1) {
-            print_error("P(X < %g): %ld of %ld draws, expected %.1f (se %.1f)\n", at[k], below[k], n,
-                        want, se);
+            print_error("P(X < %g): %ld of %ld draws, expected %.1f (se %.1f)\n", at[k], below[k],
+                        n, want, se);
             fail();
         }
     }
