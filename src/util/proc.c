@@ -1,19 +1,28 @@
 /* Child processes that can be trusted to end (see proc.h).
  *
- * A child is started (see spawn_child) in its own process group, gets /dev/null as
- * stdin, two non-blocking pipes as stdout and stderr, resource limits, no
- * other inherited descriptors and an environment without secrets. Exec
- * errors travel back through a close-on-exec pipe, so "no such program" is
- * an error of kv_proc_start rather than a mysterious exit 127.
+ * kv_proc_start starts a supervisor (util/supervise.h), which starts the
+ * program. The supervisor is normally its own small program, embedded in
+ * the library (kv_supervisor_elf, built from src/util/supervisor) and
+ * executed from a sealed memfd; where that cannot be executed (memfd
+ * execution forbidden), it runs in a fork of this process instead.
  *
- * The end of a run always takes the whole group with it: at the time limit
- * the group is killed with SIGKILL; after the main process exits, whatever
- * it left behind in its group is killed too. The caller becomes a child
- * subreaper (Linux), so the orphans of a group are reparented to it and can
- * be reaped: once kv_proc_poll reports the end, no process of the group
- * exists any more, zombies included. */
+ * Both are started with clone(CLONE_VM | CLONE_VFORK), what posix_spawn
+ * does inside glibc: the child borrows this process's memory instead of a
+ * copy, and we sleep until it has exec'd. fork() would copy the page tables
+ * of the whole process and write-protect all its memory, so that we would
+ * then take a page fault on the first write to every page after each spawn
+ * (with a controller of ~17 MiB that was ~4,000 faults and most of its CPU
+ * per evaluation); a forked supervisor would moreover keep the copy for
+ * the whole evaluation.
+ *
+ * Descriptors of the supervisor: 0..2 the program's stdin, stdout and
+ * stderr, 3 .. 3+n-1 the program's extra descriptors, 3+n the control pipe
+ * (we write a byte to kill; its end of file means we died), 4+n the status
+ * pipe (the supervisor's records: started, or could not start; ended, and
+ * how). Nothing else. */
 #define _GNU_SOURCE
 #include "util/proc.h"
+#include "util/supervise.h"
 #include "util/clock.h"
 #include "util/buf.h"
 
@@ -26,28 +35,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __linux__
 #include <sched.h>
 #include <sys/prctl.h>
-#endif
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
 
 extern char **environ;
 
-/* What failed in the child before exec, reported through the pipe. */
-enum { STAGE_STDIO = 1, STAGE_CHDIR, STAGE_RLIMIT, STAGE_EXEC };
+/* The supervisor program (generated from src/util/supervisor). */
+extern const unsigned char kv_supervisor_elf[];
+extern const size_t kv_supervisor_elf_size;
 
-/* Without a pidfd an exit is noticed by waking up this often. */
-#define KV_PROC_SLICE_MS 20
+/* How long past the time limit we wait for a supervisor's report before we
+ * stop trusting it: it may spend KV_SUP_KILL_LIMIT_S killing. */
+#define KV_PROC_GRACE_S (KV_SUP_KILL_LIMIT_S + 5.0)
 /* Chunks read from one stream per poll, so a flood cannot starve the clock. */
 #define KV_PROC_READS_PER_POLL 16
 
@@ -58,8 +70,12 @@ struct stream {
 };
 
 struct kv_proc {
-    pid_t pid; /* also the process group id */
-    int exit_fd;
+    pid_t pid;     /* the program; also its process group id */
+    pid_t sup_pid; /* its supervisor, 0 once reaped */
+    int ctl_fd;    /* control pipe, write end */
+    int st_fd;     /* status pipe, read end */
+    kv_sup_record rec;
+    size_t rec_got; /* bytes of rec read so far */
     struct stream out, err;
     size_t max_output;
     double timeout_s;
@@ -71,17 +87,15 @@ struct kv_proc {
     char describe[96];
 };
 
-/* Everything the child needs, prepared before the spawn so that the child only
+/* Everything a spawn needs, prepared before it so that the child only
  * makes async-signal-safe calls. */
 struct launch {
-    const char *path;  /* resolved program */
-    char *const *argv; /* as given */
-    char **sh_argv;    /* "sh PATH ARGS..." for scripts without #! (execvp's ENOEXEC rule) */
-    char **envp;
-    const char *cwd;
-    long memory_limit_mb, cpu_limit_s;
-    int max_fd;
-    int out_w, err_w, report_w; /* the child's stdout, stderr and failure report */
+    kv_sup_args sup;              /* for a supervisor run in a fork */
+    char **sup_argv;              /* for the supervisor program */
+    char **envp;                  /* the program's environment */
+    int exec_fd;                  /* the supervisor program (memfd), -1: fork */
+    int src[5 + KV_PROC_MAX_FDS]; /* stdin, stdout, stderr, extras, control, status */
+    int n_src;
 };
 
 /* ---- secrets ---------------------------------------------------------- */
@@ -167,8 +181,8 @@ static char **build_env(char *const *extra)
 
 /* Once per process: a child closing its pipes must never kill us with
  * SIGPIPE; SIGCHLD must not be ignored (that would auto-reap our children
- * and lose their status); and we become a subreaper so that the orphans of
- * a group come back to us to be reaped. */
+ * and lose their status); and we become a subreaper so that, should a
+ * supervisor be killed, the processes it watched come back to us. */
 static void setup_parent_once(void)
 {
     static int done;
@@ -177,149 +191,110 @@ static void setup_parent_once(void)
     struct sigaction old;
     if (sigaction(SIGPIPE, NULL, &old) == 0 && old.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
     if (sigaction(SIGCHLD, NULL, &old) == 0 && old.sa_handler == SIG_IGN) signal(SIGCHLD, SIG_DFL);
-#ifdef PR_SET_CHILD_SUBREAPER
     (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-#endif
 }
 
-/* ---- the child -------------------------------------------------------- */
+/* The supervisor program in a sealed memfd, made once; -1 when it cannot be
+ * (then supervisors run in a fork). */
+static int g_exec_fd = -1;
+static int g_force_fork;
+static pthread_once_t g_exec_once = PTHREAD_ONCE_INIT;
 
-/* The child runs on a stack borrowed from the parent (spawn_child): code of
- * the child is left out of AddressSanitizer, whose stack redzones would
- * otherwise be left behind in the parent's shadow memory and show up there
- * later as false reports. It makes system calls only; nothing to check. */
-#if defined(__GNUC__) || defined(__clang__)
-#define KV_CHILD_CODE __attribute__((no_sanitize_address, noinline))
-#else
-#define KV_CHILD_CODE
-#endif
-
-/* Sends STAGE and errno E to the parent and exits. Async-signal-safe. */
-KV_CHILD_CODE static void child_fail(int report_fd, int stage, int e)
+static void make_exec_fd(void)
 {
-    int msg[2] = {stage, e};
-    const char *p = (const char *)msg;
-    size_t left = sizeof msg;
+    if (kv_supervisor_elf_size == 0) return;
+    int fd = memfd_create("kevolve-supervisor", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+    if (fd < 0 && errno == EINVAL) /* kernels before 6.3 know no MFD_EXEC */
+        fd = memfd_create("kevolve-supervisor", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return;
+    const unsigned char *p = kv_supervisor_elf;
+    size_t left = kv_supervisor_elf_size;
     while (left > 0) {
-        ssize_t n = write(report_fd, p, left);
+        ssize_t n = write(fd, p, left);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
+        if (n <= 0) {
+            close(fd);
+            return;
+        }
         p += n;
         left -= (size_t)n;
     }
-    _exit(127);
+    (void)fchmod(fd, 0500);
+    (void)fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+    g_exec_fd = fd;
 }
 
-/* Lowers resource limit RES to VALUE (never above the current hard limit). */
-KV_CHILD_CODE static int child_limit(int res, rlim_t soft, rlim_t hard)
+void kv_proc_test_fork_supervisor(int on)
 {
-    struct rlimit cur, lim;
-    if (getrlimit(res, &cur) != 0) return -1;
-    lim.rlim_max = (cur.rlim_max != RLIM_INFINITY && cur.rlim_max < hard) ? cur.rlim_max : hard;
-    lim.rlim_cur = soft < lim.rlim_max ? soft : lim.rlim_max;
-    return setrlimit(res, &lim);
+    g_force_fork = on;
 }
 
-/* Runs in the child (see spawn_child); never returns. Only async-signal-safe
- * calls, and no writes to memory but its own stack: it may share the
- * parent's memory. */
-KV_CHILD_CODE static void child_main(const struct launch *l, int out_w, int err_w, int report_w)
+/* Supervisors alive, so that the clean-up after a lost one spares the
+ * others' processes. */
+static pthread_mutex_t g_live_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t *g_live;
+static size_t g_n_live, g_cap_live;
+
+static void live_add(pid_t pid)
 {
-    setpgid(0, 0);
-    /* Every signal arrives blocked (see spawn_child): the parent's handlers
-     * must not run here, in its memory. Reset them, then unblock. */
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    for (int s = 1; s < NSIG; s++)
-        (void)sigaction(s, &dfl, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull < 0) child_fail(report_w, STAGE_STDIO, errno);
-    /* All three sources are >= 3 (see fd_above_stdio), so dup2 never
-     * clobbers one with another and clears close-on-exec on 0..2. */
-    if (dup2(devnull, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
-        child_fail(report_w, STAGE_STDIO, errno);
-
-    if (l->cwd && chdir(l->cwd) != 0) child_fail(report_w, STAGE_CHDIR, errno);
-
-    if (child_limit(RLIMIT_CORE, 0, 0) != 0) child_fail(report_w, STAGE_RLIMIT, errno);
-    if (l->memory_limit_mb > 0) {
-        rlim_t bytes = (rlim_t)l->memory_limit_mb * 1024 * 1024;
-        if (child_limit(RLIMIT_AS, bytes, bytes) != 0) child_fail(report_w, STAGE_RLIMIT, errno);
+    pthread_mutex_lock(&g_live_lock);
+    if (g_n_live == g_cap_live) {
+        g_cap_live = g_cap_live ? 2 * g_cap_live : 16;
+        g_live = kv_realloc(g_live, g_cap_live * sizeof *g_live);
     }
-    if (l->cpu_limit_s > 0) {
-        /* SIGXCPU at the soft limit, SIGKILL a second later. */
-        rlim_t s = (rlim_t)l->cpu_limit_s;
-        if (child_limit(RLIMIT_CPU, s, s + 1) != 0) child_fail(report_w, STAGE_RLIMIT, errno);
-    }
+    g_live[g_n_live++] = pid;
+    pthread_mutex_unlock(&g_live_lock);
+}
 
-    /* Every descriptor above stderr closes at exec (the report pipe too). */
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
-#endif
-    {
-        for (int fd = 3; fd < l->max_fd; fd++)
-            (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
+static void live_remove(pid_t pid)
+{
+    pthread_mutex_lock(&g_live_lock);
+    for (size_t i = 0; i < g_n_live; i++)
+        if (g_live[i] == pid) {
+            g_live[i] = g_live[--g_n_live];
+            break;
+        }
+    pthread_mutex_unlock(&g_live_lock);
+}
 
-    execve(l->path, l->argv, l->envp);
-    if (errno == ENOEXEC) execve("/bin/sh", l->sh_argv, l->envp);
-    child_fail(report_w, STAGE_EXEC, errno);
+/* ---- the inherited deadline ------------------------------------------- */
+
+static double g_born;      /* monotonic seconds at this process's start */
+static double g_inherited; /* KEVOLVE_TIMEOUT at the start; 0: none */
+
+/* Before main: the deadline counts from the process's start, not from its
+ * first spawn. */
+__attribute__((constructor)) static void note_birth(void)
+{
+    g_born = kv_now_s();
+    const char *v = getenv("KEVOLVE_TIMEOUT");
+    if (v && *v) {
+        char *end = NULL;
+        double t = strtod(v, &end);
+        if (end && *end == '\0' && t > 0 && t < 1e9) g_inherited = t;
+    }
+}
+
+double kv_proc_time_left(void)
+{
+    if (g_inherited <= 0) return -1;
+    double left = g_born + g_inherited - kv_now_s();
+    return left > 0 ? left : 0;
+}
+
+/* The time limit of a program whose spec asks for WANTED (<= 0: none),
+ * within what is left of ours, less a reserve for our own report. */
+static double effective_timeout(double wanted)
+{
+    double left = kv_proc_time_left();
+    if (left < 0) return wanted;
+    double reserve = left * 0.1 < 1.0 ? left * 0.1 : 1.0;
+    double cap = left - reserve;
+    if (cap < 0.001) cap = 0.001;
+    return wanted > 0 && wanted < cap ? wanted : cap;
 }
 
 /* ---- starting --------------------------------------------------------- */
-
-#ifdef __linux__
-/* Entry of the clone(2) child. */
-KV_CHILD_CODE static int child_entry(void *arg)
-{
-    const struct launch *l = arg;
-    child_main(l, l->out_w, l->err_w, l->report_w);
-    return 127; /* not reached */
-}
-#endif
-
-/* Starts child_main(L) in a new process; returns its pid, or -1 with errno.
- *
- * On Linux this is clone(CLONE_VM | CLONE_VFORK), what posix_spawn does
- * inside glibc: the child borrows the parent's memory instead of a copy, and
- * the parent sleeps until the child has exec'd or exited. fork() would copy
- * the page tables of the whole parent and write-protect all its memory, so
- * that the parent then takes a page fault on the first write to every page
- * after each spawn: with a controller of ~17 MiB that was ~4,000 faults and
- * most of the parent's CPU per evaluation. posix_spawn itself cannot set the
- * resource limits before exec; this keeps child_main, which sets them (and
- * everything else) before the new program runs a single instruction.
- *
- * The child runs on a stack carved out of this frame (the parent does not
- * run until the child is done with it) and writes nothing but that stack;
- * every signal is blocked around the clone, so that no handler of the
- * parent can run in the child before child_main resets them to default. */
-static pid_t spawn_child(const struct launch *l)
-{
-#ifdef __linux__
-    /* 64 KiB: child_main needs a few hundred bytes, sanitizers a lot more. */
-    _Alignas(64) char stack[65536];
-    sigset_t all, old;
-    sigfillset(&all);
-    int masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
-    pid_t pid =
-        clone(child_entry, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, (void *)l);
-    int e = errno;
-    if (masked) (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = e;
-    return pid;
-#else
-    pid_t pid = fork();
-    if (pid == 0) child_main(l, l->out_w, l->err_w, l->report_w);
-    return pid;
-#endif
-}
 
 /* Looks NAME up like execvp: as given when it holds a '/', else in $PATH.
  * Returns a malloc'd path, or NULL with *e set (ENOENT, EACCES). */
@@ -352,49 +327,105 @@ static char *find_program(const char *name, int *e)
     return NULL;
 }
 
-/* Moves FD above 0..2 (keeping close-on-exec) so the child's dup2 onto the
- * standard descriptors cannot clobber it. Returns the fd, or -1. */
-static int fd_above_stdio(int fd)
-{
-    if (fd < 0 || fd > 2) return fd;
-    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    close(fd);
-    return moved;
-}
-
-/* pipe2(O_CLOEXEC) with both ends above stdio. Returns 0 or -1. */
-static int make_pipe(int fds[2])
-{
-    if (pipe2(fds, O_CLOEXEC) != 0) return -1;
-    fds[0] = fd_above_stdio(fds[0]);
-    fds[1] = fd_above_stdio(fds[1]);
-    if (fds[0] < 0 || fds[1] < 0) {
-        if (fds[0] >= 0) close(fds[0]);
-        if (fds[1] >= 0) close(fds[1]);
-        return -1;
-    }
-    return 0;
-}
-
 static void close_fd(int *fd)
 {
     if (*fd >= 0) close(*fd);
     *fd = -1;
 }
 
-/* Reads the child's 8-byte failure report; returns 1 with it, 0 at EOF
- * (the exec succeeded). */
-static int read_report(int fd, int msg[2])
+/* The spawned child's side (see the top of the file). Code of the child is
+ * left out of AddressSanitizer: it runs on a stack borrowed in our memory,
+ * and its redzones would be left behind in our shadow memory. */
+#if defined(__GNUC__) || defined(__clang__)
+#define KV_CHILD_CODE __attribute__((no_sanitize_address, noinline))
+#else
+#define KV_CHILD_CODE
+#endif
+
+/* Puts L's descriptors at 0 .. n_src-1 and marks every other close-on-exec;
+ * *EXEC_FD (when >= 0) is moved out of the way first. Returns 0 or -1 with
+ * errno. */
+KV_CHILD_CODE static int child_place_fds(const struct launch *l, int *exec_fd)
 {
-    char *p = (char *)msg;
-    size_t got = 0;
-    while (got < 2 * sizeof(int)) {
-        ssize_t n = read(fd, p + got, 2 * sizeof(int) - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += (size_t)n;
+    int moved[5 + KV_PROC_MAX_FDS];
+    if (*exec_fd >= 0 && (*exec_fd = fcntl(*exec_fd, F_DUPFD_CLOEXEC, l->n_src)) < 0) return -1;
+    /* First above every target, so that no dup2 clobbers a source. */
+    for (int i = 0; i < l->n_src; i++) {
+        moved[i] = fcntl(l->src[i], F_DUPFD_CLOEXEC, l->n_src);
+        if (moved[i] < 0) return -1;
     }
-    return got == 2 * sizeof(int);
+    for (int i = 0; i < l->n_src; i++)
+        if (dup2(moved[i], i) < 0) return -1;
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)l->n_src, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return 0;
+#endif
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 65536) max = 65536;
+    for (int fd = l->n_src; fd < max; fd++)
+        (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return 0;
+}
+
+/* Reports a supervisor that could not be started on the status pipe (now
+ * at n_src-1) and exits. */
+KV_CHILD_CODE static void child_fail(const struct launch *l, int e)
+{
+    kv_sup_record r = {KV_SUP_START_FAILED, KV_SUP_STAGE_SUPERVISOR, e, 0};
+    ssize_t n;
+    do {
+        n = write(l->n_src - 1, &r, sizeof r);
+    } while (n < 0 && errno == EINTR);
+    _exit(127);
+}
+
+/* Entry of the clone(2) child: becomes the supervisor program. */
+KV_CHILD_CODE static int child_exec_supervisor(void *arg)
+{
+    const struct launch *l = arg;
+    setpgid(0, 0); /* terminal signals are kevolve's to handle */
+    int exec_fd = l->exec_fd;
+    if (child_place_fds(l, &exec_fd) != 0) _exit(127);
+    syscall(SYS_execveat, exec_fd, "", l->sup_argv, l->envp, AT_EMPTY_PATH);
+    child_fail(l, errno);
+    return 127;
+}
+
+/* Starts the supervisor; returns its pid or -1 with errno. Every signal is
+ * blocked around the clone so that no handler of ours runs in the child;
+ * the supervisor sets its own mask. */
+static pid_t spawn_supervisor(struct launch *l)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    int masked = pthread_sigmask(SIG_SETMASK, &all, &old) == 0;
+    pid_t pid;
+    if (l->exec_fd >= 0) {
+        /* 64 KiB: the child needs a few hundred bytes, sanitizers a lot more. */
+        _Alignas(64) char stack[65536];
+        pid = clone(child_exec_supervisor, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                    (void *)l);
+    } else {
+        fflush(NULL);
+        pid = fork();
+        if (pid == 0) {
+            setpgid(0, 0);
+            int none = -1;
+            if (child_place_fds(l, &none) != 0) _exit(127);
+            /* Nothing of ours may stay open here: no exec will close it. */
+            long max = sysconf(_SC_OPEN_MAX);
+            if (max < 0 || max > 65536) max = 65536;
+#ifdef SYS_close_range
+            if (syscall(SYS_close_range, (unsigned)l->n_src, ~0U, 0) != 0)
+#endif
+                for (int fd = l->n_src; fd < max; fd++)
+                    (void)close(fd);
+            kv_supervise(&l->sup);
+        }
+    }
+    int e = errno;
+    if (masked) (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return pid;
 }
 
 static pid_t wait_pid(pid_t pid, int *status, int flags)
@@ -406,18 +437,172 @@ static pid_t wait_pid(pid_t pid, int *status, int flags)
     return r;
 }
 
-static int open_pidfd(pid_t pid)
+/* pipe2(O_CLOEXEC). Returns 0 or -1. */
+static int make_pipe(int fds[2])
 {
-#ifdef SYS_pidfd_open
-    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (fd >= 0) {
-        (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-        return fd;
+    return pipe2(fds, O_CLOEXEC);
+}
+
+/* Reads the status pipe of P into p->rec; returns 1 with a whole record, 0
+ * when none is complete yet (non-blocking) or -1 at end of file. BLOCK:
+ * wait for it. */
+static int read_record(kv_proc *p, int block)
+{
+    while (p->rec_got < sizeof p->rec) {
+        if (block) {
+            struct pollfd pf = {.fd = p->st_fd, .events = POLLIN};
+            if (poll(&pf, 1, -1) < 0 && errno != EINTR) return -1;
+        }
+        ssize_t n = read(p->st_fd, (char *)&p->rec + p->rec_got, sizeof p->rec - p->rec_got);
+        if (n > 0) {
+            p->rec_got += (size_t)n;
+            continue;
+        }
+        if (n == 0) return -1;
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (block) continue;
+            return 0;
+        }
+        return -1;
     }
-#else
-    (void)pid;
-#endif
-    return -1;
+    p->rec_got = 0;
+    return 1;
+}
+
+/* The message for a start that failed at STAGE with errno E. */
+static char *start_error(const char *name, const char *cwd, int stage, int e)
+{
+    const char *why = strerror(e);
+    switch (stage) {
+    case KV_SUP_STAGE_CHDIR:
+        return kv_asprintf("cannot run '%s': cannot enter directory '%s': %s", name,
+                           cwd ? cwd : "?", why);
+    case KV_SUP_STAGE_RLIMIT:
+        return kv_asprintf("cannot run '%s': cannot set resource limits: %s", name, why);
+    case KV_SUP_STAGE_STDIO:
+        return kv_asprintf("cannot run '%s': cannot set up stdin/stdout/stderr: %s", name, why);
+    case KV_SUP_STAGE_SPAWN:
+        return kv_asprintf("cannot run '%s': cannot create a process: %s", name, why);
+    case KV_SUP_STAGE_SUPERVISOR:
+        return kv_asprintf("cannot run '%s': cannot start its supervisor: %s", name, why);
+    default:
+        return kv_asprintf("cannot run '%s': %s", name, why);
+    }
+}
+
+/* One attempt at starting SPEC's program through a supervisor (EXEC_FD: its
+ * program, -1: a fork). Returns P filled in, or NULL with *msg; *retry is
+ * set when the supervisor program could not be executed at all. */
+static kv_proc *start_once(const kv_proc_spec *spec, const char *path, char **envp,
+                           double timeout_s, int exec_fd, char **msg, int *retry)
+{
+    const char *name = spec->argv[0];
+    size_t argc = 0;
+    while (spec->argv[argc])
+        argc++;
+    char **sh_argv = kv_calloc(argc + 2, sizeof(char *));
+    sh_argv[0] = "sh";
+    sh_argv[1] = (char *)path;
+    for (size_t i = 1; i < argc; i++)
+        sh_argv[i + 1] = spec->argv[i];
+
+    kv_proc *p = kv_calloc(1, sizeof *p);
+    p->out.fd = p->err.fd = p->ctl_fd = p->st_fd = -1;
+    p->max_output = spec->max_output ? spec->max_output : (size_t)1 << 20;
+    p->timeout_s = timeout_s;
+
+    int out[2] = {-1, -1}, errp[2] = {-1, -1}, ctl[2] = {-1, -1}, st[2] = {-1, -1};
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    struct launch l = {.envp = envp, .exec_fd = exec_fd};
+    char nums[256];
+    char **sup_argv = kv_calloc(argc + 16, sizeof(char *));
+    if (devnull < 0 || make_pipe(out) != 0 || make_pipe(errp) != 0 || make_pipe(ctl) != 0 ||
+        make_pipe(st) != 0) {
+        *msg = kv_asprintf("cannot run '%s': cannot create pipes: %s", name, strerror(errno));
+        goto fail;
+    }
+    l.src[l.n_src++] = devnull;
+    l.src[l.n_src++] = out[1];
+    l.src[l.n_src++] = errp[1];
+    for (int i = 0; i < spec->n_fds; i++)
+        l.src[l.n_src++] = spec->fds[i];
+    l.src[l.n_src++] = ctl[0];
+    l.src[l.n_src++] = st[1];
+    l.sup = (kv_sup_args){
+        .path = path,
+        .argv = spec->argv,
+        .sh_argv = sh_argv,
+        .envp = envp,
+        .cwd = spec->cwd,
+        .memory_limit_mb = spec->memory_limit_mb,
+        .cpu_limit_s = spec->cpu_limit_s,
+        .timeout_ms = timeout_s > 0 ? (long)(timeout_s * 1000.0 + 0.5) : 0,
+        .n_extra = spec->n_fds,
+        .ctl_fd = 3 + spec->n_fds,
+        .status_fd = 4 + spec->n_fds,
+        .parent = getpid(),
+    };
+    if (l.sup.timeout_ms == 0 && timeout_s > 0) l.sup.timeout_ms = 1;
+    kv_sup_argv(&l.sup, sup_argv, argc + 16, nums);
+    l.sup_argv = sup_argv;
+
+    p->start = kv_now_s();
+    pid_t sup = spawn_supervisor(&l);
+    if (sup < 0) {
+        *msg = kv_asprintf("cannot run '%s': cannot create a process: %s", name, strerror(errno));
+        goto fail;
+    }
+    p->sup_pid = sup;
+    close_fd(&devnull);
+    close_fd(&out[1]);
+    close_fd(&errp[1]);
+    close_fd(&ctl[0]);
+    close_fd(&st[1]);
+    p->ctl_fd = ctl[1];
+    p->st_fd = st[0];
+    ctl[1] = st[0] = -1;
+
+    int got = read_record(p, 1);
+    if (got != 1 || p->rec.type != KV_SUP_STARTED) {
+        if (got == 1 && p->rec.type == KV_SUP_START_FAILED) {
+            if (p->rec.a == KV_SUP_STAGE_SUPERVISOR) *retry = 1;
+            *msg = start_error(name, spec->cwd, p->rec.a, p->rec.b);
+        } else {
+            *msg = kv_asprintf("cannot run '%s': its supervisor died at the start", name);
+        }
+        kill(sup, SIGKILL);
+        (void)wait_pid(sup, NULL, 0);
+        p->sup_pid = 0;
+        goto fail;
+    }
+    p->pid = p->rec.a;
+    live_add(sup);
+
+    p->out.fd = out[0];
+    p->err.fd = errp[0];
+    (void)fcntl(p->out.fd, F_SETFL, fcntl(p->out.fd, F_GETFL) | O_NONBLOCK);
+    (void)fcntl(p->err.fd, F_SETFL, fcntl(p->err.fd, F_GETFL) | O_NONBLOCK);
+    (void)fcntl(p->st_fd, F_SETFL, fcntl(p->st_fd, F_GETFL) | O_NONBLOCK);
+    if (timeout_s > 0) p->deadline = p->start + timeout_s;
+    free(sup_argv);
+    free(sh_argv);
+    return p;
+
+fail:
+    close_fd(&devnull);
+    for (int i = 0; i < 2; i++) {
+        close_fd(&out[i]);
+        close_fd(&errp[i]);
+        close_fd(&ctl[i]);
+        close_fd(&st[i]);
+    }
+    close_fd(&p->ctl_fd);
+    close_fd(&p->st_fd);
+    free(sup_argv);
+    free(sh_argv);
+    free(p);
+    return NULL;
 }
 
 kv_proc *kv_proc_start(const kv_proc_spec *spec, char **err)
@@ -428,7 +613,14 @@ kv_proc *kv_proc_start(const kv_proc_spec *spec, char **err)
         return NULL;
     }
     const char *name = spec->argv[0];
+    if (spec->n_fds < 0 || spec->n_fds > KV_PROC_MAX_FDS || (spec->n_fds > 0 && !spec->fds)) {
+        if (err)
+            *err =
+                kv_asprintf("cannot run '%s': at most %d extra descriptors", name, KV_PROC_MAX_FDS);
+        return NULL;
+    }
     setup_parent_once();
+    pthread_once(&g_exec_once, make_exec_fd);
 
     int e = 0;
     char *path = find_program(name, &e);
@@ -437,106 +629,48 @@ kv_proc *kv_proc_start(const kv_proc_spec *spec, char **err)
         return NULL;
     }
 
-    size_t argc = 0;
-    while (spec->argv[argc])
-        argc++;
-    char **sh_argv = kv_calloc(argc + 2, sizeof(char *));
-    sh_argv[0] = "sh";
-    sh_argv[1] = path;
-    for (size_t i = 1; i < argc; i++)
-        sh_argv[i + 1] = spec->argv[i];
+    /* The one deadline, passed down. */
+    double timeout_s = effective_timeout(spec->timeout_s);
+    size_t n_extra = 0;
+    while (spec->extra_env && spec->extra_env[n_extra])
+        n_extra++;
+    char **extra = kv_calloc(n_extra + 2, sizeof(char *));
+    for (size_t i = 0; i < n_extra; i++)
+        extra[i] = spec->extra_env[i];
+    char *limit = timeout_s > 0 ? kv_asprintf("KEVOLVE_TIMEOUT=%.3f", timeout_s)
+                                : kv_strdup("KEVOLVE_TIMEOUT");
+    extra[n_extra] = limit;
+    char **envp = build_env(extra);
+    if (timeout_s <= 0) { /* no limit: no stale variable either */
+        size_t k = 0;
+        for (size_t i = 0; envp[i]; i++)
+            if (strcmp(envp[i], "KEVOLVE_TIMEOUT") != 0) envp[k++] = envp[i];
+        envp[k] = NULL;
+    }
 
-    long open_max = sysconf(_SC_OPEN_MAX);
-    struct launch l = {
-        .path = path,
-        .argv = spec->argv,
-        .sh_argv = sh_argv,
-        .envp = build_env(spec->extra_env),
-        .cwd = spec->cwd,
-        .memory_limit_mb = spec->memory_limit_mb,
-        .cpu_limit_s = spec->cpu_limit_s,
-        .max_fd = (open_max > 0 && open_max < 65536) ? (int)open_max : 65536,
-    };
-
-    kv_proc *p = kv_calloc(1, sizeof *p);
-    p->out.fd = p->err.fd = p->exit_fd = -1;
-    p->max_output = spec->max_output ? spec->max_output : (size_t)1 << 20;
-    p->timeout_s = spec->timeout_s;
-
-    int out[2] = {-1, -1}, errp[2] = {-1, -1}, rep[2] = {-1, -1};
     char *msg = NULL;
-    if (make_pipe(out) != 0 || make_pipe(errp) != 0 || make_pipe(rep) != 0) {
-        msg = kv_asprintf("cannot run '%s': cannot create pipes: %s", name, strerror(errno));
-        goto fail;
-    }
-
-    p->start = kv_now_s();
-    l.out_w = out[1];
-    l.err_w = errp[1];
-    l.report_w = rep[1];
-    pid_t pid = spawn_child(&l);
-    if (pid < 0) {
-        msg = kv_asprintf("cannot run '%s': cannot create a process: %s", name, strerror(errno));
-        goto fail;
-    }
-
-    /* The child has exec'd or failed by now (spawn_child), and made its
-     * own process group before either. */
-    p->pid = pid;
-    close_fd(&out[1]);
-    close_fd(&errp[1]);
-    close_fd(&rep[1]);
-
-    int report[2];
-    if (read_report(rep[0], report)) {
-        int status;
-        (void)wait_pid(pid, &status, 0);
-        const char *why = strerror(report[1]);
-        switch (report[0]) {
-        case STAGE_CHDIR:
-            msg = kv_asprintf("cannot run '%s': cannot enter directory '%s': %s", name, spec->cwd,
-                              why);
-            break;
-        case STAGE_RLIMIT:
-            msg = kv_asprintf("cannot run '%s': cannot set resource limits: %s", name, why);
-            break;
-        case STAGE_STDIO:
-            msg = kv_asprintf("cannot run '%s': cannot set up stdin/stdout/stderr: %s", name, why);
-            break;
-        default:
-            msg = kv_asprintf("cannot run '%s': %s", name, why);
-            break;
-        }
-        goto fail;
-    }
-    close_fd(&rep[0]);
-
-    p->out.fd = out[0];
-    p->err.fd = errp[0];
-    (void)fcntl(p->out.fd, F_SETFL, fcntl(p->out.fd, F_GETFL) | O_NONBLOCK);
-    (void)fcntl(p->err.fd, F_SETFL, fcntl(p->err.fd, F_GETFL) | O_NONBLOCK);
-    p->exit_fd = open_pidfd(pid);
-    if (spec->timeout_s > 0) p->deadline = p->start + spec->timeout_s;
-    free(l.envp);
-    free(sh_argv);
-    free(path);
-    return p;
-
-fail:
-    for (int i = 0; i < 2; i++) {
-        close_fd(&out[i]);
-        close_fd(&errp[i]);
-        close_fd(&rep[i]);
-    }
-    free(l.envp);
-    free(sh_argv);
-    free(path);
-    free(p);
-    if (err)
-        *err = msg;
-    else
+    int retry = 0;
+    int exec_fd = g_force_fork ? -1 : g_exec_fd;
+    kv_proc *p = start_once(spec, path, envp, timeout_s, exec_fd, &msg, &retry);
+    if (!p && retry && exec_fd >= 0) {
+        /* The supervisor program cannot be executed here (memfd execution
+         * forbidden): supervise from a fork from now on. */
         free(msg);
-    return NULL;
+        msg = NULL;
+        g_exec_fd = -1;
+        p = start_once(spec, path, envp, timeout_s, -1, &msg, &retry);
+    }
+    free(envp);
+    free(extra);
+    free(limit);
+    free(path);
+    if (!p) {
+        if (err)
+            *err = msg;
+        else
+            free(msg);
+    }
+    return p;
 }
 
 /* ---- running and ending ----------------------------------------------- */
@@ -562,7 +696,7 @@ static void read_stream(kv_proc *p, struct stream *s)
 }
 
 /* Reads both streams until nothing is left right now, then closes them:
- * after the group is gone nobody can write more that we care about. */
+ * every writer is gone by then. */
 static void drain_and_close(kv_proc *p)
 {
     struct stream *ss[2] = {&p->out, &p->err};
@@ -573,22 +707,6 @@ static void drain_and_close(kv_proc *p)
             read_stream(p, ss[i]);
         } while (ss[i]->fd >= 0 && ss[i]->buf.len + ss[i]->dropped != before);
         close_fd(&ss[i]->fd);
-    }
-}
-
-/* Kills what is left of process group PGID and reaps every member that is
- * our child (orphans come back to us as subreaper). Gives up after ~5 s of
- * members refusing to die (uninterruptible sleep), which SIGKILL cannot fix. */
-static void kill_and_reap_group(pid_t pgid)
-{
-    for (int round = 0; round < 5000; round++) {
-        if (kill(-pgid, SIGKILL) != 0 && errno == ESRCH) return;
-        pid_t r;
-        while ((r = wait_pid(-pgid, NULL, WNOHANG)) > 0) {
-        }
-        if (r < 0) return; /* ECHILD: none of ours left (others are killed, not ours to reap) */
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
     }
 }
 
@@ -610,9 +728,11 @@ static const char *signal_name(int sig)
     return NULL;
 }
 
-/* Writes the one-line description of the end into p->describe. */
+/* Writes the one-line description of the end into p->describe, unless
+ * something more precise is there already. */
 static void set_describe(kv_proc *p)
 {
+    if (p->describe[0]) return;
     const char *name;
     switch (p->how) {
     case KV_PROC_EXITED:
@@ -637,46 +757,129 @@ static void set_describe(kv_proc *p)
     }
 }
 
-/* Records the end HOW with wait status STATUS and tears down the group. */
-static void finish(kv_proc *p, kv_proc_end how, int status, int have_status)
+/* Records the end from the supervisor's last record and lets it go. */
+static void finish(kv_proc *p)
 {
     p->ended = 1;
     p->seconds = kv_now_s() - p->start;
-    kill_and_reap_group(p->pid);
+    if (p->sup_pid > 0) {
+        (void)wait_pid(p->sup_pid, NULL, 0); /* it exits right after its record */
+        live_remove(p->sup_pid);
+        p->sup_pid = 0;
+    }
     drain_and_close(p);
-    close_fd(&p->exit_fd);
-    p->how = how;
+    close_fd(&p->ctl_fd);
+    close_fd(&p->st_fd);
     p->exit_code = -1;
     p->signal = 0;
-    if (how == KV_PROC_EXITED || how == KV_PROC_SIGNALED) {
-        if (!have_status) {
-            p->how = KV_PROC_EXITED;
-            p->exit_code = 255; /* reaped by someone else: status lost */
-        } else if (WIFEXITED(status)) {
+    int status = p->rec.b;
+    switch (p->rec.a) {
+    case KV_SUP_END_EXITED:
+        if (WIFEXITED(status)) {
             p->how = KV_PROC_EXITED;
             p->exit_code = WEXITSTATUS(status);
         } else {
             p->how = KV_PROC_SIGNALED;
             p->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         }
+        break;
+    case KV_SUP_END_TIMED_OUT:
+        p->how = KV_PROC_TIMED_OUT;
+        break;
+    case KV_SUP_END_PARENT_GONE:
+        p->how = KV_PROC_KILLED;
+        snprintf(p->describe, sizeof p->describe, "killed (its supervisor was stopped)");
+        break;
+    default:
+        p->how = KV_PROC_KILLED;
+        break;
     }
     set_describe(p);
 }
 
-/* Kills the group now and records the end as HOW. */
-static void kill_now(kv_proc *p, kv_proc_end how)
+/* The supervisor of P stopped answering (killed, stopped, or past the
+ * grace): kills it and does its work here. Its processes came back to us
+ * (we are a subreaper); every descendant of ours not under another live
+ * supervisor is killed. */
+static void lost_supervisor(kv_proc *p)
 {
-    (void)kill(-p->pid, SIGKILL);
-    (void)kill(p->pid, SIGKILL);
-    int status = 0;
-    (void)wait_pid(p->pid, &status, 0);
-    finish(p, how, status, 1);
+    p->ended = 1;
+    p->seconds = kv_now_s() - p->start;
+    if (p->sup_pid > 0) {
+        kill(p->sup_pid, SIGKILL);
+        (void)wait_pid(p->sup_pid, NULL, 0);
+        live_remove(p->sup_pid);
+        p->sup_pid = 0;
+    }
+    kill(-p->pid, SIGKILL);
+    pthread_mutex_lock(&g_live_lock);
+    size_t n = g_n_live;
+    pid_t *spare = kv_calloc(n + 1, sizeof *spare);
+    memcpy(spare, g_live, n * sizeof *spare);
+    pthread_mutex_unlock(&g_live_lock);
+    spare[n] = getpid(); /* never empty: only our own children get reaped */
+    (void)kv_sup_kill_descendants(spare, n + 1, KV_SUP_KILL_LIMIT_S, p->pid, NULL, NULL);
+    free(spare);
+    drain_and_close(p);
+    close_fd(&p->ctl_fd);
+    close_fd(&p->st_fd);
+    p->how = KV_PROC_KILLED;
+    p->exit_code = -1;
+    p->signal = 0;
+    snprintf(p->describe, sizeof p->describe, "killed (its supervisor was lost)");
+}
+
+/* Reads the status pipe; ends P when the supervisor reported or vanished.
+ * Returns 1 once ended. */
+static int check_end(kv_proc *p)
+{
+    int r = read_record(p, 0);
+    if (r == 1 && p->rec.type == KV_SUP_ENDED) {
+        finish(p);
+        return 1;
+    }
+    if (r < 0 || r == 1) { /* end of file, or nonsense: the supervisor is gone */
+        lost_supervisor(p);
+        return 1;
+    }
+    if (p->deadline > 0 && kv_now_s() >= p->deadline + KV_PROC_GRACE_S) {
+        lost_supervisor(p);
+        return 1;
+    }
+    return 0;
+}
+
+/* Asks the supervisor to kill everything, waits (bounded) for its report. */
+static void kill_now(kv_proc *p)
+{
+    char b = KV_SUP_KILL_BYTE;
+    ssize_t n;
+    do {
+        n = write(p->ctl_fd, &b, 1);
+    } while (n < 0 && errno == EINTR);
+    double until = kv_now_s() + KV_PROC_GRACE_S;
+    while (!p->ended) {
+        double left = until - kv_now_s();
+        if (left <= 0) {
+            lost_supervisor(p);
+            break;
+        }
+        struct pollfd pf = {.fd = p->st_fd, .events = POLLIN};
+        (void)poll(&pf, 1, (int)(left * 1000.0) + 1);
+        read_stream(p, &p->out);
+        read_stream(p, &p->err);
+        int r = read_record(p, 0);
+        if (r == 1 && p->rec.type == KV_SUP_ENDED)
+            finish(p);
+        else if (r != 0)
+            lost_supervisor(p);
+    }
 }
 
 int kv_proc_ms_to_deadline(const kv_proc *p)
 {
     if (!p || p->ended || p->deadline <= 0) return -1;
-    double left = p->deadline - kv_now_s();
+    double left = p->deadline + KV_PROC_GRACE_S - kv_now_s();
     if (left <= 0) return 0;
     if (left > INT_MAX / 1000.0) return INT_MAX;
     return (int)(left * 1000.0) + 1; /* round up: waking early would spin */
@@ -688,36 +891,20 @@ int kv_proc_poll(kv_proc *p, int wait_ms)
     int ms = wait_ms;
     int to_deadline = kv_proc_ms_to_deadline(p);
     if (to_deadline >= 0 && (ms < 0 || to_deadline < ms)) ms = to_deadline;
-    if (p->exit_fd < 0 && (ms < 0 || ms > KV_PROC_SLICE_MS)) ms = KV_PROC_SLICE_MS;
 
     struct pollfd pf[3];
     nfds_t n = 0;
-    int fds[3] = {p->out.fd, p->err.fd, p->exit_fd};
+    int fds[3] = {p->out.fd, p->err.fd, p->st_fd};
     for (int i = 0; i < 3; i++)
         if (fds[i] >= 0) pf[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
     if (ms != 0 && poll(pf, n, ms) < 0 && errno != EINTR && errno != EAGAIN) {
         /* Cannot wait on the descriptors: fall back to a short sleep. */
-        struct timespec ts = {0, KV_PROC_SLICE_MS * 1000000L};
+        struct timespec ts = {0, 20 * 1000000L};
         nanosleep(&ts, NULL);
     }
     read_stream(p, &p->out);
     read_stream(p, &p->err);
-
-    int status = 0;
-    pid_t r = wait_pid(p->pid, &status, WNOHANG);
-    if (r == p->pid) {
-        finish(p, KV_PROC_EXITED, status, 1);
-        return 1;
-    }
-    if (r < 0) { /* ECHILD: someone else reaped it */
-        finish(p, KV_PROC_EXITED, 0, 0);
-        return 1;
-    }
-    if (p->deadline > 0 && kv_now_s() >= p->deadline) {
-        kill_now(p, KV_PROC_TIMED_OUT);
-        return 1;
-    }
-    return 0;
+    return check_end(p);
 }
 
 void kv_proc_wait(kv_proc *p)
@@ -728,7 +915,7 @@ void kv_proc_wait(kv_proc *p)
 
 void kv_proc_kill(kv_proc *p)
 {
-    if (p && !p->ended) kill_now(p, KV_PROC_KILLED);
+    if (p && !p->ended) kill_now(p);
 }
 
 kv_proc *kv_proc_run(const kv_proc_spec *spec, char **err)
@@ -748,7 +935,7 @@ int kv_proc_fds(const kv_proc *p, int fds[2])
 
 int kv_proc_exit_fd(const kv_proc *p)
 {
-    return p->ended ? -1 : p->exit_fd;
+    return p->ended ? -1 : p->st_fd;
 }
 
 /* ---- after the end ---------------------------------------------------- */
@@ -816,10 +1003,11 @@ const char *kv_proc_describe(const kv_proc *p)
 void kv_proc_free(kv_proc *p)
 {
     if (!p) return;
-    if (!p->ended) kill_now(p, KV_PROC_KILLED);
+    if (!p->ended) kill_now(p);
     close_fd(&p->out.fd);
     close_fd(&p->err.fd);
-    close_fd(&p->exit_fd);
+    close_fd(&p->ctl_fd);
+    close_fd(&p->st_fd);
     kv_buf_free(&p->out.buf);
     kv_buf_free(&p->err.buf);
     free(p);

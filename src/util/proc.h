@@ -1,12 +1,29 @@
-/* Child processes that can be trusted to end: each runs in its own process
- * group under a hard wall-clock limit that kills the whole group (SIGKILL),
- * with resource limits and a scrubbed environment (no API keys or tokens),
- * its stdout and stderr captured without blocking the caller.
+/* Child processes that can be trusted to end. kv_proc is the one path by
+ * which kevolve starts a process (evaluators, kernel workers, compilers).
+ *
+ * Each program runs under its own supervisor (util/supervise.h): a small
+ * process, child subreaper, with a parent-death signal. When the program
+ * ends, passes its time limit, is killed through this API, or when kevolve
+ * itself dies (kill -9 included), the supervisor freezes and kills every
+ * descendant of the program, processes that called setsid or double-forked
+ * included, and only then reports the end. So once kv_proc_poll reports the
+ * end, nothing the program started exists any more.
+ *
+ * The program runs in its own process group, with resource limits, stdin
+ * from /dev/null, its stdout and stderr captured without blocking the
+ * caller, the extra descriptors of the spec at 3, 4, ... and no other, and
+ * a scrubbed environment (no API keys or tokens).
+ *
+ * One deadline is passed down: a program with a time limit gets
+ * KEVOLVE_TIMEOUT (seconds, counted from its start) in its environment, and
+ * a process started that way (kevolve eval, inside an evaluation) never gives
+ * its own programs more than what is left of it (less a small reserve so
+ * that it can still report), whatever its spec says.
  *
  * Process-wide effects of the first kv_proc_start: SIGPIPE is ignored (when
  * it had its default action), SIGCHLD is no longer ignored, and the caller
- * becomes a child subreaper (Linux), so that orphans of a group are
- * reparented to it and reaped when the group ends. */
+ * becomes a child subreaper (Linux): should a supervisor be killed, the
+ * program's processes come back to the caller, which kills them. */
 #ifndef KV_UTIL_PROC_H
 #define KV_UTIL_PROC_H
 
@@ -23,7 +40,12 @@ typedef struct kv_proc_spec {
     long cpu_limit_s;     /* RLIMIT_CPU; 0: none */
     size_t max_output;    /* bytes kept of each of stdout and stderr (the tail beyond is
                              dropped, the head kept); 0: 1 MiB */
+    const int *fds;       /* descriptors handed to the program as 3, 4, ... (in order); the
+                             caller keeps its own and closes them when it likes */
+    int n_fds;            /* how many (at most KV_PROC_MAX_FDS) */
 } kv_proc_spec;
+
+#define KV_PROC_MAX_FDS 16
 
 typedef enum kv_proc_end {
     KV_PROC_EXITED = 0, /* exit_code holds its status */
@@ -36,26 +58,29 @@ typedef enum kv_proc_end {
 typedef struct kv_proc kv_proc;
 
 /* Starts a process. Returns NULL with a malloc'd message in *err when it
- * cannot be started (no such program, not executable, fork failed). */
+ * cannot be started (no such program, not executable, fork failed). Returns
+ * once the program has been exec'd. */
 kv_proc *kv_proc_start(const kv_proc_spec *spec, char **err);
-/* Reads what is ready and checks the deadline, waiting at most WAIT_MS
+/* Reads what is ready and checks for the end, waiting at most WAIT_MS
  * (negative: until something happens; it may return earlier). Returns 1
- * when the process has ended (and its group has been reaped or killed), 0
+ * when the process has ended (and every process it started is gone), 0
  * while it runs. */
 int kv_proc_poll(kv_proc *p, int wait_ms);
 /* Blocks until the process ends (honouring the timeout). */
 void kv_proc_wait(kv_proc *p);
-/* Kills the whole group now (SIGKILL). */
+/* Kills the program and everything it started, now. */
 void kv_proc_kill(kv_proc *p);
 /* File descriptors to watch with poll(2) for readiness (stdout, stderr);
  * returns how many were written into fds (at most 2; 0 after the end). */
 int kv_proc_fds(const kv_proc *p, int fds[2]);
-/* A descriptor that becomes readable (POLLIN) when the process exits (a
- * pidfd), or -1 when the system has none or the process has ended. Without
- * it, callers must wake up now and then to notice an exit. */
+/* A descriptor that becomes readable (POLLIN) when the process has ended
+ * (its supervisor's report), or -1 once the end has been seen. */
 int kv_proc_exit_fd(const kv_proc *p);
-/* Milliseconds until the time limit (0 when passed), or -1 when there is
- * none or the process has ended: the longest a caller may sleep. */
+/* The longest a caller may sleep without calling kv_proc_poll, in ms (0:
+ * call it now), or -1 when there is no limit or the process has ended. The
+ * time limit itself is enforced by the supervisor, whose report makes
+ * kv_proc_exit_fd readable; this is the later moment at which kv_proc stops
+ * waiting for a supervisor that does not answer. */
 int kv_proc_ms_to_deadline(const kv_proc *p);
 
 /* After the end: */
@@ -70,7 +95,8 @@ size_t kv_proc_stderr_len(const kv_proc *p);
 /* Bytes of each stream dropped beyond max_output. */
 size_t kv_proc_stdout_dropped(const kv_proc *p);
 size_t kv_proc_stderr_dropped(const kv_proc *p);
-/* The process id; it is also the id of its process group. */
+/* The program's own pid (what /proc/PID describes; not its supervisor's);
+ * it is also the id of its process group. */
 pid_t kv_proc_pid(const kv_proc *p);
 /* One line describing the end: "exit 0", "killed by signal SIGSEGV", "timed out after
  * 5.0 s", "killed (cancelled)"; "running" before the end. Owned by P. */
@@ -80,6 +106,15 @@ void kv_proc_free(kv_proc *p);
 /* 1 when an environment variable name looks like a secret (…KEY, …TOKEN,
  * …SECRET, …PASSWORD, OPENAI_*, ANTHROPIC_*, …): such names never reach a child. */
 int kv_env_is_secret(const char *name);
+
+/* Seconds left of the deadline this process inherited (KEVOLVE_TIMEOUT at
+ * its start), or -1 when it has none. Never below 0. */
+double kv_proc_time_left(void);
+
+/* For tests: 1 makes kv_proc_start run supervisors in a fork of the caller,
+ * the fallback used where the supervisor program cannot be executed; 0
+ * restores the default. */
+void kv_proc_test_fork_supervisor(int on);
 
 /* Convenience: runs SPEC to the end. Returns the finished process (free it),
  * or NULL with *err when it could not start. */

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -427,8 +429,346 @@ static void poll_reports_running_then_the_end(void **state)
     kv_proc_free(p);
 }
 
-int main(void)
+/* 1 when process PID no longer exists (a zombie still counts as existing). */
+static int process_is_gone(pid_t pid)
 {
+    return kill(pid, 0) == -1 && errno == ESRCH;
+}
+
+/* Waits up to SECONDS for PID to be gone; returns 1 when it is. */
+static int wait_gone(pid_t pid, double seconds)
+{
+    for (int i = 0; i < (int)(seconds * 100); i++) {
+        if (process_is_gone(pid)) return 1;
+        /* It may be our zombie (we are a subreaper): reap it. */
+        (void)waitpid(pid, NULL, WNOHANG);
+        usleep(10000);
+    }
+    return process_is_gone(pid);
+}
+
+/* The first number on line LINE (0-based) of TEXT. */
+static long line_number(const char *text, int line)
+{
+    for (int i = 0; i < line && text; i++) {
+        text = strchr(text, '\n');
+        if (text) text++;
+    }
+    return text ? strtol(text, NULL, 10) : -1;
+}
+
+/* A program that leaves a process behind that called setsid (a new
+ * session, so no group kill reaches it) from a double fork (so its parent
+ * is gone), prints that process's pid, then runs on for RUN_S seconds. */
+static char *escaper_script(int run_s)
+{
+    return kv_asprintf("(setsid sh -c 'echo $$; exec sleep 1000' &); sleep 0.3; "
+                       "echo ready; sleep %d",
+                       run_s);
+}
+
+static void setsid_grandchild_dies_when_the_program_exits(void **state)
+{
+    (void)state;
+    char *script = escaper_script(0);
+    char *argv[] = {"sh", "-c", script, NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .timeout_s = 20});
+    assert_string_equal(kv_proc_describe(p), "exit 0");
+    pid_t escaped = (pid_t)line_number(kv_proc_stdout(p), 0);
+    assert_true(escaped > 1);
+    assert_true(process_is_gone(escaped)); /* gone at once: the end waited for it */
+    assert_true(kv_proc_seconds(p) < 10.0);
+    kv_proc_free(p);
+    free(script);
+}
+
+static void setsid_grandchild_dies_at_the_timeout(void **state)
+{
+    (void)state;
+    char *script = escaper_script(1000);
+    char *argv[] = {"sh", "-c", script, NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .timeout_s = 1});
+    assert_int_equal(kv_proc_how(p), KV_PROC_TIMED_OUT);
+    pid_t escaped = (pid_t)line_number(kv_proc_stdout(p), 0);
+    assert_true(escaped > 1);
+    assert_true(process_is_gone(escaped));
+    kv_proc_free(p);
+    free(script);
+}
+
+static void setsid_grandchild_dies_on_kill(void **state)
+{
+    (void)state;
+    char *script = escaper_script(1000);
+    char *argv[] = {"sh", "-c", script, NULL};
+    kv_proc_spec spec = {.argv = argv};
+    char *err = NULL;
+    kv_proc *p = kv_proc_start(&spec, &err);
+    assert_non_null(p);
+    for (int i = 0; i < 500 && !strstr(kv_proc_stdout(p), "ready"); i++)
+        assert_int_equal(kv_proc_poll(p, 20), 0);
+    pid_t escaped = (pid_t)line_number(kv_proc_stdout(p), 0);
+    assert_true(escaped > 1);
+    assert_false(process_is_gone(escaped));
+    kv_proc_kill(p);
+    assert_int_equal(kv_proc_how(p), KV_PROC_KILLED);
+    assert_true(process_is_gone(escaped));
+    kv_proc_free(p);
+    free(script);
+}
+
+static void timeout_holds_while_the_caller_is_busy(void **state)
+{
+    (void)state;
+    /* The supervisor keeps the time: a caller that does not poll (blocked
+     * in a long write, say) does not extend the program's life. */
+    char *argv[] = {"sh", "-c", "echo $$; exec sleep 1000", NULL};
+    kv_proc_spec spec = {.argv = argv, .timeout_s = 0.3};
+    char *err = NULL;
+    kv_proc *p = kv_proc_start(&spec, &err);
+    assert_non_null(p);
+    pid_t pid = kv_proc_pid(p);
+    assert_true(wait_gone(pid, 5.0));
+    kv_proc_wait(p);
+    assert_int_equal(kv_proc_how(p), KV_PROC_TIMED_OUT);
+    kv_proc_free(p);
+}
+
+static void pid_is_the_programs_own(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c", "echo $$", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv});
+    assert_int_equal(line_number(kv_proc_stdout(p), 0), kv_proc_pid(p));
+    kv_proc_free(p);
+}
+
+static void extra_descriptors_arrive_at_3_and_4_and_no_other(void **state)
+{
+    (void)state;
+    int a[2], b[2];
+    assert_int_equal(pipe(a), 0);
+    assert_int_equal(pipe(b), 0);
+    int leaked = open("/dev/null", O_RDONLY); /* deliberately without O_CLOEXEC */
+    /* ls lists the descriptors of the shell, its parent (a glob would show
+     * the shell's own directory descriptor). */
+    char *argv[] = {"sh", "-c", "echo three >&3; echo four >&4; ls /proc/$$/fd; true", NULL};
+    int fds[] = {b[1], a[1]}; /* in this order: b at 3, a at 4 */
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .fds = fds, .n_fds = 2, .timeout_s = 10});
+    assert_string_equal(kv_proc_describe(p), "exit 0");
+    assert_string_equal(kv_proc_stdout(p), "0\n1\n2\n3\n4\n");
+    close(a[1]);
+    close(b[1]);
+    char buf[64] = {0};
+    assert_int_equal(read(b[0], buf, sizeof buf - 1), 6);
+    assert_string_equal(buf, "three\n");
+    memset(buf, 0, sizeof buf);
+    assert_int_equal(read(a[0], buf, sizeof buf - 1), 5);
+    assert_string_equal(buf, "four\n");
+    /* Nothing holds the write ends any more: the program and its
+     * supervisor are gone. */
+    assert_int_equal(read(a[0], buf, sizeof buf), 0);
+    assert_int_equal(read(b[0], buf, sizeof buf), 0);
+    close(a[0]);
+    close(b[0]);
+    close(leaked);
+    kv_proc_free(p);
+}
+
+static void too_many_extra_descriptors_is_a_start_error(void **state)
+{
+    (void)state;
+    int fds[KV_PROC_MAX_FDS + 1] = {0};
+    char *argv[] = {"true", NULL};
+    kv_proc_spec spec = {.argv = argv, .fds = fds, .n_fds = KV_PROC_MAX_FDS + 1};
+    char *err = NULL;
+    assert_null(kv_proc_start(&spec, &err));
+    assert_non_null(strstr(err, "at most 16 extra descriptors"));
+    free(err);
+}
+
+/* Reads one line (a pid) from FD, waiting up to 10 s. */
+static pid_t read_pid_line(int fd)
+{
+    char buf[32] = {0};
+    size_t got = 0;
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    while (got < sizeof buf - 1 && !strchr(buf, '\n') && poll(&pf, 1, 10000) > 0) {
+        ssize_t n = read(fd, buf + got, 1);
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    return (pid_t)strtol(buf, NULL, 10);
+}
+
+/* A stand-in for kevolve in a fork: starts ESCAPER with no time limit,
+ * writes the program's pid and the escaped process's pid to REPORT, then
+ * waits for the end of the world. */
+static void stand_in_for_kevolve(int report, int use_fork)
+{
+    kv_proc_test_fork_supervisor(use_fork);
+    char *script = escaper_script(1000);
+    char *argv[] = {"sh", "-c", script, NULL};
+    kv_proc_spec spec = {.argv = argv};
+    char *err = NULL;
+    kv_proc *p = kv_proc_start(&spec, &err);
+    if (!p) _exit(3);
+    for (int i = 0; i < 500 && !strstr(kv_proc_stdout(p), "ready"); i++)
+        kv_proc_poll(p, 20);
+    dprintf(report, "%d\n%ld\n", (int)kv_proc_pid(p), line_number(kv_proc_stdout(p), 0));
+    for (;;)
+        pause();
+}
+
+/* kill -9 of the process that started a program: the program and what it
+ * left behind die too, within seconds. */
+static void kill_9_of_the_caller_leaves_nothing_behind(int use_fork)
+{
+    int rep[2];
+    assert_int_equal(pipe(rep), 0);
+    pid_t caller = fork();
+    assert_true(caller >= 0);
+    if (caller == 0) {
+        close(rep[0]);
+        stand_in_for_kevolve(rep[1], use_fork);
+    }
+    close(rep[1]);
+    pid_t program = read_pid_line(rep[0]);
+    pid_t escaped = read_pid_line(rep[0]);
+    close(rep[0]);
+    assert_true(program > 1);
+    assert_true(escaped > 1);
+    assert_false(process_is_gone(program));
+    assert_false(process_is_gone(escaped));
+    kill(caller, SIGKILL);
+    assert_int_equal(waitpid(caller, NULL, 0), caller);
+    assert_true(wait_gone(program, 10.0));
+    assert_true(wait_gone(escaped, 10.0));
+    /* The orphaned supervisor came back to us (a subreaper): reap it. */
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+}
+
+static void kill_9_of_the_caller_kills_the_program_and_its_escapees(void **state)
+{
+    (void)state;
+    kill_9_of_the_caller_leaves_nothing_behind(0);
+}
+
+static void kill_9_of_the_caller_with_a_forked_supervisor(void **state)
+{
+    (void)state;
+    kill_9_of_the_caller_leaves_nothing_behind(1);
+}
+
+static void forked_supervisor_gives_the_same_ends(void **state)
+{
+    (void)state;
+    kv_proc_test_fork_supervisor(1);
+    char *argv[] = {"sh", "-c", "echo out; echo err >&2; exit 3", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv});
+    assert_string_equal(kv_proc_describe(p), "exit 3");
+    assert_string_equal(kv_proc_stdout(p), "out\n");
+    assert_string_equal(kv_proc_stderr(p), "err\n");
+    kv_proc_free(p);
+
+    char *script = escaper_script(1000);
+    char *argv2[] = {"sh", "-c", script, NULL};
+    p = run((kv_proc_spec){.argv = argv2, .timeout_s = 1});
+    assert_int_equal(kv_proc_how(p), KV_PROC_TIMED_OUT);
+    pid_t escaped = (pid_t)line_number(kv_proc_stdout(p), 0);
+    assert_true(escaped > 1);
+    assert_true(process_is_gone(escaped));
+    kv_proc_free(p);
+    free(script);
+
+    char *argv3[] = {"kv-no-such-program-either", NULL};
+    kv_proc_spec spec = {.argv = argv3};
+    char *err = NULL;
+    assert_null(kv_proc_start(&spec, &err));
+    free(err);
+    char path[] = "/tmp/kv_test_proc_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char text[] = "#!/nonexistent/interpreter\n";
+    assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    chmod(path, 0700);
+    char *argv4[] = {path, NULL};
+    spec.argv = argv4;
+    assert_null(kv_proc_start(&spec, &err));
+    assert_non_null(strstr(err, "No such file or directory"));
+    free(err);
+    unlink(path);
+    kv_proc_test_fork_supervisor(0);
+}
+
+static void a_program_that_kills_its_supervisor_still_leaves_nothing(void **state)
+{
+    (void)state;
+    /* Hostile: it starts an escapee, then kills the supervisor watching
+     * it. Its own processes come back to us, and we kill them. */
+    char *argv[] = {"sh", "-c",
+                    "(setsid sh -c 'echo $$; exec sleep 1000' &); sleep 0.3; "
+                    "kill -9 $PPID; sleep 1000",
+                    NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .timeout_s = 30});
+    assert_int_equal(kv_proc_how(p), KV_PROC_KILLED);
+    assert_string_equal(kv_proc_describe(p), "killed (its supervisor was lost)");
+    pid_t escaped = (pid_t)line_number(kv_proc_stdout(p), 0);
+    assert_true(escaped > 1);
+    assert_true(process_is_gone(escaped));
+    assert_true(kv_proc_seconds(p) < 15.0);
+    kv_proc_free(p);
+}
+
+/* Run as "test_proc --inner": inside a process started with a time limit,
+ * a program asking for 100 s gets what is left of that limit. */
+static int inner_main(void)
+{
+    char *argv[] = {"sleep", "1000", NULL};
+    kv_proc_spec spec = {.argv = argv, .timeout_s = 100};
+    char *err = NULL;
+    kv_proc *p = kv_proc_run(&spec, &err);
+    if (!p) return 3;
+    printf("%s\n%.1f\n", kv_proc_describe(p), kv_proc_time_left());
+    kv_proc_free(p);
+    return 0;
+}
+
+static void a_deadline_is_passed_down_to_what_a_program_starts(void **state)
+{
+    (void)state;
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    assert_true(n > 0);
+    self[n] = '\0';
+    char *argv[] = {self, "--inner", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .timeout_s = 3});
+    /* The inner program was stopped first, with a reserve left for the
+     * inner process to report: 3 s less 10%. */
+    assert_string_equal(kv_proc_describe(p), "exit 0");
+    assert_non_null(strstr(kv_proc_stdout(p), "timed out after 2."));
+    kv_proc_free(p);
+}
+
+static void environment_carries_the_time_limit(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c", "echo \"${KEVOLVE_TIMEOUT:-none}\"", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .timeout_s = 7.5});
+    assert_string_equal(kv_proc_stdout(p), "7.500\n");
+    kv_proc_free(p);
+    setenv("KEVOLVE_TIMEOUT", "99", 1); /* set after our start: not ours, not passed on */
+    p = run((kv_proc_spec){.argv = argv});
+    assert_string_equal(kv_proc_stdout(p), "none\n");
+    kv_proc_free(p);
+    unsetenv("KEVOLVE_TIMEOUT");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--inner") == 0) return inner_main();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(exit_code_and_output_are_captured),
         cmocka_unit_test(death_by_signal_is_described_by_name),
@@ -452,6 +792,19 @@ int main(void)
         cmocka_unit_test(large_output_on_both_streams_does_not_deadlock),
         cmocka_unit_test(child_closing_its_output_early_is_harmless),
         cmocka_unit_test(poll_reports_running_then_the_end),
+        cmocka_unit_test(setsid_grandchild_dies_when_the_program_exits),
+        cmocka_unit_test(setsid_grandchild_dies_at_the_timeout),
+        cmocka_unit_test(setsid_grandchild_dies_on_kill),
+        cmocka_unit_test(timeout_holds_while_the_caller_is_busy),
+        cmocka_unit_test(pid_is_the_programs_own),
+        cmocka_unit_test(extra_descriptors_arrive_at_3_and_4_and_no_other),
+        cmocka_unit_test(too_many_extra_descriptors_is_a_start_error),
+        cmocka_unit_test(kill_9_of_the_caller_kills_the_program_and_its_escapees),
+        cmocka_unit_test(kill_9_of_the_caller_with_a_forked_supervisor),
+        cmocka_unit_test(forked_supervisor_gives_the_same_ends),
+        cmocka_unit_test(a_program_that_kills_its_supervisor_still_leaves_nothing),
+        cmocka_unit_test(a_deadline_is_passed_down_to_what_a_program_starts),
+        cmocka_unit_test(environment_carries_the_time_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
