@@ -6,6 +6,7 @@
 #include "engine/progress.h"
 #include "mutate/blocks.h"
 #include "mutate/mutator.h"
+#include "mutate/tune.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/hash.h"
@@ -233,7 +234,10 @@ static int mutate_selection(kv_controller *c, const kv_selection *sel, kv_rng *r
             continue;
         }
         char *why = NULL;
-        int rc = kv_mutate((kv_mutator_kind)k, sel->parent, other, rng, out, &why);
+        /* tune learns its axes' worth from the lineage's history in the store. */
+        int rc = k == KV_MUTATOR_TUNE
+                     ? kv_mutate_tune_lineage(c->store, sel->parent, rng, out, &why)
+                     : kv_mutate((kv_mutator_kind)k, sel->parent, other, rng, out, &why);
         if (rc == 0) {
             free(*err);
             *err = NULL;

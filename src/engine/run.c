@@ -3,6 +3,7 @@
 #include "engine/controller.h"
 #include "engine/interrupt.h"
 #include "engine/manifest.h"
+#include "mutate/tune.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -96,6 +97,12 @@ int kv_run_evolution(const kv_run_options *opts)
     source = kv_read_file(cfg.initial_program, NULL);
     if (!source) {
         kv_error("cannot read the initial program %s: %s", cfg.initial_program, strerror(errno));
+        goto done;
+    }
+    char *tune_err = NULL;
+    if (kv_tune_check(source, &tune_err) != 0) { /* else tune would idle silently */
+        kv_error("initial program %s: %s", cfg.initial_program, tune_err);
+        free(tune_err);
         goto done;
     }
     output_dir = opts->output_dir ? kv_path_absolute(opts->output_dir)

@@ -1,6 +1,7 @@
 /* Built-in mutators: edits that need no language model.
- *   tune       changes a parameter declared with a `kevolve: tune` annotation
- *              (see tune.c for the syntax) to another of its allowed values;
+ *   tune       moves one to three parameters declared with `kevolve: tune`
+ *              annotations (tune_parse.c has the syntax) to other allowed
+ *              values; tune.h adds the draw weighted by a lineage's history;
  *   gi         genetic-improvement line edits inside EVOLVE-BLOCKs: delete a
  *              line, copy a line, swap two lines, replace a line with another
  *              from elsewhere in the program;
@@ -28,7 +29,8 @@ int kv_mutator_parse(const char *name, kv_mutator_kind *out);
 
 typedef struct kv_mutation {
     char *source;  /* the child's whole text (malloc'd) */
-    char *summary; /* what changed, e.g. "tune: VEC 4 -> 8 (line 12)" (malloc'd) */
+    char *summary; /* what changed, e.g. "tune: VEC 4 -> 8 (line 12); SPLIT 1 -> 2 (line 14)"
+                      (malloc'd) */
 } kv_mutation;
 
 void kv_mutation_free(kv_mutation *m);

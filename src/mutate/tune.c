@@ -1,381 +1,53 @@
-/* The `tune` mutator: moves a parameter declared in the source to another of
- * its allowed values, so a kernel's tile sizes, vector widths and switches
- * can be searched without a language model.
+/* The `tune` mutator: moves parameters declared in the source (tune_parse.c
+ * has the annotation syntax) to other allowed values, so a kernel's tile
+ * sizes, vector widths and switches can be searched without a language
+ * model.
  *
- * Syntax (for the README):
- *
- *   A parameter is declared on its own line, inside mutable text (an
- *   EVOLVE-BLOCK, or anywhere in a file without blocks), by a comment that
- *   starts with `kevolve: tune` (any comment opener works: //, / *, #, --,
- *   ; or %). The value it tunes is the last literal on that line before the
- *   comment: an integer, a float, an identifier or a quoted string; `;`,
- *   `,` and closing brackets between the value and the comment are skipped
- *   (`f(x, 4);  // kevolve: tune 4 8` tunes the 4).
- *
- *     #define VEC 4  // kevolve: tune 1 2 4 8
- *     BLOCK = 64  # kevolve: tune 32 64 128 256
- *     const int TILE = 16; // kevolve: tune range 8 64 8
- *     local threads = 128 -- kevolve: tune 64 128 256
- *     USE_SHARED = False  # kevolve: tune True False
- *     #define SPLIT 1 / * kevolve: tune 1 2 4 8 16 * /
- *     MODE = "fast"  # kevolve: tune "fast" "exact"
- *
- *   Forms of the allowed values:
- *     kevolve: tune V1 V2 V3 ...          the listed values, in order
- *     kevolve: tune range LO HI [STEP]    integers LO, LO+STEP, ... <= HI (STEP 1)
- *     kevolve: tune pow2 LO HI            powers of two from LO to HI
- *
- *   The parameter is named after the identifier before the value (left of
- *   `=`, or after #define), else "line N". A tune mutation picks one
- *   parameter and moves it, mostly (70%) to a neighbouring value in its list
- *   so the search can climb, otherwise to any other value; a value that is
- *   not in the list moves to any listed one. A malformed annotation is an
- *   error that names its line. */
-#include "mutate/lines.h"
+ * A move changes one axis half the time, two 30% and three 20% of the time
+ * (fewer when fewer can move): axes interact (a tile size pays only with
+ * online softmax on), and single steps through a valley of worse points
+ * get lost in selection. Axes are drawn one after the other, in proportion
+ * to their learnt weight (tune_learn.c; all equal without history), among
+ * those that can move and whose condition holds in the text as moved so
+ * far, so one child can switch a structure on and tune an axis of it. Each
+ * axis moves mostly (70%) to a neighbouring value in its list, so the
+ * search can climb, otherwise to any other value; a value that is not in
+ * the list moves to any listed one. */
 #include "mutate/mutator.h"
+#include "mutate/tune.h"
+#include "mutate/tune_internal.h"
 #include "util/buf.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_CHOICES 4096
 #define NEIGHBOUR_PROBABILITY 0.7
-
-typedef struct tune_param {
-    char *name;
-    int line;      /* 1-based */
-    size_t off;    /* value's byte offset in the source */
-    size_t len;    /* value's length */
-    char **choice; /* malloc'd strings */
-    size_t nchoice;
-} tune_param;
-
-typedef struct tune_set {
-    tune_param *p;
-    size_t n;
-} tune_set;
-
-static void tune_set_free(tune_set *s)
-{
-    for (size_t i = 0; i < s->n; i++) {
-        free(s->p[i].name);
-        for (size_t k = 0; k < s->p[i].nchoice; k++)
-            free(s->p[i].choice[k]);
-        free(s->p[i].choice);
-    }
-    free(s->p);
-    s->p = NULL;
-    s->n = 0;
-}
-
-static int is_word(char c)
-{
-    return isalnum((unsigned char)c) || c == '_';
-}
-
-/* Start of the comment opener that ends right before byte END of LINE
- * (whitespace skipped), or -1 when there is none. */
-static long opener_before(const char *line, size_t end)
-{
-    while (end > 0 && (line[end - 1] == ' ' || line[end - 1] == '\t'))
-        end--;
-    static const char *const two[] = {"//", "/*", "--"};
-    for (size_t i = 0; i < 3; i++) {
-        if (end >= 2 && line[end - 2] == two[i][0] && line[end - 1] == two[i][1]) {
-            size_t b = end - 2;
-            if (two[i][0] == two[i][1])
-                while (b > 0 && line[b - 1] == two[i][0])
-                    b--;
-            return (long)b;
-        }
-    }
-    if (end >= 1 && strchr("#;%", line[end - 1])) {
-        size_t b = end - 1;
-        while (b > 0 && line[b - 1] == line[end - 1])
-            b--;
-        return (long)b;
-    }
-    return -1;
-}
-
-/* Finds `kevolve: tune` in a comment of LINE (LEN bytes). Returns the offset
- * just after "tune" and sets *OPENER to the comment's start, or -1. */
-static long find_annotation(const char *line, size_t len, size_t *opener)
-{
-    static const char tag[] = "kevolve:";
-    size_t tl = sizeof tag - 1;
-    for (size_t i = 0; i + tl <= len; i++) {
-        if (memcmp(line + i, tag, tl) != 0) continue;
-        size_t k = i + tl;
-        while (k < len && (line[k] == ' ' || line[k] == '\t'))
-            k++;
-        if (k + 4 > len || memcmp(line + k, "tune", 4) != 0) continue;
-        if (k + 4 < len && !isspace((unsigned char)line[k + 4])) continue;
-        long o = opener_before(line, i);
-        if (o < 0) continue;
-        *opener = (size_t)o;
-        return (long)(k + 4);
-    }
-    return -1;
-}
-
-/* Splits the choice text [B, E) into tokens (whitespace or commas apart,
- * quoted strings kept whole). Returns the count; *TOK is malloc'd. */
-static size_t tokenize(const char *s, size_t b, size_t e, char ***tok)
-{
-    size_t n = 0, cap = 0;
-    *tok = NULL;
-    while (b < e) {
-        while (b < e && (isspace((unsigned char)s[b]) || s[b] == ','))
-            b++;
-        if (b >= e) break;
-        size_t t = b;
-        if (s[b] == '"' || s[b] == '\'') {
-            char q = s[b++];
-            while (b < e && s[b] != q)
-                b++;
-            if (b < e) b++;
-        } else {
-            while (b < e && !isspace((unsigned char)s[b]) && s[b] != ',')
-                b++;
-        }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 8;
-            *tok = kv_realloc(*tok, cap * sizeof **tok);
-        }
-        (*tok)[n++] = kv_strndup(s + t, b - t);
-    }
-    return n;
-}
-
-/* Parses a whole decimal integer; 0 or -1. */
-static int parse_long(const char *s, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end) return -1;
-    *out = v;
-    return 0;
-}
-
-/* Expands "range LO HI [STEP]" or "pow2 LO HI" in TOK (N tokens) into P's
- * choices. Returns 0 or -1 with *err. */
-static int expand_form(char **tok, size_t n, tune_param *p, char **err)
-{
-    int pow2 = strcmp(tok[0], "pow2") == 0;
-    long lo, hi, step = 1;
-    if (n < 3 || n > (pow2 ? 3u : 4u) || parse_long(tok[1], &lo) || parse_long(tok[2], &hi) ||
-        (n == 4 && parse_long(tok[3], &step)) || lo > hi || step <= 0 || (pow2 && lo <= 0)) {
-        *err = kv_asprintf("line %d: kevolve: tune %s: expected %s", p->line, tok[0],
-                           pow2 ? "pow2 LO HI with 0 < LO <= HI"
-                                : "range LO HI [STEP] with integers LO <= HI and STEP > 0");
-        return -1;
-    }
-    size_t cap = 0;
-    for (long v = pow2 ? 1 : lo; v <= hi; v = pow2 ? v * 2 : v + step) {
-        if (v < lo) continue;
-        if (p->nchoice == MAX_CHOICES) {
-            *err = kv_asprintf("line %d: kevolve: tune %s: more than %d values", p->line, tok[0],
-                               MAX_CHOICES);
-            return -1;
-        }
-        if (p->nchoice == cap) {
-            cap = cap ? cap * 2 : 16;
-            p->choice = kv_realloc(p->choice, cap * sizeof *p->choice);
-        }
-        p->choice[p->nchoice++] = kv_asprintf("%ld", v);
-        if ((pow2 && v > hi / 2) || (!pow2 && v > hi - step)) break;
-    }
-    return 0;
-}
-
-/* Locates the value in CODE[0, END): sets *VB and *VE; 0 or -1 when none. */
-static int find_value(const char *code, size_t end, size_t *vb, size_t *ve)
-{
-    while (end > 0 && (isspace((unsigned char)code[end - 1]) || strchr(";,)]}", code[end - 1])))
-        end--;
-    if (end == 0) return -1;
-    size_t b = end;
-    char q = code[end - 1];
-    if (q == '"' || q == '\'') {
-        b = end - 1;
-        while (b > 0 && code[b - 1] != q)
-            b--;
-        if (b == 0) return -1;
-        b--;
-    } else {
-        for (;;) {
-            while (b > 0 && (is_word(code[b - 1]) || code[b - 1] == '.'))
-                b--;
-            /* An exponent sign: 1e-3 */
-            if (b >= 3 && (code[b - 1] == '-' || code[b - 1] == '+') &&
-                (code[b - 2] == 'e' || code[b - 2] == 'E') &&
-                (isdigit((unsigned char)code[b - 3]) || code[b - 3] == '.') && b < end) {
-                b -= 2;
-                continue;
-            }
-            break;
-        }
-        if (b == end) return -1;
-        /* A unary sign: x = -1 */
-        if (b > 0 && (code[b - 1] == '-' || code[b - 1] == '+') &&
-            isdigit((unsigned char)code[b]) && (b == 1 || !is_word(code[b - 2])) &&
-            (b == 1 || code[b - 2] != ')'))
-            b--;
-    }
-    *vb = b;
-    *ve = end;
-    return 0;
-}
-
-/* The name of a value starting at VB in CODE: the identifier left of `=`, or
- * the one just before the value; NULL when there is none. */
-static char *find_name(const char *code, size_t vb)
-{
-    size_t e = vb;
-    while (e > 0 && isspace((unsigned char)code[e - 1]))
-        e--;
-    if (e > 0 && code[e - 1] == '=' && (e < 2 || !strchr("=!<>", code[e - 2]))) {
-        e--;
-        if (e > 0 && code[e - 1] == ':') e--;
-        while (e > 0 && isspace((unsigned char)code[e - 1]))
-            e--;
-    }
-    size_t b = e;
-    while (b > 0 && (is_word(code[b - 1]) || code[b - 1] == '.'))
-        b--;
-    while (b < e && code[b] == '.')
-        b++;
-    if (b == e || isdigit((unsigned char)code[b])) return NULL;
-    return kv_strndup(code + b, e - b);
-}
-
-/* Parses the annotation of one mutable line (number LINENO). Returns 1 with
- * *P filled, 0 when the line has none, -1 with *err when it is malformed. */
-static int parse_line(const char *src, const kv_line *ln, int lineno, tune_param *p, char **err)
-{
-    const char *line = src + ln->off;
-    size_t opener;
-    long after = find_annotation(line, ln->len, &opener);
-    if (after < 0) return 0;
-    memset(p, 0, sizeof *p);
-    p->line = lineno;
-    size_t cend = ln->len;
-    for (size_t i = (size_t)after; i + 1 < ln->len; i++) {
-        if ((line[i] == '*' && line[i + 1] == '/') ||
-            (i + 2 < ln->len && memcmp(line + i, "-->", 3) == 0)) {
-            cend = i;
-            break;
-        }
-    }
-    char **tok;
-    size_t n = tokenize(line, (size_t)after, cend, &tok);
-    int rc = 1;
-    if (n == 0) {
-        *err = kv_asprintf("line %d: kevolve: tune: no values listed", lineno);
-        rc = -1;
-    } else if (strcmp(tok[0], "range") == 0 || strcmp(tok[0], "pow2") == 0) {
-        if (expand_form(tok, n, p, err) != 0) rc = -1;
-        for (size_t i = 0; i < n; i++)
-            free(tok[i]);
-        free(tok);
-    } else {
-        p->choice = tok;
-        p->nchoice = n;
-    }
-    size_t vb, ve;
-    if (rc == 1 && find_value(line, opener, &vb, &ve) != 0) {
-        *err = kv_asprintf("line %d: kevolve: tune: no value (a number, identifier or quoted "
-                           "string) before the comment",
-                           lineno);
-        rc = -1;
-    }
-    if (rc != 1) {
-        for (size_t i = 0; i < p->nchoice; i++)
-            free(p->choice[i]);
-        free(p->choice);
-        memset(p, 0, sizeof *p);
-        return -1;
-    }
-    p->off = ln->off + vb;
-    p->len = ve - vb;
-    p->name = find_name(line, vb);
-    if (!p->name) p->name = kv_asprintf("line %d", lineno);
-    return 1;
-}
-
-/* All tune parameters in the mutable text of SRC. Returns 0, or -1 with
- * *err (malformed markers or annotation). */
-static int tune_parse(const char *src, tune_set *out, char **err)
-{
-    out->p = NULL;
-    out->n = 0;
-    kv_lines l;
-    if (kv_lines_split(src, &l, err) != 0) return -1;
-    size_t cap = 0;
-    int rc = 0;
-    for (size_t i = 0; i < l.n && rc == 0; i++) {
-        if (l.line[i].block < 0 || l.line[i].marker) continue;
-        tune_param p;
-        int r = parse_line(src, &l.line[i], (int)i + 1, &p, err);
-        if (r < 0) rc = -1;
-        if (r != 1) continue;
-        if (out->n == cap) {
-            cap = cap ? cap * 2 : 8;
-            out->p = kv_realloc(out->p, cap * sizeof *out->p);
-        }
-        out->p[out->n++] = p;
-    }
-    kv_lines_free(&l);
-    if (rc != 0) tune_set_free(out);
-    return rc;
-}
-
-/* 1 when value text A (LEN bytes) and choice B are the same value: the same
- * text, or numbers that compare equal (0.5 and .5). */
-static int same_value(const char *a, size_t len, const char *b)
-{
-    if (strlen(b) == len && memcmp(a, b, len) == 0) return 1;
-    char *ac = kv_strndup(a, len), *ea, *eb;
-    double x = strtod(ac, &ea), y = strtod(b, &eb);
-    int same = ea != ac && *ea == '\0' && eb != b && *eb == '\0' && x == y;
-    free(ac);
-    return same;
-}
-
-/* Index of the choice of P that the source's current value equals, or -1. */
-static long current_index(const char *src, const tune_param *p)
-{
-    for (size_t k = 0; k < p->nchoice; k++)
-        if (same_value(src + p->off, p->len, p->choice[k])) return (long)k;
-    return -1;
-}
+#define MAX_AXES_PER_MOVE 3
+/* Chances of moving 1, 2 or 3 axes at once. */
+static const double axes_per_move[MAX_AXES_PER_MOVE] = {0.5, 0.3, 0.2};
 
 /* 1 when P can move: some choice differs from its current value. */
 static int movable(const char *src, const tune_param *p)
 {
     for (size_t k = 0; k < p->nchoice; k++)
-        if (!same_value(src + p->off, p->len, p->choice[k])) return 1;
+        if (!tune_same_value(src + p->off, p->len, p->choice[k])) return 1;
     return 0;
 }
 
 /* Picks the new choice index for P (movable) with RNG. */
 static size_t pick_choice(const char *src, const tune_param *p, kv_rng *rng)
 {
-    long cur = current_index(src, p);
+    long cur = tune_current_index(src, p);
     if (cur >= 0 && kv_rng_uniform(rng) < NEIGHBOUR_PROBABILITY) {
         long nb[2];
         int nn = 0;
         for (long k = cur - 1; k >= 0; k--)
-            if (!same_value(src + p->off, p->len, p->choice[k])) {
+            if (!tune_same_value(src + p->off, p->len, p->choice[k])) {
                 nb[nn++] = k;
                 break;
             }
         for (long k = cur + 1; k < (long)p->nchoice; k++)
-            if (!same_value(src + p->off, p->len, p->choice[k])) {
+            if (!tune_same_value(src + p->off, p->len, p->choice[k])) {
                 nb[nn++] = k;
                 break;
             }
@@ -383,45 +55,99 @@ static size_t pick_choice(const char *src, const tune_param *p, kv_rng *rng)
     }
     size_t other = 0;
     for (size_t k = 0; k < p->nchoice; k++)
-        if (!same_value(src + p->off, p->len, p->choice[k])) other++;
+        if (!tune_same_value(src + p->off, p->len, p->choice[k])) other++;
     size_t pick = (size_t)kv_rng_below(rng, other);
     for (size_t k = 0; k < p->nchoice; k++) {
-        if (same_value(src + p->off, p->len, p->choice[k])) continue;
+        if (tune_same_value(src + p->off, p->len, p->choice[k])) continue;
         if (pick-- == 0) return k;
     }
     return 0; /* not reached: P is movable */
 }
 
-int kv_mutate_tune(const char *src, kv_rng *rng, kv_mutation *out, char **err)
+/* Draws an axis of S to move in SRC: weighted by W among the axes not yet
+ * MOVED that can move and whose condition holds. Returns its index, or -1
+ * when none can. */
+static long draw_axis(const char *src, const tune_set *s, const int *moved,
+                      const kv_tune_weights *w, kv_rng *rng)
+{
+    double *weight = kv_malloc((s->n ? s->n : 1) * sizeof *weight);
+    double total = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        weight[i] = 0;
+        if (moved[i] || !movable(src, &s->p[i]) || !tune_cond_holds(src, s, i)) continue;
+        weight[i] = kv_tune_weight(w, s->p[i].name);
+        total += weight[i];
+    }
+    long pick = total > 0 ? (long)kv_rng_weighted(rng, weight, s->n) : -1;
+    free(weight);
+    return pick;
+}
+
+int kv_mutate_tune_weighted(const char *src, const kv_tune_weights *w, kv_rng *rng,
+                            kv_mutation *out, char **err)
 {
     out->source = NULL;
     out->summary = NULL;
     *err = NULL;
     tune_set s;
     if (tune_parse(src, &s, err) != 0) return -1;
-    size_t nmov = 0;
-    for (size_t i = 0; i < s.n; i++)
-        nmov += (size_t)movable(src, &s.p[i]);
-    if (nmov == 0) {
-        tune_set_free(&s);
-        return 1;
+    int *moved = kv_calloc(s.n ? s.n : 1, sizeof *moved);
+    size_t want = 1 + kv_rng_weighted(rng, axes_per_move, MAX_AXES_PER_MOVE), done = 0;
+    char *cur = kv_strdup(src);
+    kv_buf summary = KV_BUF_INIT;
+    int rc = kv_buf_puts(&summary, "tune: ") == 0 ? 0 : -1;
+    if (rc != 0) *err = kv_strdup("tune: out of memory");
+    while (rc == 0 && done < want) {
+        /* Offsets move with every edit: each step parses the text as moved
+         * so far (the same annotations, in the same order). */
+        if (done > 0) {
+            tune_set_free(&s);
+            if (tune_parse(cur, &s, err) != 0) {
+                rc = -1;
+                break;
+            }
+        }
+        long i = draw_axis(cur, &s, moved, w, rng);
+        if (i < 0) break;
+        const tune_param *p = &s.p[i];
+        const char *val = p->choice[pick_choice(cur, p, rng)];
+        kv_buf b = KV_BUF_INIT;
+        if (kv_buf_append(&b, cur, p->off) || kv_buf_puts(&b, val) ||
+            kv_buf_puts(&b, cur + p->off + p->len) ||
+            kv_buf_printf(&summary, "%s%s %.*s -> %s (line %d)", done ? "; " : "", p->name,
+                          (int)p->len, cur + p->off, val, p->line)) {
+            kv_buf_free(&b);
+            *err = kv_strdup("tune: out of memory");
+            rc = -1;
+            break;
+        }
+        free(cur);
+        cur = kv_buf_steal(&b);
+        moved[i] = 1;
+        done++;
     }
-    size_t pick = (size_t)kv_rng_below(rng, nmov), i = 0;
-    for (;; i++)
-        if (movable(src, &s.p[i]) && pick-- == 0) break;
-    const tune_param *p = &s.p[i];
-    const char *val = p->choice[pick_choice(src, p, rng)];
-    kv_buf b = KV_BUF_INIT;
-    if (kv_buf_append(&b, src, p->off) || kv_buf_puts(&b, val) ||
-        kv_buf_puts(&b, src + p->off + p->len)) {
-        kv_buf_free(&b);
-        tune_set_free(&s);
-        *err = kv_strdup("tune: out of memory");
-        return -1;
+    tune_set_free(&s);
+    free(moved);
+    if (rc != 0 || done == 0) {
+        free(cur);
+        kv_buf_free(&summary);
+        return rc != 0 ? -1 : 1;
     }
-    out->source = kv_buf_steal(&b);
-    out->summary = kv_asprintf("tune: %s %.*s -> %s (line %d)", p->name, (int)p->len, src + p->off,
-                               val, p->line);
+    out->source = cur;
+    out->summary = kv_buf_steal(&summary);
+    return 0;
+}
+
+int kv_mutate_tune(const char *src, kv_rng *rng, kv_mutation *out, char **err)
+{
+    return kv_mutate_tune_weighted(src, NULL, rng, out, err);
+}
+
+int kv_tune_check(const char *src, char **err)
+{
+    tune_set s;
+    *err = NULL;
+    if (tune_parse(src, &s, err) != 0) return -1;
     tune_set_free(&s);
     return 0;
 }
@@ -441,8 +167,13 @@ json_t *kv_tune_parameters(const char *src)
         for (size_t k = 0; k < p->nchoice; k++)
             json_array_append_new(choices, json_string(p->choice[k]));
         char *val = kv_strndup(src + p->off, p->len);
-        json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:o}", "name", p->name, "line",
-                                             p->line, "value", val, "choices", choices));
+        json_t *o = json_pack("{s:s, s:i, s:s, s:o}", "name", p->name, "line", p->line, "value",
+                              val, "choices", choices);
+        if (p->when) {
+            json_object_set_new(o, "when", json_string(p->when));
+            json_object_set_new(o, "active", json_boolean(tune_cond_holds(src, &s, i)));
+        }
+        json_array_append_new(arr, o);
         free(val);
     }
     tune_set_free(&s);

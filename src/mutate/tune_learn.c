@@ -1,0 +1,162 @@
+/* What the tune mutator learns from a lineage's earlier tune children: how
+ * much each axis is worth drawing (see tune.h).
+ *
+ * Each child of the lineage says, for the axes its summary names, whether
+ * the move mattered. It did not when the compiled artifact is the parent's
+ * (the kernel harness hashes it) or when the score moved by less than
+ * KV_TUNE_SAME_SCORE: every axis it moved is then charged one inert move
+ * (a move of several axes that changed nothing says so of each). It did
+ * when the score moved or the child failed: each of its k axes gets 1/k of
+ * a move that mattered (the outcome cannot be pinned on one of them), and
+ * 1/k of an improvement when it beat its parent. An axis's value is
+ *
+ *     (1 + mattered + improved) / (1 + moves),  at least KV_TUNE_MIN_WEIGHT,
+ *
+ * 1 without history, falling towards the floor as inert moves pile up,
+ * above 1 for axes that improved. Children of nearer ancestors count more
+ * (each generation up weighs DECAY times less): an axis that mattered on
+ * the naive kernel may be dead in the descendant that switched to another
+ * structure. */
+#include "mutate/tune.h"
+#include "mutate/tune_internal.h"
+#include "util/buf.h"
+#include "util/log.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DECAY 0.8
+
+void kv_tune_weights_free(kv_tune_weights *w)
+{
+    if (!w) return;
+    for (size_t i = 0; i < w->n; i++)
+        free(w->axis[i].name);
+    free(w->axis);
+    w->axis = NULL;
+    w->n = 0;
+}
+
+double kv_tune_weight(const kv_tune_weights *w, const char *name)
+{
+    if (!w) return 1.0;
+    for (size_t i = 0; i < w->n; i++)
+        if (strcmp(w->axis[i].name, name) == 0) return w->axis[i].value;
+    return 1.0;
+}
+
+/* Index in W of the axis whose name starts ENTRY (followed by a space), the
+ * longest such name; -1 when none. */
+static long entry_axis(const kv_tune_weights *w, const char *entry, size_t len)
+{
+    long best = -1;
+    size_t best_len = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        size_t nl = strlen(w->axis[i].name);
+        if (nl < len && nl > best_len && memcmp(entry, w->axis[i].name, nl) == 0 &&
+            entry[nl] == ' ') {
+            best = (long)i;
+            best_len = nl;
+        }
+    }
+    return best;
+}
+
+/* The axes of W a tune SUMMARY names, into AXES (up to MAX, -1 for an axis
+ * W does not know). Returns how many the summary lists. */
+static size_t summary_axes(const kv_tune_weights *w, const char *summary, long *axes, size_t max)
+{
+    if (!summary || !kv_starts_with(summary, "tune: ")) return 0;
+    const char *e = summary + strlen("tune: ");
+    size_t n = 0;
+    while (*e && n < max) {
+        const char *end = strstr(e, "; ");
+        size_t len = end ? (size_t)(end - e) : strlen(e);
+        axes[n++] = entry_axis(w, e, len);
+        if (!end) break;
+        e = end + 2;
+    }
+    return n;
+}
+
+/* What child O says: 0 nothing usable, 1 inert, 2 mattered, 3 improved. */
+static int outcome(const kv_tune_obs *o)
+{
+    if (o->artifact && o->parent_artifact && strcmp(o->artifact, o->parent_artifact) == 0) return 1;
+    if (o->status == KV_STATUS_FAILED || o->status == KV_STATUS_TIMEOUT) return 2;
+    if (o->status != KV_STATUS_OK && !(o->status == KV_STATUS_DUPLICATE && o->artifact)) return 0;
+    if (!isfinite(o->fitness) || !isfinite(o->parent_fitness)) return 0;
+    if (o->parent_fitness <= 0) return o->fitness > 0 ? 3 : 0;
+    double rel = o->fitness / o->parent_fitness - 1.0;
+    if (fabs(rel) <= KV_TUNE_SAME_SCORE) return 1;
+    return rel > 0 ? 3 : 2;
+}
+
+int kv_tune_learn(const char *src, const kv_tune_obs *obs, size_t n, kv_tune_weights *out,
+                  char **err)
+{
+    out->axis = NULL;
+    out->n = 0;
+    tune_set s;
+    if (tune_parse(src, &s, err) != 0) return -1;
+    out->axis = kv_calloc(s.n ? s.n : 1, sizeof *out->axis);
+    for (size_t i = 0; i < s.n; i++) {
+        int seen = 0;
+        for (size_t k = 0; k < out->n; k++)
+            seen |= strcmp(out->axis[k].name, s.p[i].name) == 0;
+        if (!seen) out->axis[out->n++].name = kv_strdup(s.p[i].name);
+    }
+    tune_set_free(&s);
+    for (size_t j = 0; j < n; j++) {
+        int what = outcome(&obs[j]);
+        if (what == 0) continue;
+        long axes[16];
+        size_t k = summary_axes(out, obs[j].summary, axes, sizeof axes / sizeof axes[0]);
+        double age = pow(DECAY, obs[j].depth > 0 ? obs[j].depth : 0);
+        for (size_t a = 0; a < k; a++) {
+            if (axes[a] < 0) continue;
+            kv_tune_axis *x = &out->axis[axes[a]];
+            if (what == 1) {
+                x->moves += age;
+                x->inert += age;
+            } else {
+                x->moves += age / (double)k;
+                x->mattered += age / (double)k;
+                if (what == 3) x->improved += age / (double)k;
+            }
+        }
+    }
+    for (size_t i = 0; i < out->n; i++) {
+        kv_tune_axis *x = &out->axis[i];
+        x->value = (1.0 + x->mattered + x->improved) / (1.0 + x->moves);
+        if (x->value < KV_TUNE_MIN_WEIGHT) x->value = KV_TUNE_MIN_WEIGHT;
+    }
+    return 0;
+}
+
+int kv_mutate_tune_lineage(kv_store *store, const kv_program *parent, kv_rng *rng, kv_mutation *out,
+                           char **err)
+{
+    out->source = NULL;
+    out->summary = NULL;
+    *err = NULL;
+    if (!parent || !parent->source) {
+        *err = kv_strdup("tune: no parent program");
+        return -1;
+    }
+    kv_tune_obs *obs = NULL;
+    size_t n = 0;
+    if (store && parent->id > 0 && kv_store_tune_history(store, parent->id, &obs, &n) != 0) {
+        kv_warn("tune: cannot read the lineage's history (%s); every axis weighs the same",
+                kv_store_errmsg(store));
+        n = 0;
+    }
+    kv_tune_weights w;
+    int rc = kv_tune_learn(parent->source, obs, n, &w, err);
+    kv_tune_obs_free(obs, n);
+    if (rc != 0) return -1;
+    rc = kv_mutate_tune_weighted(parent->source, &w, rng, out, err);
+    kv_tune_weights_free(&w);
+    return rc;
+}
