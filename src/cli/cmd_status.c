@@ -17,7 +17,10 @@ static const char status_usage[] =
     "usage: kevolve status RUN_DB_OR_OUTPUT_DIR [--json]\n"
     "\n"
     "Summarises a run: its manifest, programs by status, the best program, each\n"
-    "island, and the most common failure reasons. Safe while the run is writing.\n"
+    "island, failures counted by reason code (compile_error, wrong_result,\n"
+    "evaluator_crash, non_finite_fitness, ...), and each mutator's statistics\n"
+    "(draws, children that beat their parent, failures, reward, share of the next\n"
+    "draws). Safe while the run is writing.\n"
     "\n"
     "options:\n"
     "      --json   print the summary as one JSON object\n"
@@ -33,7 +36,6 @@ typedef struct summary {
     double island_best[MAX_ISLANDS];
     int n_islands;
     int64_t migrants;
-    json_t *reasons; /* reason -> count, for failed/timeout/rejected */
 } summary;
 
 static int collect(kv_program *p, void *ud)
@@ -52,17 +54,30 @@ static int collect(kv_program *p, void *ud)
             s->island_best[p->island] = p->fitness;
         if (p->is_migrant) s->migrants++;
     }
-    if ((p->status == KV_STATUS_FAILED || p->status == KV_STATUS_TIMEOUT ||
-         p->status == KV_STATUS_REJECTED) &&
-        p->status_reason) {
-        /* Group by the reason's first line, cut short, so similar failures count together. */
-        char key[96];
-        snprintf(key, sizeof key, "%s: %.*s", kv_status_name(p->status),
-                 (int)strcspn(p->status_reason, "\n"), p->status_reason);
-        json_t *n = json_object_get(s->reasons, key);
-        json_object_set_new(s->reasons, key, json_integer(n ? json_integer_value(n) + 1 : 1));
-    }
     return 0;
+}
+
+/* The mutators' table for people: one line per arm. */
+static void print_mutators(const json_t *mutators)
+{
+    if (json_array_size(mutators) == 0) return;
+    printf("mutators   %-24s %6s %9s %8s %12s %6s\n", "arm", "draws", "successes", "failures",
+           "reward/draw", "share");
+    size_t i;
+    json_t *m;
+    json_array_foreach(mutators, i, m)
+    {
+        json_int_t draws = json_integer_value(json_object_get(m, "draws"));
+        double reward = json_number_value(json_object_get(m, "reward_sum"));
+        json_t *w = json_object_get(m, "weight");
+        char share[16] = "-";
+        if (json_is_number(w)) snprintf(share, sizeof share, "%.0f%%", 100 * json_number_value(w));
+        printf("           %-24s %6lld %9lld %8lld %12.4g %6s\n",
+               json_string_value(json_object_get(m, "arm")), (long long)draws,
+               (long long)json_integer_value(json_object_get(m, "successes")),
+               (long long)json_integer_value(json_object_get(m, "failures")),
+               draws > 0 ? reward / (double)draws : 0.0, share);
+    }
 }
 
 static json_t *meta_json(kv_store *st, const char *key)
@@ -101,13 +116,16 @@ int cmd_status(int argc, char **argv)
         return KV_EXIT_FAILURE;
     }
     summary s = {0};
-    s.reasons = json_object();
     int64_t counts[KV_STATUS_COUNT] = {0};
     int rc = KV_EXIT_OK;
-    if (kv_store_status_counts(st, counts) != 0 || kv_store_each_program(st, -1, 0, collect, &s)) {
+    json_t *reasons = NULL, *mutators = NULL;
+    if (kv_store_status_counts(st, counts) != 0 || kv_store_each_program(st, -1, 0, collect, &s) ||
+        !(reasons = kv_store_failure_counts(st, 50)) || !(mutators = kv_store_mutator_stats(st))) {
         kv_error("%s: %s", path, kv_store_errmsg(st));
         rc = KV_EXIT_FAILURE;
     }
+    if (!reasons) reasons = json_array();
+    if (!mutators) mutators = json_array();
     kv_program *best = rc == KV_EXIT_OK ? kv_store_best_program(st) : NULL;
 
     json_t *out = json_object();
@@ -144,7 +162,8 @@ int cmd_status(int argc, char **argv)
                       "best_fitness",
                       isnan(s.island_best[i]) ? json_null() : json_real(s.island_best[i])));
     json_object_set_new(out, "islands", islands);
-    json_object_set(out, "failure_reasons", s.reasons);
+    json_object_set(out, "failure_reasons", reasons);
+    json_object_set(out, "mutators", mutators);
 
     if (as_json) {
         char *text = json_dumps(out, JSON_INDENT(2));
@@ -170,16 +189,20 @@ int cmd_status(int argc, char **argv)
         for (int i = 0; i < s.n_islands; i++)
             printf("island %-3d %lld programs, best %.6g\n", i, (long long)s.island_programs[i],
                    s.island_best[i]);
-        const char *key;
-        json_t *n;
-        if (json_object_size(s.reasons)) printf("failures by reason:\n");
-        json_object_foreach(s.reasons, key, n)
+        size_t i;
+        json_t *r;
+        if (json_array_size(reasons)) printf("failures by reason:\n");
+        json_array_foreach(reasons, i, r)
         {
-            printf("  %5lld  %s\n", (long long)json_integer_value(n), key);
+            printf("  %5lld  %s: %s\n", (long long)json_integer_value(json_object_get(r, "count")),
+                   json_string_value(json_object_get(r, "status")),
+                   json_string_value(json_object_get(r, "reason")));
         }
+        print_mutators(mutators);
     }
     json_decref(out);
-    json_decref(s.reasons);
+    json_decref(reasons);
+    json_decref(mutators);
     kv_program_free(best);
     kv_store_close(st);
     free(path);

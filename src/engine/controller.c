@@ -100,6 +100,31 @@ static void note_ok_program(kv_controller *c, const kv_program *p)
     }
 }
 
+/* Counts P in the run's counters (the progress line and the summary). */
+static void count_program(kv_controller *c, const kv_program *p)
+{
+    switch (p->status) {
+    case KV_STATUS_OK:
+        if (!p->is_migrant) c->n_evaluated++;
+        break;
+    case KV_STATUS_FAILED:
+    case KV_STATUS_TIMEOUT:
+        c->n_failed++;
+        kv_reason_tally_add(&c->failures, p->reason_code                   ? p->reason_code
+                                          : p->status == KV_STATUS_TIMEOUT ? KV_REASON_TIMEOUT
+                                                                           : "unknown");
+        break;
+    case KV_STATUS_REJECTED:
+        c->n_rejected++;
+        break;
+    case KV_STATUS_DUPLICATE:
+        c->n_duplicates++;
+        break;
+    default:
+        break;
+    }
+}
+
 /* Rebuilds the database and the code index from the store (resume). */
 static int replay_fn(kv_program *p, void *ud)
 {
@@ -109,6 +134,7 @@ static int replay_fn(kv_program *p, void *ud)
         if (!kv_u64map_get(&c->code_ids, code_key(p->code_hash), &seen))
             kv_u64map_put(&c->code_ids, code_key(p->code_hash), p->id);
     }
+    count_program(c, p);
     if (p->status != KV_STATUS_OK) return 0;
     if (kv_database_add(c->db, p) < 0) return -1;
     if (!isnan(p->fitness)) note_ok_program(c, p);
@@ -148,6 +174,7 @@ int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
         free(err);
         return -1;
     }
+    kv_evaluator_set_run_dir(c->ev, output_dir);
     return 0;
 }
 
@@ -162,21 +189,33 @@ void kv_controller_free(kv_controller *c)
     if (c->ev) kv_evaluator_free(c->ev);
     if (c->db) kv_database_free(c->db);
     kv_u64map_free(&c->code_ids);
+    kv_reason_tally_free(&c->failures);
     free(c->output_dir);
     memset(c, 0, sizeof *c);
 }
 
-/* Stores a program that will not be evaluated (rejected or duplicate). */
-static int store_unevaluated(kv_controller *c, kv_program *child, kv_status status, char *reason,
+/* Reason codes of the controller's own verdicts on children. */
+#define KV_REASON_OUTSIDE_BLOCKS "outside_evolve_block" /* edits outside the EVOLVE-BLOCKs */
+#define KV_REASON_TOO_LONG "too_long"                   /* over max_code_length */
+#define KV_REASON_NO_CHANGE "no_change"                 /* no mutator could change the parent */
+#define KV_REASON_MUTATOR_ERROR "mutator_error"         /* the mutator failed */
+#define KV_REASON_SAME_CODE "same_code"                 /* the code of an earlier program */
+#define KV_REASON_SAME_ARTIFACT "same_artifact" /* the compiled artifact of an earlier one */
+
+/* Stores a program that will not be evaluated (rejected or duplicate of
+ * program DUPLICATE_OF, 0 when unknown), with reason code CODE (copied) and
+ * REASON (taken). */
+static int store_unevaluated(kv_controller *c, kv_program *child, kv_status status,
+                             const char *code, char *reason, int64_t duplicate_of,
                              kv_llm_trace *trace)
 {
     child->status = status;
     free(child->status_reason);
     child->status_reason = reason;
-    if (status == KV_STATUS_REJECTED)
-        c->n_rejected++;
-    else
-        c->n_duplicates++;
+    free(child->reason_code);
+    child->reason_code = kv_strdup(code);
+    child->duplicate_of = duplicate_of;
+    count_program(c, child);
     char *outcome = kv_asprintf("%s: %s", kv_status_name(status), reason ? reason : "");
     int rc = kv_store_begin(c->store);
     if (rc == 0) rc = kv_store_insert_program(c->store, child);
@@ -198,10 +237,10 @@ static int store_unevaluated(kv_controller *c, kv_program *child, kv_status stat
     return 0;
 }
 
-int kv_controller_store_rejected(kv_controller *c, kv_program *child, char *reason,
-                                 kv_llm_trace *trace)
+int kv_controller_store_rejected(kv_controller *c, kv_program *child, const char *code,
+                                 char *reason, kv_llm_trace *trace)
 {
-    return store_unevaluated(c, child, KV_STATUS_REJECTED, reason, trace);
+    return store_unevaluated(c, child, KV_STATUS_REJECTED, code, reason, 0, trace);
 }
 
 /* Per-iteration generator: the choices of iteration I depend only on the
@@ -298,7 +337,9 @@ static int produce_child(kv_controller *c)
         char *reason = rc < 0 ? kv_asprintf("mutator failed: %s", err ? err : "unknown")
                               : kv_strdup("no built-in mutator could change the parent");
         free(err);
-        int src = store_unevaluated(c, child, KV_STATUS_REJECTED, reason, NULL);
+        int src = store_unevaluated(c, child, KV_STATUS_REJECTED,
+                                    rc < 0 ? KV_REASON_MUTATOR_ERROR : KV_REASON_NO_CHANGE, reason,
+                                    0, NULL);
         kv_program_free(child);
         return src;
     }
@@ -315,6 +356,19 @@ static int produce_child(kv_controller *c)
     return rc_offer;
 }
 
+/* The metrics of program ID for $KEVOLVE_PARENT_METRICS (a new
+ * reference): from the population, else (evicted meanwhile) from the
+ * store, else an empty object. */
+static json_t *parent_metrics(kv_controller *c, int64_t id)
+{
+    const kv_program *p = id ? kv_database_get(c->db, id) : NULL;
+    if (p && p->metrics) return json_incref(p->metrics);
+    kv_program *stored = id ? kv_store_get_program(c->store, id) : NULL;
+    json_t *m = stored && stored->metrics ? json_incref(stored->metrics) : json_object();
+    kv_program_free(stored);
+    return m;
+}
+
 int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *parent_source,
                               kv_llm_trace *trace)
 {
@@ -322,18 +376,18 @@ int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *p
     int check = kv_blocks_check_child(parent_source, child->source, &reason);
     if (check != 0) {
         int src =
-            store_unevaluated(c, child, KV_STATUS_REJECTED,
-                              reason ? reason : kv_strdup("EVOLVE-BLOCK check failed"), trace);
+            store_unevaluated(c, child, KV_STATUS_REJECTED, KV_REASON_OUTSIDE_BLOCKS,
+                              reason ? reason : kv_strdup("EVOLVE-BLOCK check failed"), 0, trace);
         kv_program_free(child);
         return src;
     }
     free(reason);
     if (c->cfg->max_code_length > 0 && strlen(child->source) > (size_t)c->cfg->max_code_length) {
         int src =
-            store_unevaluated(c, child, KV_STATUS_REJECTED,
+            store_unevaluated(c, child, KV_STATUS_REJECTED, KV_REASON_TOO_LONG,
                               kv_asprintf("program is %zu characters, over max_code_length %d",
                                           strlen(child->source), c->cfg->max_code_length),
-                              trace);
+                              0, trace);
         kv_program_free(child);
         return src;
     }
@@ -343,14 +397,19 @@ int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *p
                              : kv_asprintf("identical to the child of iteration %lld, still "
                                            "being evaluated",
                                            (long long)-same);
-        int src = store_unevaluated(c, child, KV_STATUS_DUPLICATE, why, trace);
+        int src = store_unevaluated(c, child, KV_STATUS_DUPLICATE, KV_REASON_SAME_CODE, why,
+                                    same > 0 ? same : 0, trace);
         kv_program_free(child);
         return src;
     }
     /* In flight: remember the code under the negated ticket until it is stored. */
     int64_t ticket = child->iteration;
     kv_u64map_put(&c->code_ids, code_key(child->code_hash), -ticket);
-    if (kv_evaluator_submit(c->ev, ticket, child->source, c->cfg->file_suffix) != 0) {
+    json_t *pm = parent_metrics(c, child->parent_id);
+    int submitted =
+        kv_evaluator_submit_child(c->ev, ticket, child->source, c->cfg->file_suffix, pm);
+    json_decref(pm);
+    if (submitted != 0) {
         kv_error("cannot submit iteration %lld for evaluation", (long long)ticket);
         kv_program_free(child);
         kv_llm_trace_free(trace);
@@ -396,6 +455,42 @@ static int migrate(kv_controller *c)
     return rc;
 }
 
+/* Sets CHILD's status to what its evaluation means for the search. A result
+ * carrying artifacts.duplicate_of_artifact (the kernel harness judged the
+ * same compiled artifact earlier in this run and repeats that verdict) is a
+ * DUPLICATE of the program whose artifacts.artifact_hash matches. An OK
+ * result must give a finite fitness (combined_score, or the mean of the
+ * numeric metrics that are not feature dimensions), else it FAILED: a
+ * failure never owns a cell, counts as a best or becomes a parent. */
+static void judge_result(kv_controller *c, kv_program *child)
+{
+    const char *hash =
+        json_string_value(json_object_get(child->artifacts, "duplicate_of_artifact"));
+    if (hash && *hash && (child->status == KV_STATUS_OK || child->status == KV_STATUS_FAILED)) {
+        int64_t same = kv_store_find_by_artifact_hash(c->store, hash);
+        child->status = KV_STATUS_DUPLICATE;
+        child->duplicate_of = same;
+        free(child->reason_code);
+        child->reason_code = kv_strdup(KV_REASON_SAME_ARTIFACT);
+        free(child->status_reason);
+        child->status_reason =
+            same > 0
+                ? kv_asprintf("same compiled artifact as program %lld (%s)", (long long)same, hash)
+                : kv_asprintf("same compiled artifact (%s) as an evaluation not in the store",
+                              hash);
+        return;
+    }
+    if (child->status != KV_STATUS_OK) return;
+    if (isfinite(kv_fitness(child->metrics, &c->cfg->database))) return;
+    child->status = KV_STATUS_FAILED;
+    free(child->reason_code);
+    child->reason_code = kv_strdup(KV_REASON_NO_FITNESS);
+    free(child->status_reason);
+    child->status_reason = kv_strdup("the metrics give no finite fitness (no finite "
+                                     "combined_score, and no finite numeric metric that is not a "
+                                     "feature dimension)");
+}
+
 /* Takes an evaluation result for a pending child and commits it. */
 static int accept_result(kv_controller *c, kv_eval_result *r)
 {
@@ -413,6 +508,8 @@ static int accept_result(kv_controller *c, kv_eval_result *r)
     child->status = r->status;
     child->status_reason = r->reason;
     r->reason = NULL;
+    child->reason_code = r->reason_code;
+    r->reason_code = NULL;
     child->metrics = r->metrics;
     r->metrics = NULL;
     child->artifacts = r->artifacts;
@@ -420,6 +517,7 @@ static int accept_result(kv_controller *c, kv_eval_result *r)
     child->stages = r->stages;
     r->stages = NULL;
     child->eval_seconds = r->seconds;
+    judge_result(c, child);
 
     if (child->status == KV_STATUS_OK && c->cfg->evaluator.use_llm_feedback && c->llm)
         return kv_llm_feedback_start(c, child, trace);
@@ -448,8 +546,9 @@ int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace
         return -1;
     }
     kv_u64map_put(&c->code_ids, code_key(child->code_hash), child->id);
+    count_program(c, child);
+    c->n_session++;
     if (child->status == KV_STATUS_OK) {
-        c->n_evaluated++;
         if (!isnan(child->fitness)) {
             int64_t old_best = c->best_id;
             note_ok_program(c, child);
@@ -459,9 +558,9 @@ int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace
             }
         }
     } else {
-        c->n_failed++;
-        kv_debug("iteration %lld: %s: %s", (long long)child->iteration,
-                 kv_status_name(child->status), child->status_reason ? child->status_reason : "");
+        kv_debug("iteration %lld: %s (%s): %s", (long long)child->iteration,
+                 kv_status_name(child->status), child->reason_code ? child->reason_code : "?",
+                 child->status_reason ? child->status_reason : "");
     }
     kv_program_free(child);
     if (kv_database_migration_due(c->db) && migrate(c) != 0) return -1;

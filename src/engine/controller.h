@@ -29,6 +29,17 @@ typedef struct kv_llm_trace {
 
 void kv_llm_trace_free(kv_llm_trace *t);
 
+/* Counts by reason code, in the order first seen (progress.c). */
+typedef struct kv_reason_tally {
+    char **codes;
+    int64_t *counts;
+    size_t n, cap;
+} kv_reason_tally;
+
+/* Counts one more CODE (NULL counts as "unknown"). */
+void kv_reason_tally_add(kv_reason_tally *t, const char *code);
+void kv_reason_tally_free(kv_reason_tally *t);
+
 typedef struct kv_pending {
     int64_t ticket; /* the iteration that made it */
     kv_program *child;
@@ -72,8 +83,11 @@ typedef struct kv_controller {
     int64_t last_improvement_iteration;
     int progress;
     double started_at;
-    /* counters for the progress line and the summary */
-    int64_t n_evaluated, n_failed, n_rejected, n_duplicates, n_migrants;
+    /* Counters for the progress line and the summary, over the whole run
+     * (a resume counts the stored programs again); n_session counts the
+     * evaluations of this process, for the rate. */
+    int64_t n_evaluated, n_failed, n_rejected, n_duplicates, n_migrants, n_session;
+    kv_reason_tally failures; /* failed and timed-out children by reason code */
     const char *stop_reason;
 } kv_controller;
 
@@ -108,10 +122,10 @@ int kv_controller_loop(kv_controller *c);
 int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace *trace,
                                kv_llm_trace *feedback);
 
-/* Stores CHILD as rejected with REASON (taken) and TRACE (taken, may be
- * NULL); CHILD stays the caller's. Returns 0 or -1. */
-int kv_controller_store_rejected(kv_controller *c, kv_program *child, char *reason,
-                                 kv_llm_trace *trace);
+/* Stores CHILD as rejected with reason code CODE (copied), REASON (taken)
+ * and TRACE (taken, may be NULL); CHILD stays the caller's. Returns 0 or -1. */
+int kv_controller_store_rejected(kv_controller *c, kv_program *child, const char *code,
+                                 char *reason, kv_llm_trace *trace);
 /* Stores TRACE (not taken; nothing when NULL) linked to PROGRAM_ID (0: none)
  * with OUTCOME. Returns 0 or -1. */
 int kv_controller_store_trace(kv_controller *c, const kv_llm_trace *t, int64_t program_id,

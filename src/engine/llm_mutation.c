@@ -357,8 +357,9 @@ static int handle_result(kv_controller *c, kv_llm_result *res)
         /* The parent's text stands in for the child that could not be made;
          * the reason reaches the next prompt on this lineage. */
         kv_program_set_source(child, p.parent_source);
-        rc = kv_controller_store_rejected(
-            c, child, reason ? reason : kv_strdup("the reply was unusable"), trace);
+        rc = kv_controller_store_rejected(c, child, "unusable_reply",
+                                          reason ? reason : kv_strdup("the reply was unusable"),
+                                          trace);
         reason = NULL;
         kv_program_free(child);
     }

@@ -32,15 +32,16 @@
 typedef struct job {
     int64_t ticket;
     char *program_path;
-    int stage;          /* 1-based stage now running */
-    int attempt;        /* runs of the current stage so far */
-    int first_attempts; /* runs of stage 1 */
-    kv_proc *proc;      /* NULL while queued */
-    double started;     /* monotonic seconds, when it first started */
-    json_t *metrics;    /* merged over stages */
-    json_t *artifacts;  /* merged over stages */
-    json_t *stages;     /* one record per stage run */
-    struct job *next;   /* queue link */
+    char *parent_metrics_path; /* KEVOLVE_PARENT_METRICS, or NULL */
+    int stage;                 /* 1-based stage now running */
+    int attempt;               /* runs of the current stage so far */
+    int first_attempts;        /* runs of stage 1 */
+    kv_proc *proc;             /* NULL while queued */
+    double started;            /* monotonic seconds, when it first started */
+    json_t *metrics;           /* merged over stages */
+    json_t *artifacts;         /* merged over stages */
+    json_t *stages;            /* one record per stage run */
+    struct job *next;          /* queue link */
 } job;
 
 struct kv_evaluator {
@@ -58,6 +59,7 @@ struct kv_evaluator {
     size_t n_command;
     char *work_dir;
     char *config_json_path; /* NULL when no sections */
+    char *run_dir;          /* KEVOLVE_RUN_DIR, or NULL */
 
     job *queue_head, *queue_tail;
     size_t n_queued;
@@ -78,6 +80,7 @@ void kv_eval_result_clear(kv_eval_result *r)
 {
     if (!r) return;
     free(r->reason);
+    free(r->reason_code);
     json_decref(r->metrics);
     json_decref(r->artifacts);
     json_decref(r->stages);
@@ -212,7 +215,9 @@ static void job_free(job *j)
     if (!j) return;
     kv_proc_free(j->proc);
     if (j->program_path && !keep_programs()) unlink(j->program_path);
+    if (j->parent_metrics_path && !keep_programs()) unlink(j->parent_metrics_path);
     free(j->program_path);
+    free(j->parent_metrics_path);
     json_decref(j->metrics);
     json_decref(j->artifacts);
     json_decref(j->stages);
@@ -308,9 +313,11 @@ static int n_stages(const kv_evaluator *ev)
     return ev->cascade ? (int)ev->n_thresholds + 1 : 1;
 }
 
-/* Moves a finished job into the results, with STATUS and REASON (copied;
- * prefixed by the stage in a cascade), and frees it. */
-static void finish_job(kv_evaluator *ev, job *j, kv_status status, const char *reason)
+/* Moves a finished job into the results, with STATUS, REASON (copied;
+ * prefixed by the stage in a cascade) and its short CODE (copied), and
+ * frees it. */
+static void finish_job(kv_evaluator *ev, job *j, kv_status status, const char *reason,
+                       const char *code)
 {
     kv_eval_result r = {0};
     r.ticket = j->ticket;
@@ -318,6 +325,7 @@ static void finish_job(kv_evaluator *ev, job *j, kv_status status, const char *r
     if (status != KV_STATUS_OK) {
         const char *why = reason ? reason : "evaluation failed";
         r.reason = n_stages(ev) > 1 ? kv_asprintf("stage %d: %s", j->stage, why) : kv_strdup(why);
+        r.reason_code = kv_strdup(code ? code : "evaluation_failed");
     }
     r.metrics = json_incref(j->metrics);
     r.stages = json_incref(j->stages);
@@ -363,12 +371,15 @@ static int start_run(kv_evaluator *ev, job *j)
     }
     argvp[k] = NULL;
 
-    char *env[4] = {NULL};
+    char *env[6] = {NULL};
     size_t e = 0;
     env[e++] = kv_asprintf("KEVOLVE_PROGRAM=%s", j->program_path);
     env[e++] = kv_asprintf("KEVOLVE_STAGE=%d", j->stage);
     if (ev->config_json_path)
         env[e++] = kv_asprintf("KEVOLVE_CONFIG_JSON=%s", ev->config_json_path);
+    if (ev->run_dir) env[e++] = kv_asprintf("KEVOLVE_RUN_DIR=%s", ev->run_dir);
+    if (j->parent_metrics_path)
+        env[e++] = kv_asprintf("KEVOLVE_PARENT_METRICS=%s", j->parent_metrics_path);
 
     kv_proc_spec spec = {
         .argv = argvp,
@@ -387,7 +398,7 @@ static int start_run(kv_evaluator *ev, job *j)
     if (j->stage == 1) j->first_attempts++;
     if (!j->proc) {
         record_stage(j, "failed", NULL, 0, err);
-        finish_job(ev, j, KV_STATUS_FAILED, err);
+        finish_job(ev, j, KV_STATUS_FAILED, err, KV_REASON_SPAWN_FAILED);
         free(err);
         return -1;
     }
@@ -427,9 +438,9 @@ static void keep_output(kv_evaluator *ev, job *j, json_t *evaluator_artifacts)
         json_object_del(j->artifacts, "stderr");
 }
 
-/* Retries J's stage after a crash when attempts remain; else finishes it.
- * Returns 1 when J is still running. */
-static int crash(kv_evaluator *ev, job *j, const char *reason, double seconds)
+/* Retries J's stage after a crash when attempts remain; else finishes it
+ * with CODE. Returns 1 when J is still running. */
+static int crash(kv_evaluator *ev, job *j, const char *reason, const char *code, double seconds)
 {
     kv_proc_free(j->proc);
     j->proc = NULL;
@@ -439,8 +450,43 @@ static int crash(kv_evaluator *ev, job *j, const char *reason, double seconds)
         return start_run(ev, j) == 0;
     }
     record_stage(j, "failed", NULL, seconds, reason);
-    finish_job(ev, j, KV_STATUS_FAILED, reason);
+    finish_job(ev, j, KV_STATUS_FAILED, reason, code);
     return 0;
+}
+
+/* Why a run whose output parsed must still count as a failure, or NULL:
+ * the kernel harness rejected the candidate (artifacts.verdict "rejected":
+ * its artifacts.reason is the code, "timeout" making it a TIMEOUT), the
+ * fitness is not a finite number (a combined_score that is NaN, infinite,
+ * null or not a number), or there is no fitness at all (no finite numeric
+ * metric). Sets *CODE (static or pointing into ARTIFACTS) and *STATUS;
+ * returns the long reason (malloc'd). */
+static char *verdict_failure(const json_t *metrics, const json_t *artifacts, const char **code,
+                             kv_status *status)
+{
+    *status = KV_STATUS_FAILED;
+    const char *verdict = json_string_value(json_object_get(artifacts, "verdict"));
+    if (verdict && strcmp(verdict, "rejected") == 0) {
+        const char *why = json_string_value(json_object_get(artifacts, "reason"));
+        const char *detail = json_string_value(json_object_get(artifacts, "reason_detail"));
+        *code = why && *why ? why : KV_REASON_REJECTED;
+        if (strcmp(*code, "timeout") == 0) *status = KV_STATUS_TIMEOUT;
+        return detail && *detail ? kv_asprintf("rejected by the harness: %s: %s", *code, detail)
+                                 : kv_asprintf("rejected by the harness: %s", *code);
+    }
+    json_t *cs = json_object_get(metrics, "combined_score");
+    if (cs && !(json_is_number(cs) && isfinite(json_number_value(cs)))) {
+        *code = KV_REASON_NON_FINITE_FITNESS;
+        return kv_strdup(json_is_null(cs) ? "combined_score is not a finite number (NaN, Infinity "
+                                            "or null)"
+                                          : "combined_score is not a number");
+    }
+    if (isnan(kv_eval_score(metrics))) {
+        *code = KV_REASON_NO_FITNESS;
+        return kv_strdup("the evaluator reported no fitness (no combined_score and no finite "
+                         "numeric metric)");
+    }
+    return NULL;
 }
 
 /* Advances J after its run ended. Returns 1 when J is still running (next
@@ -457,7 +503,8 @@ static int on_run_end(kv_evaluator *ev, job *j)
         int timed_out = how == KV_PROC_TIMED_OUT;
         record_stage(j, timed_out ? "timeout" : "failed", NULL, seconds, why);
         char *reason = kv_strdup(why);
-        finish_job(ev, j, timed_out ? KV_STATUS_TIMEOUT : KV_STATUS_FAILED, reason);
+        finish_job(ev, j, timed_out ? KV_STATUS_TIMEOUT : KV_STATUS_FAILED, reason,
+                   timed_out ? KV_REASON_TIMEOUT : KV_REASON_KILLED);
         free(reason);
         return 0;
     }
@@ -467,7 +514,7 @@ static int on_run_end(kv_evaluator *ev, job *j)
         char *reason = *line ? kv_asprintf("evaluator %s: %s", kv_proc_describe(p), line)
                              : kv_asprintf("evaluator %s", kv_proc_describe(p));
         free(line);
-        int running = crash(ev, j, reason, seconds);
+        int running = crash(ev, j, reason, KV_REASON_EVALUATOR_CRASH, seconds);
         free(reason);
         return running;
     }
@@ -477,17 +524,30 @@ static int on_run_end(kv_evaluator *ev, job *j)
     int rc = kv_eval_parse_output_ex(kv_proc_stdout(p), &metrics, &artifacts, &reason);
     keep_output(ev, j, artifacts);
     if (rc == KV_EVAL_OUTPUT_BAD) {
-        int running = crash(ev, j, reason, seconds);
+        int running = crash(ev, j, reason, KV_REASON_BAD_OUTPUT, seconds);
         free(reason);
         return running;
     }
     json_object_update(j->metrics, metrics);
     if (rc == KV_EVAL_OUTPUT_ERROR) {
         record_stage(j, "failed", metrics, seconds, reason);
-        finish_job(ev, j, KV_STATUS_FAILED, reason);
+        finish_job(ev, j, KV_STATUS_FAILED, reason, KV_REASON_EVALUATOR_ERROR);
         json_decref(metrics);
         json_decref(artifacts);
         free(reason);
+        return 0;
+    }
+    const char *code = NULL;
+    kv_status failed_as = KV_STATUS_FAILED;
+    char *why = verdict_failure(metrics, artifacts, &code, &failed_as);
+    if (why) {
+        /* A verdict, not a crash: no retry, the cascade stops here. */
+        record_stage(j, failed_as == KV_STATUS_TIMEOUT ? "timeout" : "failed", metrics, seconds,
+                     why);
+        finish_job(ev, j, failed_as, why, code);
+        free(why);
+        json_decref(metrics);
+        json_decref(artifacts);
         return 0;
     }
     record_stage(j, "ok", metrics, seconds, NULL);
@@ -502,7 +562,7 @@ static int on_run_end(kv_evaluator *ev, job *j)
         j->attempt = 0;
         return start_run(ev, j) == 0;
     }
-    finish_job(ev, j, KV_STATUS_OK, NULL);
+    finish_job(ev, j, KV_STATUS_OK, NULL, NULL);
     return 0;
 }
 
@@ -598,8 +658,10 @@ static int take_done(kv_evaluator *ev, int64_t ticket, int only_ticket, kv_eval_
 
 /* ---- public API ----------------------------------------------------------- */
 
-/* Queues SOURCE as ticket TICKET in file NAME of the work dir. */
-static int submit_named(kv_evaluator *ev, int64_t ticket, const char *name, const char *source)
+/* Queues SOURCE as ticket TICKET in file NAME of the work dir, with the
+ * parent's metrics PARENT (may be NULL) written beside it. */
+static int submit_named(kv_evaluator *ev, int64_t ticket, const char *name, const char *source,
+                        const json_t *parent)
 {
     for (job *q = ev->queue_head; q; q = q->next)
         if (q->ticket == ticket) {
@@ -617,9 +679,26 @@ static int submit_named(kv_evaluator *ev, int64_t ticket, const char *name, cons
         free(path);
         return -1;
     }
+    char *parent_path = NULL;
+    if (parent) {
+        char *parent_name = kv_asprintf("%s.parent_metrics.json", name);
+        parent_path = kv_path_join(ev->work_dir, parent_name);
+        free(parent_name);
+        char *text = json_dumps(parent, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+        int rc = text ? kv_write_file(parent_path, text, strlen(text)) : -1;
+        free(text);
+        if (rc != 0) {
+            kv_error("evaluator: cannot write '%s': %s", parent_path, strerror(errno));
+            if (!keep_programs()) unlink(path);
+            free(parent_path);
+            free(path);
+            return -1;
+        }
+    }
     job *j = kv_calloc(1, sizeof *j);
     j->ticket = ticket;
     j->program_path = path;
+    j->parent_metrics_path = parent_path;
     j->stage = 1;
     j->metrics = json_object();
     j->artifacts = json_object();
@@ -636,10 +715,23 @@ static int submit_named(kv_evaluator *ev, int64_t ticket, const char *name, cons
 
 int kv_evaluator_submit(kv_evaluator *ev, int64_t ticket, const char *source, const char *suffix)
 {
+    return kv_evaluator_submit_child(ev, ticket, source, suffix, NULL);
+}
+
+int kv_evaluator_submit_child(kv_evaluator *ev, int64_t ticket, const char *source,
+                              const char *suffix, const json_t *parent_metrics)
+{
     char *name = kv_asprintf("%lld%s", (long long)ticket, suffix ? suffix : "");
-    int rc = submit_named(ev, ticket, name, source);
+    int rc = submit_named(ev, ticket, name, source, parent_metrics ? parent_metrics : NULL);
     free(name);
     return rc;
+}
+
+void kv_evaluator_set_run_dir(kv_evaluator *ev, const char *run_dir)
+{
+    free(ev->run_dir);
+    ev->run_dir = run_dir ? kv_path_absolute(run_dir) : NULL;
+    if (run_dir && !ev->run_dir) ev->run_dir = kv_strdup(run_dir);
 }
 
 int kv_evaluator_poll(kv_evaluator *ev, int timeout_ms, kv_eval_result *out)
@@ -676,7 +768,7 @@ int kv_evaluator_run_one(kv_evaluator *ev, const char *source, const char *suffi
     /* Private tickets are negative, so they never meet the caller's. */
     int64_t ticket = --ev->private_ticket;
     char *name = kv_asprintf("eval%lld%s", (long long)-ticket, suffix ? suffix : "");
-    int rc = submit_named(ev, ticket, name, source);
+    int rc = submit_named(ev, ticket, name, source, NULL);
     free(name);
     if (rc != 0) return -1;
     if (!wait_result(ev, -1, ticket, 1, 0)) return -1;
@@ -692,6 +784,7 @@ void kv_evaluator_free(kv_evaluator *ev)
     free(ev->done);
     if (ev->config_json_path && !keep_programs()) unlink(ev->config_json_path);
     free(ev->config_json_path);
+    free(ev->run_dir);
     free(ev->running);
     free(ev->thresholds);
     free_command(ev->command);

@@ -10,7 +10,15 @@
  * N (combined_score, else the mean of numeric metrics) reaches
  * cascade_thresholds[N-1]. Each run has its own process group, a hard timeout
  * that kills the group, resource limits and no secrets in its environment.
- * A crash is retried up to max_retries times; a timeout is not. */
+ * A crash is retried up to max_retries times; a timeout is not.
+ *
+ * A failure is a failure: an evaluation ends FAILED (or TIMEOUT) with a
+ * reason and a short reason code when the evaluator could not start, exits
+ * non-zero or dies by a signal (after its retries), prints no JSON object,
+ * reports an "error", carries a kernel harness's artifacts.verdict
+ * "rejected" (the code is its artifacts.reason), or gives no finite fitness
+ * (combined_score NaN, infinite, null or not a number; no numeric metric).
+ * Only an evaluation with a finite score ends OK. */
 #ifndef KV_EVAL_EVALUATOR_H
 #define KV_EVAL_EVALUATOR_H
 
@@ -22,10 +30,25 @@
 
 typedef struct kv_evaluator kv_evaluator;
 
+/* Reason codes of the evaluation pipeline (kv_eval_result.reason_code). A
+ * kernel harness's verdict brings its own (artifacts.reason:
+ * "compile_error", "wrong_result", "crash: SIGSEGV", ...). */
+#define KV_REASON_TIMEOUT "timeout"                       /* killed at evaluator.timeout */
+#define KV_REASON_KILLED "killed"                         /* cancelled (interrupt) */
+#define KV_REASON_SPAWN_FAILED "spawn_failed"             /* the evaluator could not start */
+#define KV_REASON_EVALUATOR_CRASH "evaluator_crash"       /* non-zero exit or signal */
+#define KV_REASON_BAD_OUTPUT "bad_output"                 /* stdout not a JSON object */
+#define KV_REASON_EVALUATOR_ERROR "evaluator_error"       /* the JSON held an "error" */
+#define KV_REASON_REJECTED "rejected"                     /* a verdict without a reason */
+#define KV_REASON_NON_FINITE_FITNESS "non_finite_fitness" /* combined_score NaN, inf, null */
+#define KV_REASON_NO_FITNESS "no_fitness"                 /* no finite numeric metric */
+
 typedef struct kv_eval_result {
     int64_t ticket;    /* as given to submit */
     kv_status status;  /* OK, FAILED or TIMEOUT */
     char *reason;      /* why not OK (malloc'd; NULL when OK) */
+    char *reason_code; /* the same as a short code (KV_REASON_*, or the harness's
+                          artifacts.reason); malloc'd, NULL when OK */
     json_t *metrics;   /* merged metrics of the stages that ran (owned ref) */
     json_t *artifacts; /* evaluator artifacts plus stdout/stderr tails (owned ref) */
     json_t *stages;    /* array: {"stage":N,"status":..,"metrics":{..},"seconds":s,"reason":..} */
@@ -48,6 +71,15 @@ void kv_evaluator_free(kv_evaluator *ev);
  * "<ticket><suffix>" in the work dir. Starts at once when a slot of
  * parallel_evaluations is free. Returns 0 or -1. */
 int kv_evaluator_submit(kv_evaluator *ev, int64_t ticket, const char *source, const char *suffix);
+/* The same for a child: its parent's metrics PARENT_METRICS (may be NULL)
+ * are written to "<ticket><suffix>.parent_metrics.json" beside the program
+ * and named by $KEVOLVE_PARENT_METRICS in the evaluator's environment (an
+ * evaluator may stop early when a child cannot beat its parent). */
+int kv_evaluator_submit_child(kv_evaluator *ev, int64_t ticket, const char *source,
+                              const char *suffix, const json_t *parent_metrics);
+/* Names the run's output folder: every evaluation from now on gets it as
+ * $KEVOLVE_RUN_DIR (the kernel harness keeps its per-run caches there). */
+void kv_evaluator_set_run_dir(kv_evaluator *ev, const char *run_dir);
 /* Waits up to TIMEOUT_MS (negative: no limit) for a finished evaluation,
  * sleeping in poll(2) on the running children. Returns 1 with OUT filled
  * (clear it after), 0 when none finished in time, when nothing is pending

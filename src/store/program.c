@@ -49,6 +49,7 @@ kv_program *kv_program_clone(const kv_program *p)
     c->mutator = kv_strdup(p->mutator);
     c->change_summary = kv_strdup(p->change_summary);
     c->status_reason = kv_strdup(p->status_reason);
+    c->reason_code = kv_strdup(p->reason_code);
     c->metrics = copy_json(p->metrics);
     c->artifacts = copy_json(p->artifacts);
     c->stages = copy_json(p->stages);
@@ -63,6 +64,7 @@ void kv_program_free(kv_program *p)
     free(p->mutator);
     free(p->change_summary);
     free(p->status_reason);
+    free(p->reason_code);
     json_decref(p->metrics);
     json_decref(p->artifacts);
     json_decref(p->stages);

@@ -39,6 +39,9 @@ typedef struct kv_program {
     double fitness;    /* set by search from metrics; NAN until then or when not OK */
     kv_status status;
     char *status_reason;   /* why it failed or was rejected (owned, may be NULL) */
+    char *reason_code;     /* the same as a short code ("compile_error", "evaluator_crash",
+                              "non_finite_fitness", "same_code", ...); NULL when OK (owned) */
+    int64_t duplicate_of;  /* a duplicate: the program it repeats, else 0 */
     int is_migrant;        /* 1 for a copy made by migration */
     int64_t migrated_from; /* id of the program a migrant copies, else 0 */
     uint64_t code_hash;    /* kv_hash_code(source) */

@@ -96,9 +96,39 @@ static const char *const schema_v1[] = {
     NULL,
 };
 
+/* Version 2: failures and duplicates say why in a short code, a duplicate
+ * points at the program it repeats, and the mutators' statistics (the
+ * bandit that chooses among them) survive a resume. */
+static const char *const schema_v2[] = {
+    /* A short code for why a program is not ok: the kernel harness's
+     * artifacts.reason ("compile_error", "wrong_result", ...) or the
+     * controller's own ("evaluator_crash", "non_finite_fitness", ...);
+     * NULL when ok. status_reason keeps the long text. */
+    "ALTER TABLE programs ADD COLUMN reason_code TEXT",
+    /* The program a duplicate repeats (same code, or same compiled artifact). */
+    "ALTER TABLE programs ADD COLUMN duplicate_of INTEGER",
+    "CREATE INDEX programs_reason ON programs(status, reason_code)",
+    /* Compiled artifacts by hash: a child whose artifact was judged already
+     * is a duplicate of the program that carries it. */
+    "CREATE INDEX artifacts_artifact_hash ON artifacts(value) WHERE name = 'artifact_hash'",
+    /* One row per mutator arm (builtin:tune, a model name, ...): how often the
+     * bandit drew it and what its children gave (see src/mutate/bandit.h). */
+    "CREATE TABLE mutator_stats ("
+    " arm TEXT PRIMARY KEY,"
+    " draws INTEGER NOT NULL DEFAULT 0,"     /* children (or failed calls) with a known outcome */
+    " successes INTEGER NOT NULL DEFAULT 0," /* children that beat their parent */
+    " failures INTEGER NOT NULL DEFAULT 0,"  /* children failed, timed out or rejected; failed calls
+                                              */
+    " reward_sum REAL NOT NULL DEFAULT 0,"   /* sum of fitness gain per second of evaluation */
+    " weight REAL,"                          /* the arm's share of the next draws */
+    " updated_at REAL)",                     /* unix time, seconds */
+    NULL,
+};
+
 /* migrations[i] takes the schema from version i to i + 1. */
 static const char *const *const migrations[] = {
     schema_v1,
+    schema_v2,
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))

@@ -46,8 +46,9 @@ static const char *const stmt_sql[KV_STMT_COUNT] = {
     [KV_STMT_INSERT_PROGRAM] =
         "INSERT INTO programs(parent_id, other_parent_id, island, generation, iteration, source,"
         " mutator, change_summary, metrics, features, fitness, status, status_reason, is_migrant,"
-        " migrated_from, code_hash, created_at, eval_seconds)"
-        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+        " migrated_from, code_hash, created_at, eval_seconds, reason_code, duplicate_of)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
+        " ?19, ?20)",
     [KV_STMT_INSERT_STAGE] = "INSERT INTO evaluations(program_id, stage, status, metrics, seconds,"
                              " reason, extra) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [KV_STMT_INSERT_ARTIFACT] =

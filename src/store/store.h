@@ -95,6 +95,36 @@ int kv_store_add_event(kv_store *s, const char *kind, const json_t *data);
 /* Counts programs per status into counts[KV_STATUS_COUNT]. Returns 0 or -1. */
 int kv_store_status_counts(kv_store *s, int64_t counts[KV_STATUS_COUNT]);
 
+/* ---- Run statistics (store_stats.c) ---------------------------------------- */
+
+/* Programs that failed, timed out or were rejected, counted by status and
+ * reason: the reason code (programs.reason_code: "compile_error",
+ * "evaluator_crash", "non_finite_fitness", ...), else the first line of the
+ * reason. An array of {status, reason, count}, most frequent first, at most
+ * LIMIT rows (<= 0: 50); NULL with the error set. Caller decrefs. */
+json_t *kv_store_failure_counts(kv_store *s, int limit);
+/* Id of the earliest program (not a duplicate) whose artifact
+ * "artifact_hash" is HASH, or 0 (also on a database error: errmsg set). */
+int64_t kv_store_find_by_artifact_hash(kv_store *s, const char *hash);
+
+/* One row of mutator_stats: what the bandit knows of one mutator arm. */
+typedef struct kv_mutator_stat {
+    const char *arm;   /* "builtin:tune", "builtin:gi", a model name, ... */
+    int64_t draws;     /* children (or failed calls) with a known outcome */
+    int64_t successes; /* children that beat their parent */
+    int64_t failures;  /* children failed, timed out or rejected; calls that failed */
+    double reward_sum; /* sum of each child's fitness gain per second of evaluation */
+    double weight;     /* the arm's share of the next draws (NAN: unknown) */
+} kv_mutator_stat;
+
+/* Writes (inserts or replaces) the row of M->arm, stamped with the time.
+ * Joins the caller's transaction when one is open. Returns 0 or -1. */
+int kv_store_put_mutator_stat(kv_store *s, const kv_mutator_stat *m);
+/* Every row of mutator_stats by arm name: an array of {arm, draws,
+ * successes, failures, reward_sum, weight, updated_at} (weight and
+ * updated_at may be null); NULL with the error set. Caller decrefs. */
+json_t *kv_store_mutator_stats(kv_store *s);
+
 /* ---- Dashboard reads (store_web.c) ---------------------------------------
  * Read-only queries for the web dashboard and the static report. Each
  * returns a new JSON value (the caller decrefs it), or NULL with
@@ -125,8 +155,9 @@ json_t *kv_store_web_placed(kv_store *s, int island);
 /* Aggregates for the run summary: an object with meta (every meta key but
  * the run state), programs, max_id, max_iteration, by_status {name: count},
  * migrants, islands [{island, programs, ok, best_fitness, best_id}],
- * failure_reasons [{status, reason, count}] (reason cut to its first line,
- * most frequent first, at most 50), llm {calls, prompt_tokens,
+ * failure_reasons [{status, reason, count}] (kv_store_failure_counts: the
+ * reason code, else the first line of the reason; most frequent first, at
+ * most 50), mutators (kv_store_mutator_stats), llm {calls, prompt_tokens,
  * completion_tokens, cost_usd, errors, by_model [{model, calls,
  * prompt_tokens, completion_tokens, cost_usd}]}. */
 json_t *kv_store_web_summary(kv_store *s);

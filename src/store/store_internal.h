@@ -44,7 +44,7 @@ struct kv_store {
 #define KV_PROGRAM_COLUMNS(src)                                                                    \
     "id, parent_id, other_parent_id, island, generation, iteration, " src ", mutator, "            \
     "change_summary, metrics, features, fitness, status, status_reason, is_migrant, "              \
-    "migrated_from, code_hash, created_at, eval_seconds"
+    "migrated_from, code_hash, created_at, eval_seconds, reason_code, duplicate_of"
 
 /* The cached statement WHICH, ready to bind (NULL with the error set when it
  * cannot be prepared). The caller resets it after use (kv_store_step_done

@@ -116,6 +116,8 @@ kv_program *kv_store_read_program(kv_store *s, sqlite3_stmt *st)
     }
     p->created_at = col_real(st, 17);
     p->eval_seconds = col_real(st, 18);
+    p->reason_code = col_str(st, 19);
+    p->duplicate_of = col_id(st, 20);
     return p;
 fail:
     kv_program_free(p);
@@ -217,6 +219,8 @@ static int write_program(kv_store *s, const kv_program *p, int64_t *id)
     sqlite3_bind_text(st, 16, hex, 16, SQLITE_STATIC);
     bind_real(st, 17, p->created_at);
     bind_real(st, 18, p->eval_seconds);
+    bind_str(st, 19, p->reason_code);
+    bind_id(st, 20, p->duplicate_of);
     if (kv_store_step_done(s, st, "insert program") != 0) return -1;
     *id = sqlite3_last_insert_rowid(s->db);
     size_t i;

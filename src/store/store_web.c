@@ -244,7 +244,6 @@ json_t *kv_store_web_summary(kv_store *s)
     static const char *const counts[] = {"programs", "max_id", "max_iteration", "migrants", NULL};
     static const char *const island_cols[] = {"island",       "programs", "ok",
                                               "best_fitness", "best_id",  NULL};
-    static const char *const reason_cols[] = {"status", "reason", "count", NULL};
     json_t *out = one_row(s,
                           "SELECT count(*), coalesce(max(id), 0), coalesce(max(iteration), 0),"
                           " coalesce(sum(is_migrant), 0) FROM programs",
@@ -258,17 +257,11 @@ json_t *kv_store_web_summary(kv_store *s)
         " (SELECT p2.id FROM programs p2 WHERE p2.island = p.island AND p2.status = 'ok'"
         "  AND p2.fitness IS NOT NULL ORDER BY p2.fitness DESC, p2.id LIMIT 1)"
         " FROM programs p GROUP BY island ORDER BY island";
-    const char *reasons_sql =
-        "SELECT status, r, count(*) FROM (SELECT status, substr(coalesce(status_reason, ''), 1,"
-        " min(120, instr(coalesce(status_reason, '') || char(10), char(10)) - 1)) AS r"
-        " FROM programs WHERE status IN ('failed', 'timeout', 'rejected'))"
-        " GROUP BY status, r ORDER BY count(*) DESC, status, r LIMIT 50";
     if (put(out, "meta", meta_object(s)) != 0 || put(out, "by_status", status_object(s)) != 0 ||
         put(out, "islands",
             collect_rows(s, prepare(s, islands_sql, "islands"), 0, island_cols, "islands")) != 0 ||
-        put(out, "failure_reasons",
-            collect_rows(s, prepare(s, reasons_sql, "failure reasons"), 0, reason_cols,
-                         "failure reasons")) != 0 ||
+        put(out, "failure_reasons", kv_store_failure_counts(s, 50)) != 0 ||
+        put(out, "mutators", kv_store_mutator_stats(s)) != 0 ||
         put(out, "llm", llm_object(s)) != 0) {
         json_decref(out);
         return NULL;

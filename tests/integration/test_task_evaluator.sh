@@ -1,7 +1,8 @@
 #!/bin/bash
 # evaluator.task: a run evaluates its children with kevolve's built-in kernel
 # harness (kevolve re-executed as the worker), here the softmax task on the
-# cpu backend; the harness's verdicts and per-scenario metrics are stored.
+# cpu backend; the harness's verdicts and per-scenario metrics are stored, and
+# a child it rejects is stored failed with the harness's reason as its code.
 . "$(dirname "$0")/lib.sh"
 
 cat >"$WORK/config.yaml" <<YAML
@@ -17,8 +18,16 @@ db="$WORK/run/run.db"
 grep -q "eval --task softmax --backend cpu" "$WORK/run/evaluate.sh" || fail "no harness wrapper"
 [ "$(sql "$db" "select json_extract(metrics, '\$.correct') from programs where mutator = 'initial'")" = 1 ] ||
     fail "the baseline was not judged correct by the harness"
-n=$(sql "$db" "select count(*) from programs where status = 'ok' and json_extract(metrics, '\$.combined_score') is not null")
+n=$(sql "$db" "select count(*) from programs where json_extract(metrics, '\$.correct') is not null")
 [ "$n" -ge 2 ] || fail "too few programs judged by the harness: $n"
+# A child the harness rejected is a failure with the harness's reason code, never ok.
+bad=$(sql "$db" "select count(*) from programs p where status = 'ok' and (json_extract(metrics, '\$.correct') = 0
+    or exists (select 1 from artifacts a where a.program_id = p.id and a.name = 'verdict' and a.value = 'rejected'))")
+[ "$bad" -eq 0 ] || fail "$bad children rejected by the harness were stored ok"
+sql "$db" "select p.reason_code, a.value from programs p join artifacts a on a.program_id = p.id
+    where a.name = 'reason' and p.status = 'failed'" | while IFS='|' read -r code reason; do
+    [ "$code" = "$reason" ] || fail "stored reason code '$code' is not the harness's '$reason'"
+done
 
 # evaluator.quick passes the harness's quick mode to every child's evaluation.
 sed -i 's/^  timeout: 120$/  timeout: 120\n  quick: true/' "$WORK/config.yaml"

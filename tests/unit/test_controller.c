@@ -1,11 +1,14 @@
 /* The controller's rules for children: edits outside EVOLVE-BLOCKs and
  * over-long programs are rejected with the reason stored, repeated code is
  * stored as a duplicate without evaluation, and valid children are evaluated
- * and committed with their lineage. */
+ * and committed with their lineage; a child whose compiled artifact was
+ * judged before is a duplicate of that program, and a failed child is never
+ * placed. */
 #include "engine/controller.h"
 #include "util/buf.h"
 #include "util/fs.h"
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,7 +27,9 @@ typedef struct fixture {
     char *initial;
 } fixture;
 
-static int setup(void **state)
+/* A controller over the tiny program, evaluated by EVALUATOR (relative to
+ * tests/data/tiny), seeded with the initial program. */
+static int setup_with(void **state, const char *evaluator)
 {
     fixture *f = kv_calloc(1, sizeof *f);
     strcpy(f->dir, "/tmp/kv-controller-XXXXXX");
@@ -32,8 +37,9 @@ static int setup(void **state)
     const char *src = getenv("KV_SOURCE_DIR");
     assert_non_null(src);
     char *tiny = kv_path_join(src, "tests/data/tiny");
-    char *yaml = kv_asprintf("initial_program: initial.py\nevaluator: evaluator.sh\n"
-                             "max_code_length: 600\ndatabase:\n  num_islands: 2\n");
+    char *yaml = kv_asprintf("initial_program: initial.py\nevaluator: %s\n"
+                             "max_code_length: 600\ndatabase:\n  num_islands: 2\n",
+                             evaluator);
     kv_config_error err;
     assert_int_equal(kv_config_load_string(yaml, "test.yaml", tiny, &f->cfg, &err), 0);
     f->initial = kv_read_file(f->cfg.initial_program, NULL);
@@ -49,6 +55,21 @@ static int setup(void **state)
     free(tiny);
     *state = f;
     return 0;
+}
+
+static int setup(void **state)
+{
+    return setup_with(state, "evaluator.sh");
+}
+
+static int setup_artifacts(void **state)
+{
+    return setup_with(state, "../evaluators/artifact_cache.py");
+}
+
+static int setup_failing(void **state)
+{
+    return setup_with(state, "../evaluators/sometimes_fails.py");
 }
 
 static int teardown(void **state)
@@ -163,6 +184,63 @@ static void valid_child_is_evaluated_and_committed_with_lineage(void **state)
     free(src);
 }
 
+static void child_with_an_artifact_judged_before_is_a_duplicate_of_its_program(void **state)
+{
+    fixture *f = *state;
+    char *first = replace(f->initial, "A = 1", "A = 7");
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, first, 1), f->initial, NULL),
+                     0);
+    drain(f);
+    /* Another text (a comment changed), the same artifact: the evaluator
+     * repeats the first verdict with duplicate_of_artifact. */
+    char *second = replace(first, "A = 7  # kevolve: tune", "A = 7  # the same: tune");
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, second, 2), f->initial, NULL),
+                     0);
+    drain(f);
+    kv_program *p1 = kv_store_get_program(f->store, 2);
+    kv_program *p2 = kv_store_get_program(f->store, 3);
+    assert_int_equal(p1->status, KV_STATUS_OK);
+    assert_int_equal(p2->status, KV_STATUS_DUPLICATE);
+    assert_int_equal(p2->duplicate_of, p1->id);
+    assert_string_equal(p2->reason_code, "same_artifact");
+    assert_non_null(strstr(p2->status_reason, "program 2"));
+    assert_true(isnan(p2->fitness)); /* never placed */
+    assert_null(p2->features);
+    assert_int_equal(kv_database_size(f->c.db), 2);
+    kv_program_free(p1);
+    kv_program_free(p2);
+    free(first);
+    free(second);
+}
+
+static void non_finite_child_is_stored_failed_and_never_placed(void **state)
+{
+    fixture *f = *state;
+    /* sometimes_fails.py gives iteration 5 a NaN combined_score, 7 an infinite one. */
+    char *better = replace(f->initial, "A = 1", "A = 7");
+    char *best = replace(better, "B = 8", "B = 2");
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, better, 5), f->initial, NULL),
+                     0);
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, best, 7), f->initial, NULL), 0);
+    drain(f);
+    for (int64_t id = 2; id <= 3; id++) {
+        kv_program *p = kv_store_get_program(f->store, id);
+        assert_int_equal(p->status, KV_STATUS_FAILED);
+        assert_string_equal(p->reason_code, "non_finite_fitness");
+        assert_true(isnan(p->fitness));
+        assert_null(p->features);
+        kv_program_free(p);
+    }
+    assert_int_equal(kv_database_size(f->c.db), 1); /* the initial program alone */
+    assert_int_equal(f->c.best_id, 1);
+    assert_int_equal(f->c.n_failed, 2);
+    kv_program *top = kv_store_best_program(f->store);
+    assert_int_equal(top->id, 1);
+    kv_program_free(top);
+    free(better);
+    free(best);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -173,6 +251,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(overlong_child_is_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(valid_child_is_evaluated_and_committed_with_lineage, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            child_with_an_artifact_judged_before_is_a_duplicate_of_its_program, setup_artifacts,
+            teardown),
+        cmocka_unit_test_setup_teardown(non_finite_child_is_stored_failed_and_never_placed,
+                                        setup_failing, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -391,7 +391,9 @@ static void nan_metrics_are_not_numeric_and_never_pass_a_gate(void **state)
     double threshold = -1e300;
     kv_evaluator_config cfg = cascade_config(&threshold);
     kv_eval_result r = evaluate(f, &cfg, "nan.py", "program"); /* executable: run directly */
-    assert_int_equal(r.status, KV_STATUS_OK);
+    /* A NaN combined_score is a failure with its own code, not a score. */
+    assert_int_equal(r.status, KV_STATUS_FAILED);
+    assert_string_equal(r.reason_code, KV_REASON_NON_FINITE_FITNESS);
     assert_int_equal(json_array_size(r.stages), 1); /* NaN combined_score: no stage 2 */
     assert_true(json_is_null(json_object_get(r.metrics, "combined_score")));
     assert_true(json_is_null(json_object_get(r.metrics, "speed")));
@@ -401,6 +403,113 @@ static void nan_metrics_are_not_numeric_and_never_pass_a_gate(void **state)
                         "NaN and Infinity stay text here");
     assert_true(isnan(kv_eval_score(r.metrics)));
     kv_eval_result_clear(&r);
+}
+
+/* Evaluates with verdict.sh, which prints OUTPUT (the program's text). */
+static kv_eval_result judged(fixture *f, const char *output)
+{
+    kv_evaluator_config cfg = config();
+    return evaluate(f, &cfg, "verdict.sh", output);
+}
+
+static void harness_rejection_fails_with_the_harness_reason_as_code(void **state)
+{
+    fixture *f = *state;
+    kv_eval_result r = judged(f, "{\"metrics\": {\"combined_score\": 0, \"correct\": 0},"
+                                 " \"artifacts\": {\"verdict\": \"rejected\", \"reason\":"
+                                 " \"wrong_result\", \"reason_detail\": \"out[3] is 2\"}}");
+    assert_int_equal(r.status, KV_STATUS_FAILED);
+    assert_string_equal(r.reason_code, "wrong_result");
+    assert_non_null(strstr(r.reason, "wrong_result: out[3] is 2"));
+    assert_string_equal(artifact(&r, "reason_detail"), "out[3] is 2"); /* artifacts kept */
+    assert_near(metric(&r, "correct"), 0, 0);
+    kv_eval_result_clear(&r);
+
+    r = judged(f, "{\"metrics\": {\"combined_score\": 0}, \"artifacts\": {\"verdict\":"
+                  " \"rejected\", \"reason\": \"timeout\"}}");
+    assert_int_equal(r.status, KV_STATUS_TIMEOUT); /* the harness's watchdog fired */
+    assert_string_equal(r.reason_code, "timeout");
+    kv_eval_result_clear(&r);
+
+    r = judged(f, "{\"metrics\": {\"combined_score\": 1.5}, \"artifacts\": {\"verdict\":"
+                  " \"correct\"}}");
+    assert_int_equal(r.status, KV_STATUS_OK);
+    assert_null(r.reason_code);
+    kv_eval_result_clear(&r);
+}
+
+static void missing_or_non_finite_fitness_fails_with_its_code(void **state)
+{
+    fixture *f = *state;
+    static const char *const non_finite[] = {
+        "{\"metrics\": {\"combined_score\": Infinity, \"time\": 2}}",
+        "{\"metrics\": {\"combined_score\": -Infinity}}",
+        "{\"metrics\": {\"combined_score\": null, \"time\": 2}}",
+        "{\"metrics\": {\"combined_score\": \"fast\", \"time\": 2}}",
+    };
+    for (size_t i = 0; i < sizeof non_finite / sizeof *non_finite; i++) {
+        kv_eval_result r = judged(f, non_finite[i]);
+        assert_int_equal(r.status, KV_STATUS_FAILED);
+        assert_string_equal(r.reason_code, KV_REASON_NON_FINITE_FITNESS);
+        kv_eval_result_clear(&r);
+    }
+    kv_eval_result r = judged(f, "{\"metrics\": {\"label\": \"no numbers\"}}");
+    assert_int_equal(r.status, KV_STATUS_FAILED);
+    assert_string_equal(r.reason_code, KV_REASON_NO_FITNESS);
+    kv_eval_result_clear(&r);
+}
+
+static void each_failure_has_its_reason_code(void **state)
+{
+    fixture *f = *state;
+    static const struct {
+        const char *script, *program, *code;
+        kv_status status;
+    } cases[] = {
+        {"crash.sh", "program", KV_REASON_EVALUATOR_CRASH, KV_STATUS_FAILED},
+        {"error.sh", "program", KV_REASON_EVALUATOR_ERROR, KV_STATUS_FAILED},
+        {"not_json.sh", "program", KV_REASON_BAD_OUTPUT, KV_STATUS_FAILED},
+        {"sleepy.sh", "SLEEP=5", KV_REASON_TIMEOUT, KV_STATUS_TIMEOUT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        kv_evaluator_config cfg = config();
+        cfg.timeout = 0.5;
+        kv_eval_result r = evaluate(f, &cfg, cases[i].script, cases[i].program);
+        assert_int_equal(r.status, cases[i].status);
+        if (!r.reason_code || strcmp(r.reason_code, cases[i].code) != 0)
+            fail_msg("%s: code %s, expected %s", cases[i].script, r.reason_code, cases[i].code);
+        kv_eval_result_clear(&r);
+    }
+}
+
+static void child_evaluations_get_the_run_dir_and_parent_metrics(void **state)
+{
+    fixture *f = *state;
+    kv_evaluator_config cfg = config();
+    kv_evaluator *ev = evaluator(f, &cfg, "env.py", NULL);
+    kv_evaluator_set_run_dir(ev, f->dir);
+    json_t *parent = json_pack("{s:f, s:i}", "combined_score", 2.5, "correct", 1);
+    assert_int_equal(kv_evaluator_submit_child(ev, 7, "child", ".py", parent), 0);
+    assert_int_equal(kv_evaluator_submit_child(ev, 8, "initial", ".py", NULL), 0);
+    for (int got = 0; got < 2;) {
+        kv_eval_result r;
+        if (kv_evaluator_poll(ev, 5000, &r) != 1) continue;
+        got++;
+        assert_int_equal(r.status, KV_STATUS_OK);
+        json_t *env = json_object_get(r.artifacts, "env");
+        assert_string_equal(json_string_value(json_object_get(env, "KEVOLVE_RUN_DIR")), f->dir);
+        const char *pm = json_string_value(json_object_get(env, "KEVOLVE_PARENT_METRICS"));
+        if (r.ticket == 8) {
+            assert_null(pm); /* no parent: absent */
+        } else {
+            assert_non_null(pm);
+            json_t *m = json_object_get(r.artifacts, "parent_metrics");
+            assert_true(json_equal(m, parent));
+        }
+        kv_eval_result_clear(&r);
+    }
+    kv_evaluator_free(ev);
+    json_decref(parent);
 }
 
 /* ---- many at once ------------------------------------------------------- */
@@ -690,6 +799,10 @@ int main(void)
         T(cancel_all_kills_running_evaluations_and_drops_the_queue),
         T(poll_returns_early_when_a_signal_arrives),
         T(environment_has_no_api_keys),
+        T(harness_rejection_fails_with_the_harness_reason_as_code),
+        T(missing_or_non_finite_fitness_fails_with_its_code),
+        T(each_failure_has_its_reason_code),
+        T(child_evaluations_get_the_run_dir_and_parent_metrics),
         T(program_files_are_removed_unless_asked_to_keep_them),
         T(bare_metrics_output_is_accepted),
         T(progress_lines_before_the_result_are_tolerated),
