@@ -6,11 +6,18 @@
 
 #include <stdint.h>
 
-/* Exit codes of the kevolve command (and return values of the functions below). */
+/* Exit codes of the kevolve command (and return values of the functions
+ * below): one per kind of outcome, the same from every subcommand. */
 enum {
     KV_EXIT_OK = 0,           /* finished: iterations done, target reached, or early stop */
-    KV_EXIT_FAILURE = 1,      /* the run could not go on (initial program failed, store error) */
-    KV_EXIT_USAGE = 2,        /* bad command line or configuration */
+    KV_EXIT_FAILURE = 1,      /* the run cannot go on: the initial program did not evaluate, the
+                                 evaluator cannot run, a language model refuses for good */
+    KV_EXIT_USAGE = 2,        /* bad command line or configuration, caught before or at the start */
+    KV_EXIT_STORE = 3,        /* the store cannot be read: damaged, not a kevolve store, or from a
+                                 newer kevolve */
+    KV_EXIT_BUSY = 4,         /* another kevolve process is writing this run (it holds its lock) */
+    KV_EXIT_IO = 5,           /* the store or output folder cannot be written (disk full, I/O error,
+                                 read-only): stopped cleanly, every committed result kept */
     KV_EXIT_INTERRUPTED = 130 /* stopped by SIGINT/SIGTERM; the store holds all finished work */
 };
 

@@ -24,8 +24,8 @@ static const char best_usage[] =
     "  -o, --output FILE   where to write the program\n"
     "  -h, --help          this text\n"
     "\n"
-    "exit codes: 0 written, 1 no program evaluated OK or the store cannot be read,\n"
-    "2 usage error\n";
+    "exit codes: 0 written, 1 no program evaluated OK (or -o cannot be written), 2 usage\n"
+    "error or no such store, 3 the store is damaged or not a kevolve store, 5 I/O error\n";
 
 int cmd_best(int argc, char **argv)
 {
@@ -51,14 +51,16 @@ int cmd_best(int argc, char **argv)
         return KV_EXIT_USAGE;
     }
     char *path = cli_store_path(argv[optind]);
-    kv_store *st = cli_open_store_readonly(path);
+    int rc;
+    kv_store *st = cli_open_store_readonly(path, &rc);
     if (!st) {
         free(path);
-        return KV_EXIT_FAILURE;
+        return rc;
     }
-    int rc = KV_EXIT_OK;
     kv_program *best = kv_store_best_program(st);
-    if (!best) {
+    if (!best && *kv_store_errmsg(st)) {
+        rc = cli_store_failed(st); /* not "none": the store could not say */
+    } else if (!best) {
         kv_error("%s: no program has evaluated OK yet", path);
         rc = KV_EXIT_FAILURE;
     } else {

@@ -62,11 +62,17 @@ int cmd_report(int argc, char **argv)
     char *path = cli_store_path(argv[optind]);
     char *err = NULL;
     int rc = kv_web_report(path, output, (int)top, &err);
-    if (rc != 0)
+    int code = KV_EXIT_OK;
+    if (rc != 0) {
         kv_error("%s", err ? err : "cannot write the report");
-    else
+        /* A store that cannot be read gets the same message and exit code
+         * as in every command. */
+        code = cli_check_store(path, 1);
+        if (code == KV_EXIT_OK) code = KV_EXIT_FAILURE;
+    } else {
         kv_info("report of %s written to %s", path, output);
+    }
     free(err);
     free(path);
-    return rc == 0 ? KV_EXIT_OK : KV_EXIT_FAILURE;
+    return code;
 }

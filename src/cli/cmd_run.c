@@ -38,9 +38,10 @@ static const char run_usage[] =
     "  -q, --quiet             only errors on the terminal (the log file keeps everything)\n"
     "  -h, --help              this text\n"
     "\n"
-    "exit codes: 0 done (iterations, target or early stop), 1 failure, 2 usage or\n"
-    "config error, 130 interrupted (the store keeps every finished evaluation;\n"
-    "continue with `kevolve resume DIR`)\n";
+    "exit codes: 0 done (iterations, target or early stop), 1 the run failed, 2 usage\n"
+    "or config error, 3 the store is damaged, 4 another kevolve is writing this run,\n"
+    "5 disk full or I/O error (stopped cleanly), 130 interrupted (the store keeps every\n"
+    "finished evaluation; continue with `kevolve resume DIR`)\n";
 
 /* Parses a whole-string integer. Returns 0 or -1. */
 static int parse_long(const char *s, long long *out)

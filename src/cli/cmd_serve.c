@@ -70,6 +70,11 @@ int cmd_serve(int argc, char **argv)
         return KV_EXIT_USAGE;
     }
     char *path = cli_store_path(argv[optind]);
+    int rc = cli_check_store(path, 0); /* the same message and exit code as every command */
+    if (rc != KV_EXIT_OK) {
+        free(path);
+        return rc;
+    }
     opts.store_path = path;
     /* Block the stop signals before the server's threads start, so they
      * inherit the mask and sigwait below receives them. */

@@ -26,7 +26,8 @@ static const char status_usage[] =
     "      --json   print the summary as one JSON object\n"
     "  -h, --help   this text\n"
     "\n"
-    "exit codes: 0 printed, 1 the store cannot be read, 2 usage error\n";
+    "exit codes: 0 printed, 2 usage error or no such store, 3 the store is damaged or\n"
+    "not a kevolve store, 5 I/O error (see `kevolve --help`)\n";
 
 #define MAX_ISLANDS 256
 
@@ -110,23 +111,22 @@ int cmd_status(int argc, char **argv)
         return KV_EXIT_USAGE;
     }
     char *path = cli_store_path(argv[optind]);
-    kv_store *st = cli_open_store_readonly(path);
+    int rc;
+    kv_store *st = cli_open_store_readonly(path, &rc);
     if (!st) {
         free(path);
-        return KV_EXIT_FAILURE;
+        return rc;
     }
     summary s = {0};
     int64_t counts[KV_STATUS_COUNT] = {0};
-    int rc = KV_EXIT_OK;
     json_t *reasons = NULL, *mutators = NULL;
     if (kv_store_status_counts(st, counts) != 0 || kv_store_each_program(st, -1, 0, collect, &s) ||
-        !(reasons = kv_store_failure_counts(st, 50)) || !(mutators = kv_store_mutator_stats(st))) {
-        kv_error("%s: %s", path, kv_store_errmsg(st));
-        rc = KV_EXIT_FAILURE;
-    }
+        !(reasons = kv_store_failure_counts(st, 50)) || !(mutators = kv_store_mutator_stats(st)))
+        rc = cli_store_failed(st);
     if (!reasons) reasons = json_array();
     if (!mutators) mutators = json_array();
     kv_program *best = rc == KV_EXIT_OK ? kv_store_best_program(st) : NULL;
+    if (rc == KV_EXIT_OK && !best && *kv_store_errmsg(st)) rc = cli_store_failed(st);
 
     json_t *out = json_object();
     json_object_set_new(out, "store", json_string(path));

@@ -32,8 +32,16 @@ static void usage(FILE *out)
     fprintf(out, "usage: kevolve [--version] [--help] COMMAND [ARGS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\n`kevolve COMMAND --help` describes a command.\n"
-                 "exit codes: 0 done, 1 failure, 2 usage or config error, 130 interrupted\n");
+    fprintf(out,
+            "\n`kevolve COMMAND --help` describes a command.\n"
+            "\nexit codes, the same from every command:\n"
+            "  0    done\n"
+            "  1    the run failed (initial program did not evaluate, evaluator cannot run, ...)\n"
+            "  2    usage or configuration error, or no run where one was named\n"
+            "  3    the store is damaged, not a kevolve store, or from a newer kevolve\n"
+            "  4    busy: another kevolve process is writing this run\n"
+            "  5    the store or output folder cannot be written (disk full, I/O error)\n"
+            "  130  interrupted (every finished evaluation is stored: kevolve resume)\n");
 }
 
 int main(int argc, char **argv)

@@ -3,6 +3,7 @@
 #include "engine/controller.h"
 #include "engine/interrupt.h"
 #include "engine/manifest.h"
+#include "engine/run_lock.h"
 #include "mutate/tune.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -13,6 +14,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -66,13 +68,123 @@ static uint64_t run_seed(const kv_config *cfg)
     return (uint64_t)(cfg->has_random_seed ? cfg->random_seed : 42);
 }
 
-/* Runs the loop over an initialised controller and reports how it ended. */
-static int run_loop(kv_controller *c)
+/* Runs the loop over an initialised controller and reports how it ended:
+ * a store that cannot be written stops the run with its own exit code and
+ * a message that says so (every result committed before it is kept). */
+static int run_loop(kv_controller *c, kv_store *store)
 {
     int rc = kv_controller_loop(c);
-    kv_info("stopped: %s; best fitness %.6g (program %lld); results in %s", c->stop_reason,
-            c->best_fitness, (long long)c->best_id, c->output_dir);
+    if (rc == KV_EXIT_FAILURE && kv_store_last_fault(store) != KV_STORE_FAULT_NONE) {
+        char *why = kv_store_fault_text(store);
+        kv_error("stopped: %s; every result committed before is kept: fix it, then `kevolve "
+                 "resume %s`",
+                 why, c->output_dir);
+        free(why);
+        return kv_store_fault_exit(kv_store_last_fault(store));
+    }
+    if (rc == KV_EXIT_FAILURE) {
+        kv_error("stopped: %s; results so far in %s",
+                 c->stop_reason ? c->stop_reason : "the run failed (the error is above)",
+                 c->output_dir);
+        return rc;
+    }
+    kv_info("stopped: %s; best fitness %.6g (program %lld); results in %s",
+            c->stop_reason ? c->stop_reason : "done", c->best_fitness, (long long)c->best_id,
+            c->output_dir);
     return rc;
+}
+
+/* The exit code after a store call on STORE failed while DOING (NULL: the
+ * caller said what failed already): its fault's, with the message worded by
+ * the store, or FALLBACK when it had no fault of its own. */
+static int store_failed(kv_store *store, const char *doing, int fallback)
+{
+    kv_store_fault f = kv_store_last_fault(store);
+    if (f == KV_STORE_FAULT_NONE) {
+        if (doing) kv_error("%s", doing);
+        return fallback;
+    }
+    char *why = kv_store_fault_text(store);
+    if (doing)
+        kv_error("%s: %s", doing, why);
+    else
+        kv_error("%s", why);
+    free(why);
+    return kv_store_fault_exit(f);
+}
+
+/* Removes the store DB_PATH and its WAL and shared-memory files. */
+static void remove_store_files(const char *db_path)
+{
+    static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+        char *p = kv_asprintf("%s%s", db_path, suffixes[i]);
+        unlink(p);
+        free(p);
+    }
+}
+
+/* What an existing store in the way of a new run holds. */
+enum existing { EXISTING_RUN, EXISTING_FAILED_START, EXISTING_UNREADABLE };
+
+/* Looks at the store DB_PATH: a run (something evaluated OK), a start that
+ * failed (empty file, or no program ever evaluated OK: nothing to resume),
+ * or a file that cannot be read (*WHY, *CODE). */
+static enum existing look_at_existing(const char *db_path, char **why, int *code)
+{
+    *why = NULL;
+    struct stat st;
+    if (stat(db_path, &st) == 0 && st.st_size == 0) return EXISTING_FAILED_START;
+    kv_store *s = NULL;
+    char *err = NULL;
+    kv_store_fault fault;
+    if (kv_store_open_ex(db_path, KV_STORE_READONLY, &s, &err, &fault) != 0) {
+        *why = err;
+        *code = kv_store_fault_exit(fault);
+        return EXISTING_UNREADABLE;
+    }
+    int64_t ok = kv_store_count_programs(s, KV_STATUS_OK);
+    enum existing e = EXISTING_RUN;
+    if (ok < 0) {
+        *why = kv_store_fault_text(s);
+        *code = kv_store_fault_exit(kv_store_last_fault(s));
+        e = EXISTING_UNREADABLE;
+    } else if (ok == 0) {
+        e = EXISTING_FAILED_START;
+    }
+    kv_store_close(s);
+    return e;
+}
+
+/* Makes room for a new run's store at DB_PATH in OUTPUT_DIR (the caller
+ * holds the run's lock). Returns KV_EXIT_OK, or an exit code with the
+ * reason logged. */
+static int clear_the_way(const char *output_dir, const char *db_path, int force)
+{
+    if (!kv_is_file(db_path)) return KV_EXIT_OK;
+    if (force) {
+        remove_store_files(db_path);
+        return KV_EXIT_OK;
+    }
+    char *why = NULL;
+    int code = KV_EXIT_USAGE;
+    switch (look_at_existing(db_path, &why, &code)) {
+    case EXISTING_FAILED_START:
+        kv_info("%s holds a run that never started (no program evaluated OK): replacing it",
+                output_dir);
+        remove_store_files(db_path);
+        return KV_EXIT_OK;
+    case EXISTING_UNREADABLE:
+        kv_error("%s; to start afresh in %s, add --force (the old store is removed)", why,
+                 output_dir);
+        free(why);
+        return code;
+    default:
+        kv_error("%s already holds a run; continue it with `kevolve resume %s`, or start "
+                 "afresh with --force or another --output",
+                 output_dir, output_dir);
+        return KV_EXIT_USAGE;
+    }
 }
 
 int kv_run_evolution(const kv_run_options *opts)
@@ -89,6 +201,8 @@ int kv_run_evolution(const kv_run_options *opts)
     int rc = KV_EXIT_USAGE;
     char *output_dir = NULL, *db_path = NULL, *source = NULL, *evaluator = NULL;
     kv_store *store = NULL;
+    kv_run_lock *lock = NULL;
+    int created = 0; /* the store is ours to remove when the start fails */
     if (!cfg.initial_program) {
         kv_error("no initial program: give it on the command line or as initial_program in %s",
                  opts->config_path);
@@ -107,26 +221,29 @@ int kv_run_evolution(const kv_run_options *opts)
     }
     output_dir = opts->output_dir ? kv_path_absolute(opts->output_dir)
                                   : kv_path_join(cfg.dir ? cfg.dir : ".", "out");
+    struct stat st;
+    if (stat(output_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        kv_error("the output folder %s is a file, not a folder", output_dir);
+        goto done;
+    }
     if (kv_mkdir_p(output_dir, 0755) != 0) {
         kv_error("cannot create the output folder %s: %s", output_dir, strerror(errno));
-        rc = KV_EXIT_FAILURE;
+        rc = KV_EXIT_IO;
+        goto done;
+    }
+    /* One writer per run, from before anything in the folder is looked at
+     * or removed until the end. */
+    char *lock_err = NULL;
+    rc = kv_run_lock_take(output_dir, "run", &lock, &lock_err);
+    if (rc != KV_EXIT_OK) {
+        kv_error("%s", lock_err);
+        free(lock_err);
         goto done;
     }
     db_path = kv_path_join(output_dir, "run.db");
-    if (kv_is_file(db_path)) {
-        if (!opts->force) {
-            kv_error("%s already holds a run; continue it with `kevolve resume %s`, or start "
-                     "afresh with --force or another --output",
-                     output_dir, output_dir);
-            goto done;
-        }
-        char *wal = kv_asprintf("%s-wal", db_path), *shm = kv_asprintf("%s-shm", db_path);
-        unlink(db_path);
-        unlink(wal);
-        unlink(shm);
-        free(wal);
-        free(shm);
-    }
+    rc = clear_the_way(output_dir, db_path, opts->force);
+    if (rc != KV_EXIT_OK) goto done;
+    rc = KV_EXIT_USAGE;
     evaluator = kv_manifest_evaluator_command(&cfg, output_dir, &cerr);
     if (!evaluator) {
         kv_error("%s", cerr.message);
@@ -134,22 +251,25 @@ int kv_run_evolution(const kv_run_options *opts)
     }
     open_run_log(output_dir);
     char *err = NULL;
-    if (kv_store_open(db_path, KV_STORE_CREATE, &store, &err) != 0) {
+    kv_store_fault fault = KV_STORE_FAULT_NONE;
+    created = 1;
+    if (kv_store_open_ex(db_path, KV_STORE_CREATE, &store, &err, &fault) != 0) {
         kv_error("%s", err ? err : "cannot open the store");
         free(err);
-        rc = KV_EXIT_FAILURE;
+        rc = kv_store_fault_exit(fault);
+        if (rc == KV_EXIT_OK || rc == KV_EXIT_USAGE) rc = KV_EXIT_FAILURE;
         goto done;
     }
     if (kv_manifest_write(store, &cfg, evaluator, opts) != 0) {
-        kv_error("cannot write the run manifest: %s", kv_store_errmsg(store));
-        rc = KV_EXIT_FAILURE;
+        rc = store_failed(store, "cannot write the run manifest", KV_EXIT_FAILURE);
         goto done;
     }
+    created = 0; /* from here on a failed start is kept for its evidence, and replaceable */
     kv_interrupt_install();
     kv_controller c;
     if (kv_controller_init(&c, &cfg, store, output_dir, evaluator, run_seed(&cfg)) != 0) {
         kv_controller_free(&c);
-        rc = KV_EXIT_FAILURE;
+        rc = store_failed(store, NULL, KV_EXIT_FAILURE);
         goto done;
     }
     c.progress = opts->progress;
@@ -158,13 +278,16 @@ int kv_run_evolution(const kv_run_options *opts)
     kv_info("run: %d iterations, %d islands, output %s", cfg.max_iterations,
             cfg.database.num_islands, output_dir);
     if (kv_controller_seed(&c, source) != 0) {
-        rc = kv_interrupt_count() ? KV_EXIT_INTERRUPTED : KV_EXIT_FAILURE;
+        rc =
+            kv_interrupt_count() ? KV_EXIT_INTERRUPTED : store_failed(store, NULL, KV_EXIT_FAILURE);
     } else {
-        rc = run_loop(&c);
+        rc = run_loop(&c, store);
     }
     kv_controller_free(&c);
 done:
     if (store) kv_store_close(store);
+    if (created && rc != KV_EXIT_OK && db_path) remove_store_files(db_path);
+    kv_run_lock_release(lock);
     kv_log_open_file(NULL);
     free(source);
     free(evaluator);
@@ -179,12 +302,24 @@ int kv_resume_evolution(const char *path, const kv_run_options *opts)
     char *db_path = kv_is_dir(path) ? kv_path_join(path, "run.db") : kv_strdup(path);
     char *output_dir = NULL, *evaluator = NULL, *err = NULL;
     kv_store *store = NULL;
+    kv_run_lock *lock = NULL;
     kv_config cfg;
     kv_config_init(&cfg);
     int rc = KV_EXIT_USAGE;
-    if (kv_store_open(db_path, KV_STORE_READWRITE, &store, &err) != 0) {
-        kv_error("%s", err ? err : "cannot open the store");
-        free(err);
+    struct stat st;
+    if (stat(db_path, &st) != 0) {
+        if (kv_is_dir(path))
+            kv_error("%s holds no run (no run.db); start one with `kevolve run`", path);
+        else if (errno == ENOENT) /* worded as by every command (kv_store_open) */
+            kv_error("%s: no such file", db_path);
+        else
+            kv_error("%s: %s", db_path, strerror(errno));
+        goto done;
+    }
+    if (S_ISREG(st.st_mode) && st.st_size == 0) {
+        kv_error("%s holds no run: its start failed before anything was stored; start a new "
+                 "run (`kevolve run` replaces it)",
+                 db_path);
         goto done;
     }
     output_dir = kv_path_dirname(db_path);
@@ -193,16 +328,34 @@ int kv_resume_evolution(const char *path, const kv_run_options *opts)
         free(output_dir);
         output_dir = abs;
     }
+    char *lock_err = NULL;
+    rc = kv_run_lock_take(output_dir, "resume", &lock, &lock_err);
+    if (rc != KV_EXIT_OK) {
+        kv_error("%s", lock_err);
+        free(lock_err);
+        goto done;
+    }
+    rc = KV_EXIT_USAGE;
+    kv_store_fault fault = KV_STORE_FAULT_NONE;
+    if (kv_store_open_ex(db_path, KV_STORE_READWRITE, &store, &err, &fault) != 0) {
+        kv_error("%s", err ? err : "cannot open the store");
+        free(err);
+        rc = kv_store_fault_exit(fault);
+        if (rc == KV_EXIT_OK) rc = KV_EXIT_FAILURE;
+        goto done;
+    }
     kv_config_free(&cfg);
     kv_config_error cerr;
     if (kv_manifest_load_config(store, &cfg, &cerr) != 0) {
         kv_error("%s", cerr.message);
+        rc = store_failed(store, NULL, KV_EXIT_USAGE);
         goto done;
     }
     apply_log_level(&cfg);
     evaluator = kv_store_get_meta(store, "evaluator_command");
     if (!evaluator) {
         kv_error("%s: the run manifest names no evaluator", db_path);
+        rc = store_failed(store, NULL, KV_EXIT_STORE);
         goto done;
     }
     open_run_log(output_dir);
@@ -210,7 +363,7 @@ int kv_resume_evolution(const char *path, const kv_run_options *opts)
     kv_controller c;
     if (kv_controller_init(&c, &cfg, store, output_dir, evaluator, run_seed(&cfg)) != 0) {
         kv_controller_free(&c);
-        rc = KV_EXIT_FAILURE;
+        rc = store_failed(store, NULL, KV_EXIT_FAILURE);
         goto done;
     }
     c.progress = opts ? opts->progress : 0;
@@ -224,9 +377,11 @@ int kv_resume_evolution(const char *path, const kv_run_options *opts)
         c.last_iteration = cfg.max_iterations;
     }
     if (c.best_id == 0) {
-        kv_error("%s holds no evaluated program to continue from; start a new run", db_path);
+        kv_error("%s holds no evaluated program to continue from (its start failed); start a "
+                 "new run (`kevolve run` replaces it)",
+                 db_path);
         kv_controller_free(&c);
-        rc = KV_EXIT_FAILURE;
+        rc = KV_EXIT_USAGE;
         goto done;
     }
     json_t *data = json_pack("{s:I, s:I}", "from_iteration", (json_int_t)c.next_iteration,
@@ -235,10 +390,11 @@ int kv_resume_evolution(const char *path, const kv_run_options *opts)
     json_decref(data);
     kv_info("resuming %s at iteration %lld of %lld (%zu programs in the population)", db_path,
             (long long)c.next_iteration, (long long)c.last_iteration, kv_database_size(c.db));
-    rc = run_loop(&c);
+    rc = run_loop(&c, store);
     kv_controller_free(&c);
 done:
     if (store) kv_store_close(store);
+    kv_run_lock_release(lock);
     kv_log_open_file(NULL);
     kv_config_free(&cfg);
     free(evaluator);

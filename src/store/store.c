@@ -19,6 +19,8 @@
  * connection and is not meant for use by several threads at once. */
 #include "store/schema.h"
 #include "store/store_internal.h"
+
+#include <kevolve/kevolve.h>
 #include "util/buf.h"
 #include "util/json.h"
 
@@ -70,15 +72,66 @@ static void set_err(kv_store *s, char *msg)
     s->err = msg;
 }
 
-int kv_store_fail(kv_store *s, const char *fmt, ...)
+/* The kind of failure behind SQLite result CODE (extended or primary). */
+static kv_store_fault classify(int code)
 {
+    switch (code & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_ROW:
+    case SQLITE_DONE:
+        return KV_STORE_FAULT_NONE;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        return KV_STORE_FAULT_DAMAGED;
+    case SQLITE_FULL:
+        return KV_STORE_FAULT_FULL;
+    case SQLITE_IOERR:
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_NOLFS:
+        return KV_STORE_FAULT_IO;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return KV_STORE_FAULT_BUSY;
+    default:
+        return KV_STORE_FAULT_OTHER;
+    }
+}
+
+/* Sets the error text from FMT/AP and its kind: FAULT, or when that is
+ * NONE, the kind of SQLite's last result (OTHER when that was a success). */
+static int fail_v(kv_store *s, kv_store_fault fault, const char *fmt, va_list ap)
+{
+    int code = s->db ? sqlite3_errcode(s->db) : SQLITE_OK;
+    if (fault == KV_STORE_FAULT_NONE) {
+        fault = classify(code);
+        if (fault == KV_STORE_FAULT_NONE) fault = KV_STORE_FAULT_OTHER;
+    }
+    s->fault = fault;
+    s->cause = classify(code) == fault ? (code & 0xff) : 0;
     kv_buf b = KV_BUF_INIT;
     kv_buf_printf(&b, "%s: ", s->path);
+    kv_buf_vprintf(&b, fmt, ap);
+    set_err(s, kv_buf_steal(&b));
+    return -1;
+}
+
+int kv_store_fail(kv_store *s, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    kv_buf_vprintf(&b, fmt, ap);
+    fail_v(s, KV_STORE_FAULT_NONE, fmt, ap);
     va_end(ap);
-    set_err(s, kv_buf_steal(&b));
+    return -1;
+}
+
+int kv_store_fail_damaged(kv_store *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fail_v(s, KV_STORE_FAULT_DAMAGED, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
@@ -90,6 +143,77 @@ int kv_store_db_fail(kv_store *s, const char *what)
 void kv_store_clear_err(kv_store *s)
 {
     if (s->err && *s->err) set_err(s, kv_strdup(""));
+    s->fault = KV_STORE_FAULT_NONE;
+    s->cause = 0;
+}
+
+kv_store_fault kv_store_last_fault(kv_store *s)
+{
+    return s->err && *s->err ? (kv_store_fault)s->fault : KV_STORE_FAULT_NONE;
+}
+
+int kv_store_fault_exit(kv_store_fault fault)
+{
+    switch (fault) {
+    case KV_STORE_FAULT_NONE:
+        return KV_EXIT_OK;
+    case KV_STORE_FAULT_MISSING:
+        return KV_EXIT_USAGE;
+    case KV_STORE_FAULT_DAMAGED:
+        return KV_EXIT_STORE;
+    case KV_STORE_FAULT_FULL:
+    case KV_STORE_FAULT_IO:
+        return KV_EXIT_IO;
+    case KV_STORE_FAULT_BUSY:
+        return KV_EXIT_BUSY;
+    default:
+        return KV_EXIT_FAILURE;
+    }
+}
+
+/* DETAIL without a leading "PATH: ". */
+static const char *strip_path(const char *path, const char *detail)
+{
+    size_t n = strlen(path);
+    if (detail && strncmp(detail, path, n) == 0 && strncmp(detail + n, ": ", 2) == 0)
+        return detail + n + 2;
+    return detail ? detail : "";
+}
+
+/* The message of a failure of kind FAULT with SQLite cause CAUSE (0: none). */
+static char *fault_message(const char *path, kv_store_fault fault, int cause, const char *detail)
+{
+    const char *why = strip_path(path, detail);
+    switch (fault) {
+    case KV_STORE_FAULT_MISSING:
+        return kv_asprintf("%s: no such file", path);
+    case KV_STORE_FAULT_DAMAGED:
+        /* SQLite's own wording, not the query that met it, so that every
+         * command says the same about the same file. */
+        if (cause == SQLITE_CORRUPT)
+            return kv_asprintf("%s: the store is damaged (%s); restore a copy, or start a new "
+                               "run in its place with `kevolve run --force`",
+                               path, sqlite3_errstr(cause));
+        return kv_asprintf("%s: the store cannot be used: %s", path, why);
+    case KV_STORE_FAULT_FULL:
+        return kv_asprintf("disk full writing %s (%s)", path, why);
+    case KV_STORE_FAULT_IO:
+        return kv_asprintf("I/O error on %s (%s)", path, why);
+    case KV_STORE_FAULT_BUSY:
+        return kv_asprintf("%s: another process holds the store's write lock (%s)", path, why);
+    default:
+        return kv_asprintf("%s: %s", path, why);
+    }
+}
+
+char *kv_store_fault_message(const char *path, kv_store_fault fault, const char *detail)
+{
+    return fault_message(path, fault, 0, detail);
+}
+
+char *kv_store_fault_text(kv_store *s)
+{
+    return fault_message(s->path, kv_store_last_fault(s), s->cause, kv_store_errmsg(s));
 }
 
 const char *kv_store_errmsg(kv_store *s)
@@ -158,25 +282,27 @@ static int read_schema_version(kv_store *s, int mode, int *version)
     if (empty) {
         *version = 0;
         if (mode == KV_STORE_CREATE) return 0;
-        return kv_store_fail(s, "not a kevolve store (an empty database)");
+        return kv_store_fail_damaged(s, "not a kevolve store (an empty database)");
     }
     if (exec_text(s, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
                   &has_meta) != 0)
         return -1;
-    if (!has_meta) return kv_store_fail(s, "not a kevolve store (no meta table)");
+    if (!has_meta) return kv_store_fail_damaged(s, "not a kevolve store (no meta table)");
     free(has_meta);
     if (exec_text(s, "SELECT value FROM meta WHERE key = 'schema_version'", &text) != 0) return -1;
     char *end = NULL;
     long v = text ? strtol(text, &end, 10) : 0;
     int valid = text && end != text && *end == '\0' && v >= 1 && v < 1000000;
     free(text);
-    if (!valid) return kv_store_fail(s, "not a kevolve store (no valid meta.schema_version)");
+    if (!valid)
+        return kv_store_fail_damaged(s, "not a kevolve store (no valid meta.schema_version)");
     *version = (int)v;
     if (v > kv_schema_version())
-        return kv_store_fail(s,
-                             "written by a newer kevolve (schema version %ld; this build reads up"
-                             " to %d)",
-                             v, kv_schema_version());
+        return kv_store_fail_damaged(
+            s,
+            "written by a newer kevolve (schema version %ld; this build reads up"
+            " to %d)",
+            v, kv_schema_version());
     return 0;
 }
 
@@ -229,16 +355,30 @@ static int check_for_reading(kv_store *s)
 
 int kv_store_open(const char *path, int mode, kv_store **out, char **err)
 {
+    return kv_store_open_ex(path, mode, out, err, NULL);
+}
+
+int kv_store_open_ex(const char *path, int mode, kv_store **out, char **err, kv_store_fault *fault)
+{
     *out = NULL;
     *err = NULL;
+    if (fault) *fault = KV_STORE_FAULT_NONE;
     if (mode != KV_STORE_READONLY && mode != KV_STORE_CREATE && mode != KV_STORE_READWRITE) {
         *err = kv_asprintf("%s: invalid open mode %d", path, mode);
+        if (fault) *fault = KV_STORE_FAULT_OTHER;
         return -1;
     }
     struct stat st;
     if (mode != KV_STORE_CREATE && stat(path, &st) != 0) {
-        *err = errno == ENOENT ? kv_asprintf("%s: no such file", path)
-                               : kv_asprintf("%s: %s", path, strerror(errno));
+        kv_store_fault f = errno == ENOENT ? KV_STORE_FAULT_MISSING : KV_STORE_FAULT_IO;
+        *err = f == KV_STORE_FAULT_MISSING ? kv_asprintf("%s: no such file", path)
+                                           : kv_asprintf("%s: %s", path, strerror(errno));
+        if (fault) *fault = f;
+        return -1;
+    }
+    if (mode != KV_STORE_CREATE && S_ISDIR(st.st_mode)) {
+        *err = kv_asprintf("%s: is a folder, not a run's store (run.db)", path);
+        if (fault) *fault = KV_STORE_FAULT_MISSING;
         return -1;
     }
     kv_store *s = kv_calloc(1, sizeof *s);
@@ -260,7 +400,7 @@ int kv_store_open(const char *path, int mode, kv_store **out, char **err)
         rc = sqlite3_step(probe) == SQLITE_ROW ? SQLITE_OK : sqlite3_errcode(s->db);
     sqlite3_finalize(probe);
     if ((rc & 0xff) == SQLITE_NOTADB) {
-        kv_store_fail(s, "not a kevolve store (not an SQLite database)");
+        kv_store_fail_damaged(s, "not a kevolve store (not an SQLite database)");
         goto fail;
     }
     if (rc != SQLITE_OK) {
@@ -273,7 +413,8 @@ int kv_store_open(const char *path, int mode, kv_store **out, char **err)
     *out = s;
     return 0;
 fail:
-    *err = kv_strdup(kv_store_errmsg(s));
+    *err = kv_store_fault_text(s);
+    if (fault) *fault = kv_store_last_fault(s);
     kv_store_close(s);
     return -1;
 }
@@ -357,4 +498,17 @@ int kv_store_add_event(kv_store *s, const char *kind, const json_t *data)
     else
         sqlite3_bind_null(st, 3);
     return kv_store_step_done(s, st, "add event");
+}
+
+int kv_store_check(kv_store *s)
+{
+    char *verdict = NULL;
+    if (exec_text(s, "PRAGMA quick_check(1)", &verdict) != 0) return -1;
+    int ok = verdict && strcmp(verdict, "ok") == 0;
+    if (!ok) {
+        kv_store_fail_damaged(s, "integrity check: %s", verdict ? verdict : "no answer");
+        s->cause = SQLITE_CORRUPT;
+    }
+    free(verdict);
+    return ok ? 0 : -1;
 }

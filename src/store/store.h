@@ -31,6 +31,39 @@ enum { KV_STORE_READONLY = 0, KV_STORE_CREATE = 1, KV_STORE_READWRITE = 2 };
  * (tests). A store from an older schema is migrated when opened for
  * writing; one from a newer kevolve is refused. */
 int kv_store_open(const char *path, int mode, kv_store **out, char **err);
+
+/* What kind of failure a store call met: one kind, one exit code
+ * (kv_store_fault_exit), the same in every subcommand. */
+typedef enum kv_store_fault {
+    KV_STORE_FAULT_NONE = 0,
+    KV_STORE_FAULT_MISSING, /* no such file */
+    KV_STORE_FAULT_DAMAGED, /* not SQLite, corrupt, not a kevolve store, or a newer schema */
+    KV_STORE_FAULT_FULL,    /* the disk (or quota) is full */
+    KV_STORE_FAULT_IO,      /* an I/O error, a read-only file or folder, no permission */
+    KV_STORE_FAULT_BUSY,    /* another connection held the write lock past the busy timeout */
+    KV_STORE_FAULT_OTHER    /* anything else (out of memory, a bug) */
+} kv_store_fault;
+
+/* kv_store_open that also says, on failure, which kind it was (*FAULT may be
+ * NULL). */
+int kv_store_open_ex(const char *path, int mode, kv_store **out, char **err, kv_store_fault *fault);
+/* The kind of the last failure of S (KV_STORE_FAULT_NONE when the last call
+ * succeeded or failed for a reason of its own, like "absent"). */
+kv_store_fault kv_store_last_fault(kv_store *s);
+/* The KV_EXIT_* code for FAULT: DAMAGED 3 (KV_EXIT_STORE), FULL and IO 5
+ * (KV_EXIT_IO), BUSY 4, MISSING 2, others 1. */
+int kv_store_fault_exit(kv_store_fault fault);
+/* The message for a failure of kind FAULT of the store at PATH, worded the
+ * same whatever the subcommand: "PATH: the store is damaged (REASON): ...".
+ * DETAIL is the store's own text (kv_store_errmsg), used for kinds without a
+ * fixed wording. Malloc'd. */
+char *kv_store_fault_message(const char *path, kv_store_fault fault, const char *detail);
+/* Checks the whole file's integrity (SQLite's quick_check: reads every
+ * page, so it takes time on a large store). Returns 0, or -1 with the
+ * error set (KV_STORE_FAULT_DAMAGED when the file is damaged). */
+int kv_store_check(kv_store *s);
+/* The message for the last failure of S, as kv_store_fault_message. Malloc'd. */
+char *kv_store_fault_text(kv_store *s);
 /* Closes S (NULL is fine); a transaction still open is rolled back. */
 void kv_store_close(kv_store *s);
 /* Last error text of this connection, "PATH: what: why" (valid until the

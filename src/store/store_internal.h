@@ -36,6 +36,8 @@ struct kv_store {
     int readonly; /* opened KV_STORE_READONLY */
     int in_txn;   /* 1 between kv_store_begin and kv_store_commit/rollback */
     char *err;    /* last error ("" when none), malloc'd */
+    int fault;    /* kv_store_fault of the last error */
+    int cause;    /* SQLite's primary result code behind it (0: none) */
     sqlite3_stmt *stmts[KV_STMT_COUNT];
 };
 
@@ -57,8 +59,11 @@ int kv_store_step_done(kv_store *s, sqlite3_stmt *st, const char *what);
 int kv_store_run(kv_store *s, kv_stmt which, const char *what);
 /* Sets the error to "PATH: WHAT: <sqlite message>"; returns -1. */
 int kv_store_db_fail(kv_store *s, const char *what);
-/* Sets the error to "PATH: <formatted text>"; returns -1. */
+/* Sets the error to "PATH: <formatted text>" (of kind KV_STORE_FAULT_OTHER
+ * unless SQLite's last result names one); returns -1. */
 int kv_store_fail(kv_store *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Sets the error as kv_store_fail, of kind KV_STORE_FAULT_DAMAGED. */
+int kv_store_fail_damaged(kv_store *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Empties the error (for calls whose NULL/0 result may mean "absent"). */
 void kv_store_clear_err(kv_store *s);
 

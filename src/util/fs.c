@@ -15,26 +15,36 @@
 
 char *kv_read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    /* Say what is wrong with a folder rather than the EIO of a failed read. */
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(fd);
+        errno = EISDIR;
+        return NULL;
+    }
     kv_buf b = KV_BUF_INIT;
     char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (kv_buf_append(&b, chunk, n) != 0) {
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n == 0) break;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
             kv_buf_free(&b);
-            fclose(f);
+            close(fd);
+            errno = e;
+            return NULL;
+        }
+        if (kv_buf_append(&b, chunk, (size_t)n) != 0) {
+            kv_buf_free(&b);
+            close(fd);
             errno = ENOMEM;
             return NULL;
         }
     }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        kv_buf_free(&b);
-        errno = EIO;
-        return NULL;
-    }
+    close(fd);
     if (len) *len = b.len;
     return kv_buf_steal(&b);
 }

@@ -38,10 +38,11 @@ printf 'max_iterations: ten\n' >"$WORK/bad2.yaml"
 expect_exit 2 "$KV" run --config "$WORK/bad2.yaml" --dry-run
 grep -q "bad2.yaml:1" "$WORK/err.txt" || fail "type error does not name the line"
 
-# Status and best on something that is not a store.
+# Status and best on something that is not a store (3), or nothing (2);
+# tests/integration/test_exit_codes.sh checks every command.
 echo "not a database" >"$WORK/junk.db"
-expect_exit 1 "$KV" status "$WORK/junk.db"
-expect_exit 1 "$KV" best "$WORK/missing.db"
+expect_exit 3 "$KV" status "$WORK/junk.db"
+expect_exit 2 "$KV" best "$WORK/missing.db"
 
 # config-keys documents the keys the loader reads.
 expect_exit 0 "$KV" config-keys
