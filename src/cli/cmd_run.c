@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include "config/config.h"
 #include "engine/manifest.h"
+#include "engine/startup.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -75,6 +76,18 @@ static int dry_run(const kv_run_options *o)
     } else if (!kv_is_file(cfg.initial_program)) {
         kv_error("initial program %s does not exist", cfg.initial_program);
         rc = KV_EXIT_USAGE;
+    } else {
+        char *source = kv_read_file(cfg.initial_program, NULL), *why = NULL;
+        if (!source) {
+            kv_error("cannot read the initial program %s: %s", cfg.initial_program,
+                     strerror(errno));
+            rc = KV_EXIT_USAGE;
+        } else if (kv_startup_check(&cfg, cfg.initial_program, source, &why) != 0) {
+            kv_error("%s", why);
+            free(why);
+            rc = KV_EXIT_USAGE;
+        }
+        free(source);
     }
     if (!cfg.evaluator_program && !cfg.evaluator.task) {
         kv_error("no evaluator configured");

@@ -85,6 +85,24 @@ static void at_least(check *ck, const char *key, long v, long min)
     if (v < min) bad(ck, key, "must be at least %ld, got %ld", min, v);
 }
 
+/* Sizes beyond these are mistakes (a stray digit, a unit slip), not runs: they
+ * would exhaust memory, processes or patience long before anything useful. */
+#define KV_MAX_ISLANDS 10000
+#define KV_MAX_POPULATION 1000000
+#define KV_MAX_PARALLEL 4096
+#define KV_MAX_CODE_LENGTH 100000000L
+#define KV_MAX_TIMEOUT_S (30.0 * 24 * 3600)
+#define KV_MAX_DIMENSIONS 16
+#define KV_MAX_BINS 100000
+
+static void between(check *ck, const char *key, long v, long min, long max)
+{
+    if (v < min)
+        bad(ck, key, "must be at least %ld, got %ld", min, v);
+    else if (v > max)
+        bad(ck, key, "must be at most %ld, got %ld", max, v);
+}
+
 static void positive(check *ck, const char *key, double v)
 {
     if (!(v > 0.0) || !isfinite(v)) bad(ck, key, "must be a positive number, got %g", v);
@@ -131,7 +149,7 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
             c->log_level ? c->log_level : "");
     at_least(&ck, "max_iterations", c->max_iterations, 0);
     at_least(&ck, "checkpoint_interval", c->checkpoint_interval, 0);
-    at_least(&ck, "max_code_length", c->max_code_length, 1);
+    between(&ck, "max_code_length", c->max_code_length, 1, KV_MAX_CODE_LENGTH);
     at_least(&ck, "early_stopping_patience", c->early_stopping_patience, 0);
     non_negative(&ck, "convergence_threshold", c->convergence_threshold);
     if (c->has_target_score && !isfinite(c->target_score))
@@ -157,19 +175,19 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
     non_negative(&ck, "llm.primary_model_weight", l->primary_model_weight);
     non_negative(&ck, "llm.secondary_model_weight", l->secondary_model_weight);
     non_negative(&ck, "llm.max_budget_usd", l->max_budget_usd);
-    at_least(&ck, "llm.max_concurrency", l->max_concurrency, 1);
+    between(&ck, "llm.max_concurrency", l->max_concurrency, 1, KV_MAX_PARALLEL);
     at_least(&ck, "llm.fallback_after", l->fallback_after, 0);
 
     const kv_prompt_config *p = &c->prompt;
-    at_least(&ck, "prompt.num_top_programs", p->num_top_programs, 0);
-    at_least(&ck, "prompt.num_diverse_programs", p->num_diverse_programs, 0);
+    between(&ck, "prompt.num_top_programs", p->num_top_programs, 0, KV_MAX_POPULATION);
+    between(&ck, "prompt.num_diverse_programs", p->num_diverse_programs, 0, KV_MAX_POPULATION);
     at_least(&ck, "prompt.max_artifact_bytes", p->max_artifact_bytes, 0);
     at_least(&ck, "prompt.max_prompt_chars", p->max_prompt_chars, 1);
 
     const kv_database_config *d = &c->database;
-    at_least(&ck, "database.population_size", d->population_size, 1);
-    at_least(&ck, "database.archive_size", d->archive_size, 1);
-    at_least(&ck, "database.num_islands", d->num_islands, 1);
+    between(&ck, "database.population_size", d->population_size, 1, KV_MAX_POPULATION);
+    between(&ck, "database.archive_size", d->archive_size, 1, KV_MAX_POPULATION);
+    between(&ck, "database.num_islands", d->num_islands, 1, KV_MAX_ISLANDS);
     ratio(&ck, "database.elite_selection_ratio", d->elite_selection_ratio);
     ratio(&ck, "database.exploration_ratio", d->exploration_ratio);
     ratio(&ck, "database.exploitation_ratio", d->exploitation_ratio);
@@ -193,7 +211,23 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
         }
     }
     if (d->n_feature_dimensions && !d->feature_bins) bad(&ck, "database.feature_bins", "missing");
-    at_least(&ck, "database.diversity_reference_size", d->diversity_reference_size, 1);
+    if (d->n_feature_dimensions > KV_MAX_DIMENSIONS)
+        bad(&ck, "database.feature_dimensions", "at most %d dimensions, got %zu", KV_MAX_DIMENSIONS,
+            d->n_feature_dimensions);
+    /* A cell is named by a 64-bit key: the grid must fit. */
+    double cells = 1;
+    for (size_t i = 0; d->feature_bins && i < d->n_feature_dimensions; i++) {
+        if (d->feature_bins[i] > KV_MAX_BINS) {
+            char bkey[160];
+            snprintf(bkey, sizeof bkey, "database.feature_bins.%s", d->feature_dimensions[i]);
+            bad(&ck, bkey, "must be at most %d, got %d", KV_MAX_BINS, d->feature_bins[i]);
+        }
+        cells *= d->feature_bins[i] > 0 ? d->feature_bins[i] : 1;
+    }
+    if (cells > 1e18)
+        bad(&ck, "database.feature_bins", "the grid would have %.3g cells; at most 1e18", cells);
+    between(&ck, "database.diversity_reference_size", d->diversity_reference_size, 1,
+            KV_MAX_POPULATION);
     at_least(&ck, "database.migration_interval", d->migration_interval, 1);
     ratio(&ck, "database.migration_rate", d->migration_rate);
     at_least(&ck, "database.artifact_size_threshold", d->artifact_size_threshold, 0);
@@ -201,11 +235,14 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
 
     const kv_evaluator_config *e = &c->evaluator;
     positive(&ck, "evaluator.timeout", e->timeout);
+    if (e->timeout > KV_MAX_TIMEOUT_S)
+        bad(&ck, "evaluator.timeout", "must be at most %.0f seconds (30 days), got %g",
+            KV_MAX_TIMEOUT_S, e->timeout);
     at_least(&ck, "evaluator.max_retries", e->max_retries, 0);
     for (size_t i = 0; i < e->n_cascade_thresholds; i++)
         if (!isfinite(e->cascade_thresholds[i]))
             bad(&ck, "evaluator.cascade_thresholds", "entry %zu is not a finite number", i);
-    at_least(&ck, "evaluator.parallel_evaluations", e->parallel_evaluations, 1);
+    between(&ck, "evaluator.parallel_evaluations", e->parallel_evaluations, 1, KV_MAX_PARALLEL);
     non_negative(&ck, "evaluator.llm_feedback_weight", e->llm_feedback_weight);
     at_least(&ck, "evaluator.max_artifact_storage", e->max_artifact_storage, 0);
     at_least(&ck, "evaluator.memory_limit_mb", e->memory_limit_mb, 0);

@@ -133,7 +133,7 @@ typedef struct kv_config {
     char *language;    /* default "python"; guessed from initial_program's suffix when unset */
     char *file_suffix; /* default from initial_program, else ".py" */
     int diff_based_evolution;     /* default 1 */
-    int max_code_length;          /* default 10000 characters */
+    int max_code_length;          /* default 200000 characters */
     int early_stopping_patience;  /* iterations without improvement; 0 = off */
     double convergence_threshold; /* improvement smaller than this does not count; default 0.001 */
     char *early_stopping_metric;  /* default "combined_score" */

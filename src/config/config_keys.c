@@ -35,8 +35,10 @@ const kv_key kv_config_key_table[] = {
      "initial_program's suffix, else from language", "Suffix of program files written to disk."},
     {"", "diff_based_evolution", KV_KEY_BOOL, C(diff_based_evolution), 0, "true", NULL,
      "Ask models for SEARCH/REPLACE diffs (false: full rewrites of the blocks)."},
-    {"", "max_code_length", KV_KEY_INT, C(max_code_length), 0, "10000", NULL,
-     "Children longer than this many characters are rejected."},
+    {"", "max_code_length", KV_KEY_INT, C(max_code_length), 0, "200000", NULL,
+     "Children longer than this many characters are rejected; an initial program longer is "
+     "an error at the start. The default leaves a large kernel (the CUDA gqa_attention seed "
+     "is 62 kB) room to grow threefold; OpenEvolve's is 10000."},
     {"", "early_stopping_patience", KV_KEY_INT, C(early_stopping_patience), 0, "0", NULL,
      "Stop after this many iterations without improvement; 0: never."},
     {"", "convergence_threshold", KV_KEY_DOUBLE, C(convergence_threshold), 0, "0.001", NULL,

@@ -471,6 +471,17 @@ static int walk_mapping(load_ctx *x, yaml_node_t *n, const char *section, const 
         int present = 1;
         if (k->alias_of) {
             if (x->n_aliases == MAX_ALIASES) return fail(x, kn, key, "given too often");
+            /* Its type is checked now, at its own line, whether or not it is
+             * used in the end: a wrong value is an error wherever it is. */
+            const kv_key *target = kv_config_key_find_dotted(k->alias_of);
+            if (target) {
+                kv_config *scratch = kv_calloc(1, sizeof *scratch);
+                int given;
+                int rc = set_value(x, target, scratch, vn, key, &given);
+                kv_config_field_free(target, scratch);
+                free(scratch);
+                if (rc != 0) return -1;
+            }
             alias_use *a = &x->aliases[x->n_aliases++];
             a->key = k;
             a->node = vn;
@@ -484,19 +495,26 @@ static int walk_mapping(load_ctx *x, yaml_node_t *n, const char *section, const 
     return 0;
 }
 
-/* Old places of keys: their value goes to the new place unless that was given. */
+/* Old places of keys: their value goes to the new place unless that was
+ * given itself; of several uses of an old place, the last wins (as the
+ * "given twice" warning says). */
 static int apply_aliases(load_ctx *x)
 {
-    for (size_t i = 0; i < x->n_aliases; i++) {
+    json_t *given = json_copy(x->seen); /* keys given in their own place */
+    int rc = 0;
+    for (size_t i = 0; i < x->n_aliases && rc == 0; i++) {
         alias_use *a = &x->aliases[i];
-        if (json_object_get(x->seen, a->key->alias_of)) continue;
+        if (json_object_get(given, a->key->alias_of)) continue;
         const kv_key *target = kv_config_key_find_dotted(a->key->alias_of);
         if (!target) continue;
         int present;
-        if (set_value(x, target, x->c, a->node, a->dotted, &present) != 0) return -1;
-        json_object_set_new(x->seen, a->key->alias_of, json_integer((json_int_t)line_of(a->node)));
+        rc = set_value(x, target, x->c, a->node, a->dotted, &present);
+        if (rc == 0)
+            json_object_set_new(x->seen, a->key->alias_of,
+                                json_integer((json_int_t)line_of(a->node)));
     }
-    return 0;
+    json_decref(given);
+    return rc;
 }
 
 /* feature_bins: one integer for every dimension, or {dimension: bins}. */

@@ -4,6 +4,7 @@
 #include "engine/interrupt.h"
 #include "engine/manifest.h"
 #include "engine/run_lock.h"
+#include "engine/startup.h"
 #include "mutate/tune.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -113,6 +114,19 @@ static int store_failed(kv_store *store, const char *doing, int fallback)
     return kv_store_fault_exit(f);
 }
 
+/* After the initial program's evaluation (program ID): the feature
+ * dimensions against the metrics it reported. Returns 0, or -1 logged. */
+static int check_features(const kv_config *cfg, kv_store *store, int64_t id)
+{
+    kv_program *p = kv_store_get_program(store, id);
+    char *err = NULL;
+    int rc = kv_startup_check_features(cfg, p ? p->metrics : NULL, &err);
+    if (rc != 0) kv_error("%s", err);
+    free(err);
+    kv_program_free(p);
+    return rc;
+}
+
 /* Removes the store DB_PATH and its WAL and shared-memory files. */
 static void remove_store_files(const char *db_path)
 {
@@ -213,6 +227,12 @@ int kv_run_evolution(const kv_run_options *opts)
         kv_error("cannot read the initial program %s: %s", cfg.initial_program, strerror(errno));
         goto done;
     }
+    char *start_err = NULL;
+    if (kv_startup_check(&cfg, cfg.initial_program, source, &start_err) != 0) {
+        kv_error("%s", start_err);
+        free(start_err);
+        goto done;
+    }
     char *tune_err = NULL;
     if (kv_tune_check(source, &tune_err) != 0) { /* else tune would idle silently */
         kv_error("initial program %s: %s", cfg.initial_program, tune_err);
@@ -280,6 +300,9 @@ int kv_run_evolution(const kv_run_options *opts)
     if (kv_controller_seed(&c, source) != 0) {
         rc =
             kv_interrupt_count() ? KV_EXIT_INTERRUPTED : store_failed(store, NULL, KV_EXIT_FAILURE);
+    } else if (check_features(&cfg, store, c.best_id) != 0) {
+        rc = KV_EXIT_USAGE;
+        created = 1; /* the run never really started: leave nothing in the way */
     } else {
         rc = run_loop(&c, store);
     }

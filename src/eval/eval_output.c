@@ -201,6 +201,61 @@ int kv_eval_parse_output_ex(const char *text, json_t **metrics, json_t **artifac
     return KV_EVAL_OUTPUT_OK;
 }
 
+/* "4 MiB", "512 KiB", "100 bytes". */
+static char *size_text(size_t n)
+{
+    if (n >= ((size_t)1 << 20) && n % ((size_t)1 << 20) == 0)
+        return kv_asprintf("%zu MiB", n >> 20);
+    if (n >= ((size_t)1 << 20)) return kv_asprintf("%.1f MiB", (double)n / (1 << 20));
+    if (n >= 1024 && n % 1024 == 0) return kv_asprintf("%zu KiB", n >> 10);
+    return kv_asprintf("%zu bytes", n);
+}
+
+int kv_eval_parse_output_full(const char *text, size_t len, size_t dropped, size_t cap,
+                              json_t **metrics, json_t **artifacts, char **reason)
+{
+    if (!text) {
+        text = "";
+        len = 0;
+    }
+    int rc = kv_eval_parse_output_ex(text, metrics, artifacts, reason);
+    if (rc != KV_EVAL_OUTPUT_BAD) return rc;
+    /* Say why it could not be read, when a plainer reason than "not JSON"
+     * is known. */
+    char *why = NULL;
+    if (dropped > 0) {
+        char *c = size_text(cap), *total = size_text(len + dropped);
+        why = kv_asprintf("evaluator output is over the %s cap (%s printed; kevolve reads the "
+                          "first %s): print only the result's JSON on stdout, and put large "
+                          "outputs in files",
+                          c, total, c);
+        free(c);
+        free(total);
+    } else if (strlen(text) < len) {
+        why = kv_asprintf("evaluator output holds a NUL byte at offset %zu: it must be UTF-8 "
+                          "text (JSON)",
+                          strlen(text));
+    } else {
+        const unsigned char *u = (const unsigned char *)text;
+        for (size_t i = 0; i < len;) {
+            size_t n = utf8_len(u + i, len - i);
+            if (n == 0) {
+                why = kv_asprintf("evaluator output is not valid UTF-8 (byte 0x%02x at offset "
+                                  "%zu): JSON must be UTF-8 (Python: json.dumps escapes "
+                                  "non-ASCII by default)",
+                                  u[i], i);
+                break;
+            }
+            i += n;
+        }
+    }
+    if (why) {
+        free(*reason);
+        *reason = why;
+    }
+    return rc;
+}
+
 int kv_eval_parse_output(const char *text, json_t **metrics, json_t **artifacts, char **reason)
 {
     int rc = kv_eval_parse_output_ex(text, metrics, artifacts, reason);

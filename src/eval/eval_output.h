@@ -24,6 +24,14 @@ enum {
  * and artifacts it gave. *REASON is malloc'd, NULL on OK. */
 int kv_eval_parse_output_ex(const char *text, json_t **metrics, json_t **artifacts, char **reason);
 
+/* kv_eval_parse_output_ex on the LEN bytes of TEXT an evaluator printed,
+ * of which DROPPED more were cut beyond the cap of CAP bytes. When the text
+ * cannot be read, *REASON says why precisely: "over the 4 MiB cap" (when
+ * bytes were dropped), "not valid UTF-8 (byte 0xff at offset N)", "holds a
+ * NUL byte at offset N", rather than "not JSON". */
+int kv_eval_parse_output_full(const char *text, size_t len, size_t dropped, size_t cap,
+                              json_t **metrics, json_t **artifacts, char **reason);
+
 /* The score that gates cascade stages: combined_score when present (NAN
  * when it is not a finite number), else the mean of the finite numeric
  * metrics, NAN when there are none. NAN never passes a threshold. */

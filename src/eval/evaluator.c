@@ -521,7 +521,9 @@ static int on_run_end(kv_evaluator *ev, job *j)
 
     json_t *metrics = NULL, *artifacts = NULL;
     char *reason = NULL;
-    int rc = kv_eval_parse_output_ex(kv_proc_stdout(p), &metrics, &artifacts, &reason);
+    int rc = kv_eval_parse_output_full(kv_proc_stdout(p), kv_proc_stdout_len(p),
+                                       kv_proc_stdout_dropped(p), KV_EVAL_MAX_OUTPUT, &metrics,
+                                       &artifacts, &reason);
     keep_output(ev, j, artifacts);
     if (rc == KV_EVAL_OUTPUT_BAD) {
         int running = crash(ev, j, reason, KV_REASON_BAD_OUTPUT, seconds);
