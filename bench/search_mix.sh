@@ -22,9 +22,9 @@ done
 [ $# -ge 1 ] || { echo "usage: $0 [--iterations N] [--seeds S] KEVOLVE..." >&2; exit 2; }
 mkdir -p "$OUT"
 if command -v clinfo >/dev/null 2>&1 && clinfo -l 2>/dev/null | grep -q Platform; then
-    prog=$ROOT/tasks/gqa_attention/opencl/naive.cl
+    prog=$ROOT/tasks/gqa_attention/opencl/seed.cl
 else
-    prog=$ROOT/tasks/gqa_attention/cpu/naive.c
+    prog=$ROOT/tasks/gqa_attention/cpu/seed.c
 fi
 export KEVOLVE_CACHE_DIR=$OUT/cache
 printf '%-28s %5s %10s %s\n' binary seed best "children by mutator"

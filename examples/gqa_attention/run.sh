@@ -23,8 +23,8 @@ fi
 # both tensor-core kernels (bench/NOTES.md, third session).
 case $backend in
 cuda) program=cuda/naive.cu iterations=40 ;;
-opencl) program=opencl/naive.cl iterations=80 ;;
-*) program=cpu/naive.c iterations=80 ;;
+opencl) program=opencl/seed.cl iterations=80 ;;
+*) program=cpu/seed.c iterations=80 ;;
 esac
 echo "gqa_attention example: backend $backend, task $task" >&2
 KV_GQA_PROGRAM=$here/../../tasks/gqa_attention/$program KV_GQA_TASK=$task \

@@ -24,7 +24,7 @@ grep -q "eval --task gqa_attention_small --backend auto --quick" "$WORK/out/eval
     fail "the example's evaluator is not the quick small-shape harness: $(cat "$WORK/out/evaluate.sh")"
 db="$WORK/out/run.db"
 [ "$(sql "$db" "select json_extract(metrics, '\$.correct') from programs where mutator = 'initial'")" = 1 ] ||
-    fail "the naive $backend start was not judged correct"
+    fail "the $backend seed was not judged correct"
 [ "$(sql "$db" "select count(*) from programs where mutator != 'initial'")" -ge 1 ] ||
     fail "no child was stored"
 "$KV" status "$WORK/out" --json >"$WORK/status.json"

@@ -1,42 +1,23 @@
-/* Naive gqa_attention for the opencl backend, the starting point of an
- * evolution. Layout and causal rule: tasks/gqa_attention/gqa_attention.h.
+/* Naive gqa_attention for the opencl backend: the task's baseline, the
+ * kernel of the published Metal experiment. Layout and causal rule:
+ * tasks/gqa_attention/gqa_attention.h.
  *
- * As written (every parameter at its naive value) it is the kernel of the
- * published Metal experiment: one work-group per (sequence, query head,
- * query row), a three-pass softmax (maximum, sum, weighted sum: k read three
- * times), every query head re-reading its KV head, one bf16 per load. The
- * parameters below are the design axes that matter, declared for the tune
- * mutator; each value of each is a correct kernel:
- *   VEC       bf16 elements per load of k and v (1 = 2 bytes ... 8 = 16 bytes)
- *   THREADS   work-items per work-group
- *   TILE_K    keys whose probabilities are staged in local memory at a time
- *   SPLIT     work-groups per query row, each over a chunk of the keys, their
- *             partial results merged by a second kernel (flash-decoding)
- *   SHARE_KV  one work-group serves all query heads of a KV head (up to 8),
- *             so each k and v row is read once for all of them
- *   ONLINE    single-pass online softmax (running maximum and sum) instead
- *             of three passes
- * OpenCL has no bf16 type: bf16 is loaded as ushort and shifted into a float. */
-
-/* EVOLVE-BLOCK-START */
-#define VEC 1      /* kevolve: tune 1 2 4 8 */
-#define THREADS 128 /* kevolve: tune 128 256 512 */
-#define TILE_K 32  /* kevolve: tune 16 32 64 128 256 */
-#define SPLIT 1    /* kevolve: tune 1 2 4 8 16 32 64 */
-#define SHARE_KV 0 /* kevolve: tune 0 1 */
-#define ONLINE 0   /* kevolve: tune 0 1 */
-/* EVOLVE-BLOCK-END */
+ * One work-group of 128 work-items per (sequence, query head, query row); a
+ * three-pass softmax (the maximum, the sum of exponentials, the weighted sum
+ * of v rows: k read three times), every query head re-reading its KV head,
+ * one bf16 per load, the probabilities of 32 keys at a time staged in local
+ * memory for the weighted sum, reductions through local memory. The
+ * evolution starts from opencl/seed.cl, this design with its axes declared
+ * for the tune mutator. OpenCL has no bf16 type: bf16 is loaded as ushort
+ * and shifted into a float. */
 
 #define HEAD_DIM 128
-#define PART_STRIDE (HEAD_DIM + 2) /* a partial result: HEAD_DIM sums, max, sum of exp */
-#define SCRATCH_FLOATS (16 << 20)
 
 #ifdef __OPENCL_VERSION__
 
 /* EVOLVE-BLOCK-START */
-#define MAXH (SHARE_KV ? 8 : 1)
-#define KG (THREADS * VEC / HEAD_DIM) /* key groups in the weighted sum */
-#define NC (HEAD_DIM / VEC)           /* VEC-wide columns of a row */
+#define THREADS 128 /* work-items per work-group: one per dimension of the output */
+#define TILE_K 32   /* keys whose probabilities are staged at a time */
 #define LOG2E 1.4426950408889634f
 
 inline float bf(ushort h) { return as_float((uint)h << 16); }
@@ -48,34 +29,12 @@ inline ushort to_bf(float f)
     return (ushort)(u >> 16);
 }
 
-inline void loadv(__global const ushort *p, float *x)
+/* (scaled q) . krow */
+inline float dot(__local const float *qs, __global const ushort *krow)
 {
-#if VEC == 1
-    x[0] = bf(p[0]);
-#elif VEC == 2
-    ushort2 u = vload2(0, p);
-    x[0] = bf(u.s0); x[1] = bf(u.s1);
-#elif VEC == 4
-    ushort4 u = vload4(0, p);
-    x[0] = bf(u.s0); x[1] = bf(u.s1); x[2] = bf(u.s2); x[3] = bf(u.s3);
-#else
-    ushort8 u = vload8(0, p);
-    x[0] = bf(u.s0); x[1] = bf(u.s1); x[2] = bf(u.s2); x[3] = bf(u.s3);
-    x[4] = bf(u.s4); x[5] = bf(u.s5); x[6] = bf(u.s6); x[7] = bf(u.s7);
-#endif
-}
-
-/* s[h] = (scaled q of head h) . krow, for the NH heads of the group. */
-inline void dots(__local const float *qs, int nh, __global const ushort *krow, float *s)
-{
-    for (int h = 0; h < MAXH; h++) s[h] = 0.0f;
-    for (int d = 0; d < HEAD_DIM; d += VEC) {
-        float x[VEC];
-        loadv(krow + d, x);
-        for (int h = 0; h < MAXH; h++)
-            if (h < nh)
-                for (int e = 0; e < VEC; e++) s[h] += qs[h * HEAD_DIM + d + e] * x[e];
-    }
+    float s = 0.0f;
+    for (int d = 0; d < HEAD_DIM; d++) s += qs[d] * bf(krow[d]);
+    return s;
 }
 
 inline float reduce_max(float v, __local float *red)
@@ -104,163 +63,49 @@ inline float reduce_sum(float v, __local float *red)
     return red[0];
 }
 
-/* One work-group: query row `row` of heads h0 .. h0+nh-1 of sequence b, over
- * chunk `sp` of its keys. Writes o (split == 1) or a partial result. */
+/* One work-group: query row `row` of head h of sequence b. Work-item t
+ * scores keys t, t + THREADS, ... and owns output dimension t. */
 __kernel __attribute__((reqd_work_group_size(THREADS, 1, 1))) void
 gqa_attn(__global const ushort *q, __global const ushort *k, __global const ushort *v,
-         __global ushort *o, __global float *part, int HQ, int HKV, int SQ, int L, int nh,
-         int split)
+         __global ushort *o, int HQ, int HKV, int SQ, int L)
 {
-    __local float qs[MAXH * HEAD_DIM];
-    __local float ps[MAXH * TILE_K];
+    __local float qs[HEAD_DIM];
+    __local float ps[TILE_K];
     __local float red[THREADS];
-    __local float comb[KG * HEAD_DIM];
     int t = get_local_id(0);
-    int row = get_group_id(0) / split, sp = get_group_id(0) % split;
-    int h0 = get_group_id(1) * nh, b = get_group_id(2);
-    int kvh = h0 / (HQ / HKV);
+    int row = get_group_id(0), h = get_group_id(1), b = get_group_id(2);
+    int kvh = h / (HQ / HKV);
     int nkeys = L - SQ + row + 1;
-    int chunk = (nkeys + split - 1) / split;
-    int j0 = sp * chunk, j1 = min(nkeys, j0 + chunk);
     float qscale = rsqrt((float)HEAD_DIM) * LOG2E; /* scores in log2 units: exp2 below */
-    for (int i = t; i < nh * HEAD_DIM; i += THREADS)
-        qs[i] = bf(q[(((long)b * HQ + h0 + i / HEAD_DIM) * SQ + row) * HEAD_DIM + i % HEAD_DIM]) *
-                qscale;
+    long orow = ((long)b * HQ + h) * SQ + row;
+    qs[t] = bf(q[orow * HEAD_DIM + t]) * qscale;
     barrier(CLK_LOCAL_MEM_FENCE);
     __global const ushort *kb = k + ((long)b * HKV + kvh) * L * HEAD_DIM;
     __global const ushort *vb = v + ((long)b * HKV + kvh) * L * HEAD_DIM;
-    int c = t % NC, kg = t / NC;
-    float acc[MAXH][VEC], m[MAXH], l[MAXH], s[MAXH];
-    for (int h = 0; h < MAXH; h++) {
-        m[h] = -INFINITY;
-        l[h] = 0.0f;
-        for (int e = 0; e < VEC; e++) acc[h][e] = 0.0f;
-    }
-#if !ONLINE
-    float part_m[MAXH], part_l[MAXH];
-    for (int h = 0; h < MAXH; h++) { part_m[h] = -INFINITY; part_l[h] = 0.0f; }
-    for (int j = j0 + t; j < j1; j += THREADS) { /* pass 1: the maximum */
-        dots(qs, nh, kb + (long)j * HEAD_DIM, s);
-        for (int h = 0; h < MAXH; h++) part_m[h] = fmax(part_m[h], s[h]);
-    }
-    for (int h = 0; h < nh; h++) m[h] = reduce_max(part_m[h], red);
-    for (int j = j0 + t; j < j1; j += THREADS) { /* pass 2: the sum */
-        dots(qs, nh, kb + (long)j * HEAD_DIM, s);
-        for (int h = 0; h < MAXH; h++) part_l[h] += h < nh ? exp2(s[h] - m[h]) : 0.0f;
-    }
-    for (int h = 0; h < nh; h++) l[h] = reduce_sum(part_l[h], red);
-    for (int jt = j0; jt < j1; jt += TILE_K) { /* pass 3: the weighted sum of v */
+    float part_m = -INFINITY, part_l = 0.0f, acc = 0.0f;
+    for (int j = t; j < nkeys; j += THREADS) /* pass 1: the maximum */
+        part_m = fmax(part_m, dot(qs, kb + (long)j * HEAD_DIM));
+    float m = reduce_max(part_m, red);
+    for (int j = t; j < nkeys; j += THREADS) /* pass 2: the sum */
+        part_l += exp2(dot(qs, kb + (long)j * HEAD_DIM) - m);
+    float l = reduce_sum(part_l, red);
+    for (int jt = 0; jt < nkeys; jt += TILE_K) { /* pass 3: the weighted sum of v */
         for (int jj = t; jj < TILE_K; jj += THREADS) {
             int j = jt + jj;
-            if (j < j1) dots(qs, nh, kb + (long)j * HEAD_DIM, s);
-            for (int h = 0; h < nh; h++) ps[h * TILE_K + jj] = j < j1 ? exp2(s[h] - m[h]) : 0.0f;
+            ps[jj] = j < nkeys ? exp2(dot(qs, kb + (long)j * HEAD_DIM) - m) : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        int n = min(TILE_K, j1 - jt);
-        for (int jj = kg; jj < n; jj += KG) {
-            float x[VEC];
-            loadv(vb + (long)(jt + jj) * HEAD_DIM + c * VEC, x);
-            for (int h = 0; h < MAXH; h++)
-                if (h < nh)
-                    for (int e = 0; e < VEC; e++) acc[h][e] += ps[h * TILE_K + jj] * x[e];
-        }
+        int n = min(TILE_K, nkeys - jt);
+        for (int jj = 0; jj < n; jj++) acc += ps[jj] * bf(vb[(long)(jt + jj) * HEAD_DIM + t]);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-#else
-    for (int jt = j0; jt < j1; jt += TILE_K) { /* one pass: running maximum and sum */
-        float tm[MAXH], ts[MAXH], alpha[MAXH];
-        for (int h = 0; h < MAXH; h++) { tm[h] = -INFINITY; ts[h] = 0.0f; }
-        for (int jj = t; jj < TILE_K; jj += THREADS) {
-            int j = jt + jj;
-            if (j < j1) {
-                dots(qs, nh, kb + (long)j * HEAD_DIM, s);
-                for (int h = 0; h < nh; h++) {
-                    ps[h * TILE_K + jj] = s[h];
-                    tm[h] = fmax(tm[h], s[h]);
-                }
-            }
-        }
-        for (int h = 0; h < nh; h++) {
-            float mn = fmax(m[h], reduce_max(tm[h], red));
-            alpha[h] = exp2(m[h] - mn);
-            m[h] = mn;
-        }
-        for (int jj = t; jj < TILE_K; jj += THREADS) {
-            int j = jt + jj;
-            for (int h = 0; h < nh; h++) {
-                float p = j < j1 ? exp2(ps[h * TILE_K + jj] - m[h]) : 0.0f;
-                ps[h * TILE_K + jj] = p;
-                ts[h] += p;
-            }
-        }
-        for (int h = 0; h < nh; h++) {
-            l[h] = l[h] * alpha[h] + reduce_sum(ts[h], red);
-            for (int e = 0; e < VEC; e++) acc[h][e] *= alpha[h];
-        }
-        int n = min(TILE_K, j1 - jt);
-        for (int jj = kg; jj < n; jj += KG) {
-            float x[VEC];
-            loadv(vb + (long)(jt + jj) * HEAD_DIM + c * VEC, x);
-            for (int h = 0; h < MAXH; h++)
-                if (h < nh)
-                    for (int e = 0; e < VEC; e++) acc[h][e] += ps[h * TILE_K + jj] * x[e];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-#endif
-    for (int h = 0; h < nh; h++) { /* sum the key groups; work-item t < 128 owns dimension t */
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int e = 0; e < VEC; e++) comb[kg * HEAD_DIM + c * VEC + e] = acc[h][e];
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (t < HEAD_DIM) {
-            float r = 0.0f;
-            for (int g = 0; g < KG; g++) r += comb[g * HEAD_DIM + t];
-            long orow = ((long)b * HQ + h0 + h) * SQ + row;
-            if (split == 1) {
-                o[orow * HEAD_DIM + t] = to_bf(r / l[h]);
-            } else {
-                __global float *pp = part + (orow * split + sp) * PART_STRIDE;
-                pp[t] = r;
-                if (t == 0) { pp[HEAD_DIM] = m[h]; pp[HEAD_DIM + 1] = l[h]; }
-            }
-        }
-    }
-}
-
-/* Merges the SPLIT partial results of each query row: one work-group of
- * HEAD_DIM work-items per row. */
-__kernel __attribute__((reqd_work_group_size(HEAD_DIM, 1, 1))) void
-gqa_combine(__global const float *part, __global ushort *o, int split)
-{
-    long r = get_group_id(0);
-    int t = get_local_id(0);
-    __global const float *p = part + r * split * PART_STRIDE;
-    float mx = -INFINITY, sum = 0.0f, acc = 0.0f;
-    for (int s = 0; s < split; s++) mx = fmax(mx, p[s * PART_STRIDE + HEAD_DIM]);
-    for (int s = 0; s < split; s++) {
-        float w = exp2(p[s * PART_STRIDE + HEAD_DIM] - mx);
-        sum += p[s * PART_STRIDE + HEAD_DIM + 1] * w;
-        acc += p[s * PART_STRIDE + t] * w;
-    }
-    o[r * HEAD_DIM + t] = to_bf(acc / sum);
+    o[orow * HEAD_DIM + t] = to_bf(acc / l);
 }
 /* EVOLVE-BLOCK-END */
 
 #else
 #include <kevolve/task.h>
 #include <CL/cl.h>
-
-/* Partial results of split rows: created once per context, never freed
- * (the worker process ends after the evaluation). */
-static cl_mem scratch;
-static cl_context scratch_ctx;
-
-static int set_args(cl_kernel k, int n, const size_t *sizes, const void *const *vals)
-{
-    for (int i = 0; i < n; i++)
-        if (clSetKernelArg(k, (cl_uint)i, sizes[i], vals[i]) != CL_SUCCESS) return -1;
-    return 0;
-}
 
 /* EVOLVE-BLOCK-START */
 int kv_launch(const kv_launch_args *a)
@@ -270,45 +115,17 @@ int kv_launch(const kv_launch_args *a)
     cl_int B = (cl_int)a->syms[0], HQ = (cl_int)a->syms[1], HKV = (cl_int)a->syms[2],
            SQ = (cl_int)a->syms[3], L = (cl_int)a->syms[4];
     if (a->syms[5] != HEAD_DIM || HKV <= 0 || HQ % HKV != 0) return 1;
-    cl_int G = HQ / HKV, nh = 1;
-    if (SHARE_KV)
-        for (nh = G < 8 ? G : 8; G % nh != 0; nh--) {
-        }
-    long rows = (long)B * HQ * SQ;
-    long max_split = (L + TILE_K - 1) / TILE_K;
-    cl_int split = SPLIT < max_split ? SPLIT : (cl_int)max_split;
-    while (split > 1 && rows * split * PART_STRIDE > SCRATCH_FLOATS) split /= 2;
-    if (split < 1) split = 1;
-    if (split > 1 && (!scratch || scratch_ctx != (cl_context)a->context)) {
-        cl_int e;
-        scratch = clCreateBuffer((cl_context)a->context, CL_MEM_READ_WRITE,
-                                 (size_t)SCRATCH_FLOATS * sizeof(float), NULL, &e);
-        if (e != CL_SUCCESS) return 2;
-        scratch_ctx = (cl_context)a->context;
-    }
-    cl_mem part = split > 1 ? scratch : o;
     cl_kernel ka = (cl_kernel)a->cl_kernel(a, "gqa_attn");
     if (!ka) return 3;
-    size_t sz[11] = {sizeof q,      sizeof k,      sizeof v,      sizeof o,
-                     sizeof part,   sizeof(cl_int), sizeof(cl_int), sizeof(cl_int),
-                     sizeof(cl_int), sizeof(cl_int), sizeof(cl_int)};
-    const void *val[11] = {&q, &k, &v, &o, &part, &HQ, &HKV, &SQ, &L, &nh, &split};
-    if (set_args(ka, 11, sz, val) != 0) return 4;
-    size_t global[3] = {(size_t)SQ * (size_t)split * THREADS, (size_t)(HQ / nh), (size_t)B};
-    size_t local[3] = {THREADS, 1, 1};
-    if (clEnqueueNDRangeKernel(queue, ka, 3, NULL, global, local, 0, NULL, NULL) != CL_SUCCESS)
-        return 5;
-    if (split == 1) return 0;
-    cl_kernel kc = (cl_kernel)a->cl_kernel(a, "gqa_combine");
-    if (!kc) return 6;
-    size_t csz[3] = {sizeof part, sizeof o, sizeof(cl_int)};
-    const void *cval[3] = {&part, &o, &split};
-    if (set_args(kc, 3, csz, cval) != 0) return 7;
-    size_t cglobal = (size_t)rows * HEAD_DIM, clocal = HEAD_DIM;
-    return clEnqueueNDRangeKernel(queue, kc, 1, NULL, &cglobal, &clocal, 0, NULL, NULL) ==
-                   CL_SUCCESS
+    const void *val[8] = {&q, &k, &v, &o, &HQ, &HKV, &SQ, &L};
+    for (cl_uint i = 0; i < 8; i++)
+        if (clSetKernelArg(ka, i, i < 4 ? sizeof(cl_mem) : sizeof(cl_int), val[i]) != CL_SUCCESS)
+            return 4;
+    size_t global[3] = {(size_t)SQ * HEAD_DIM, (size_t)HQ, (size_t)B};
+    size_t local[3] = {HEAD_DIM, 1, 1};
+    return clEnqueueNDRangeKernel(queue, ka, 3, NULL, global, local, 0, NULL, NULL) == CL_SUCCESS
                ? 0
-               : 8;
+               : 5;
 }
 /* EVOLVE-BLOCK-END */
 #endif
