@@ -3,6 +3,7 @@
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -81,18 +82,36 @@ char *kv_manifest_evaluator_command(const kv_config *cfg, const char *output_dir
     return kv_strdup(cfg->evaluator_program);
 }
 
-/* First line printed by COMMAND (stderr folded in), or NULL. */
-static char *first_line_of(const char *command)
+/* How long a tool may take to say its version. */
+#define KV_VERSION_TIMEOUT_S 10.0
+
+/* The first (LAST: the last) non-empty line that `TOOL --version` prints on
+ * stdout, else on stderr; NULL when it cannot be run or does not end in
+ * time. Through kv_proc, as every process kevolve starts. */
+static char *version_of(const char *tool, int last)
 {
-    FILE *f = popen(command, "r");
-    if (!f) return NULL;
-    char line[512];
+    char *argv[] = {(char *)tool, "--version", NULL};
+    kv_proc_spec spec = {.argv = argv, .timeout_s = KV_VERSION_TIMEOUT_S, .max_output = 65536};
+    char *err = NULL;
+    kv_proc *p = kv_proc_run(&spec, &err);
+    free(err);
+    if (!p) return NULL;
     char *out = NULL;
-    if (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\r\n")] = '\0';
-        out = kv_strdup(line);
+    if (kv_proc_how(p) == KV_PROC_EXITED && kv_proc_exit_code(p) == 0) {
+        const char *text = kv_proc_stdout_len(p) ? kv_proc_stdout(p) : kv_proc_stderr(p);
+        for (const char *line = text; *line;) {
+            size_t len = strcspn(line, "\r\n");
+            if (len > 0) {
+                free(out);
+                out = kv_strndup(line, len);
+                if (!last) break;
+            }
+            line += len;
+            while (*line == '\r' || *line == '\n')
+                line++;
+        }
     }
-    pclose(f);
+    kv_proc_free(p);
     return out;
 }
 
@@ -117,9 +136,9 @@ int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator,
     char host[512] = "unknown";
     if (uname(&u) == 0)
         snprintf(host, sizeof host, "%s %s %s %s", u.nodename, u.sysname, u.release, u.machine);
-    char *cc = first_line_of("cc --version 2>/dev/null");
-    char *nvcc = first_line_of("nvcc --version 2>/dev/null | tail -n 1");
-    char *python = first_line_of("python3 --version 2>&1");
+    char *cc = version_of("cc", 0);
+    char *nvcc = version_of("nvcc", 1);
+    char *python = version_of("python3", 0);
     char stamp[32];
     time_t now = time(NULL);
     struct tm tm;
