@@ -69,11 +69,24 @@ static uint64_t run_seed(const kv_config *cfg)
     return (uint64_t)(cfg->has_random_seed ? cfg->random_seed : 42);
 }
 
+/* After a failure that followed a write the file system refused (a
+ * program file for the evaluator, say): says so and returns KV_EXIT_IO. */
+static int fs_fault_stop(const char *output_dir)
+{
+    const char *path = NULL;
+    int e = kv_fs_write_fault(&path);
+    kv_error("stopped: %s writing %s (%s); every result committed before is kept: fix it, then "
+             "`kevolve resume %s`",
+             e == ENOSPC || e == EDQUOT ? "disk full" : "I/O error", path, strerror(e), output_dir);
+    return KV_EXIT_IO;
+}
+
 /* Runs the loop over an initialised controller and reports how it ended:
  * a store that cannot be written stops the run with its own exit code and
  * a message that says so (every result committed before it is kept). */
 static int run_loop(kv_controller *c, kv_store *store)
 {
+    kv_fs_clear_write_fault();
     int rc = kv_controller_loop(c);
     if (rc == KV_EXIT_FAILURE && kv_store_last_fault(store) != KV_STORE_FAULT_NONE) {
         char *why = kv_store_fault_text(store);
@@ -83,6 +96,7 @@ static int run_loop(kv_controller *c, kv_store *store)
         free(why);
         return kv_store_fault_exit(kv_store_last_fault(store));
     }
+    if (rc == KV_EXIT_FAILURE && kv_fs_write_fault(NULL)) return fs_fault_stop(c->output_dir);
     if (rc == KV_EXIT_FAILURE) {
         kv_error("stopped: %s; results so far in %s",
                  c->stop_reason ? c->stop_reason : "the run failed (the error is above)",
@@ -297,9 +311,11 @@ int kv_run_evolution(const kv_run_options *opts)
     kv_store_add_event(store, "started", NULL);
     kv_info("run: %d iterations, %d islands, output %s", cfg.max_iterations,
             cfg.database.num_islands, output_dir);
+    kv_fs_clear_write_fault();
     if (kv_controller_seed(&c, source) != 0) {
         rc =
             kv_interrupt_count() ? KV_EXIT_INTERRUPTED : store_failed(store, NULL, KV_EXIT_FAILURE);
+        if (rc == KV_EXIT_FAILURE && kv_fs_write_fault(NULL)) rc = fs_fault_stop(output_dir);
     } else if (check_features(&cfg, store, c.best_id) != 0) {
         rc = KV_EXIT_USAGE;
         created = 1; /* the run never really started: leave nothing in the way */

@@ -49,11 +49,39 @@ char *kv_read_file(const char *path, size_t *len)
     return kv_buf_steal(&b);
 }
 
+/* The last write that failed for want of room or of a working disk. */
+static _Thread_local int g_fault_errno;
+static _Thread_local char g_fault_path[1024];
+
+/* Notes a failed write of PATH with errno E when E is a fault of the file
+ * system rather than of the request; leaves errno as it was. */
+static void note_fault(const char *path, int e)
+{
+    if (e == ENOSPC || e == EDQUOT || e == EIO || e == EROFS || e == EFBIG) {
+        g_fault_errno = e;
+        snprintf(g_fault_path, sizeof g_fault_path, "%s", path);
+    }
+    errno = e;
+}
+
+int kv_fs_write_fault(const char **path)
+{
+    if (path) *path = g_fault_path;
+    return g_fault_errno;
+}
+
+void kv_fs_clear_write_fault(void)
+{
+    g_fault_errno = 0;
+    g_fault_path[0] = '\0';
+}
+
 int kv_write_file(const char *path, const void *data, size_t len)
 {
     char *tmp = kv_asprintf("%s.tmp.%ld", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
+        note_fault(path, errno);
         free(tmp);
         return -1;
     }
@@ -67,7 +95,7 @@ int kv_write_file(const char *path, const void *data, size_t len)
             close(fd);
             unlink(tmp);
             free(tmp);
-            errno = e;
+            note_fault(path, e);
             return -1;
         }
         p += w;
@@ -77,7 +105,7 @@ int kv_write_file(const char *path, const void *data, size_t len)
         int e = errno;
         unlink(tmp);
         free(tmp);
-        errno = e;
+        note_fault(path, e);
         return -1;
     }
     free(tmp);

@@ -10,6 +10,12 @@ char *kv_read_file(const char *path, size_t *len);
 /* Writes DATA to PATH through a temporary file and rename, so readers never
  * see half a file. Returns 0 or -1 (errno set). */
 int kv_write_file(const char *path, const void *data, size_t len);
+/* The errno of the last kv_write_file of this thread that failed because
+ * of the file system (ENOSPC, EDQUOT, EIO, EROFS, EFBIG; its path in *PATH,
+ * which may be NULL), or 0: so that a run that stops after such a failure
+ * can say "disk full" rather than only "failed". */
+int kv_fs_write_fault(const char **path);
+void kv_fs_clear_write_fault(void);
 /* mkdir -p. Returns 0 or -1 (errno set). */
 int kv_mkdir_p(const char *path, int mode);
 /* 1 when PATH exists and is a directory / a regular file. */
