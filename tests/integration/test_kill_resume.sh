@@ -20,7 +20,7 @@ evaluator:
   timeout: 10
   parallel_evaluations: 3
 YAML
-KV_TEST_EVAL_SLEEP=0.05 "$KV" run --config "$WORK/config.yaml" --output "$out" -q &
+KV_TEST_EVAL_SLEEP=0.2 "$KV" run --config "$WORK/config.yaml" --output "$out" -q &
 pid=$!
 db="$out/run.db"
 for _ in $(seq 1 300); do
