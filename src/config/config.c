@@ -150,7 +150,6 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
     at_least(&ck, "max_iterations", c->max_iterations, 0);
     at_least(&ck, "checkpoint_interval", c->checkpoint_interval, 0);
     between(&ck, "max_code_length", c->max_code_length, 1, KV_MAX_CODE_LENGTH);
-    at_least(&ck, "early_stopping_patience", c->early_stopping_patience, 0);
     non_negative(&ck, "convergence_threshold", c->convergence_threshold);
     if (c->has_target_score && !isfinite(c->target_score))
         bad(&ck, "target_score", "must be a finite number");
@@ -183,6 +182,21 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
     between(&ck, "prompt.num_diverse_programs", p->num_diverse_programs, 0, KV_MAX_POPULATION);
     at_least(&ck, "prompt.max_artifact_bytes", p->max_artifact_bytes, 0);
     at_least(&ck, "prompt.max_prompt_chars", p->max_prompt_chars, 1);
+    at_least(&ck, "prompt.diff_summary_max_line_len", p->diff_summary_max_line_len, 4);
+    at_least(&ck, "prompt.diff_summary_max_lines", p->diff_summary_max_lines, 1);
+    const char *tkey;
+    json_t *tval;
+    json_object_foreach(p->template_variations, tkey, tval)
+    {
+        int ok = json_is_array(tval);
+        for (size_t i = 0; ok && i < json_array_size(tval); i++)
+            ok = json_is_string(json_array_get(tval, i));
+        if (!ok) {
+            char vkey[160];
+            snprintf(vkey, sizeof vkey, "prompt.template_variations.%s", tkey);
+            bad(&ck, vkey, "expected a list of phrasings (strings)");
+        }
+    }
 
     const kv_database_config *d = &c->database;
     between(&ck, "database.population_size", d->population_size, 1, KV_MAX_POPULATION);
@@ -250,6 +264,7 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
         strcmp(e->backend, "opencl") && strcmp(e->backend, "cuda"))
         bad(&ck, "evaluator.backend", "unknown backend '%s' (auto, cpu, opencl or cuda)",
             e->backend);
+    if (!e->python || !*e->python) bad(&ck, "evaluator.python", "names no interpreter");
     if (e->quick && !(e->task && *e->task))
         bad(&ck, "evaluator.quick",
             "only the built-in harness has a quick mode: set evaluator.task "

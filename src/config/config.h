@@ -31,6 +31,8 @@ typedef struct kv_model_config {
     int is_reasoning;             /* -1: guess from the name; 0/1: forced */
     double price_input_per_mtok;  /* USD per million prompt tokens (0: unknown) */
     double price_output_per_mtok; /* USD per million completion tokens */
+    char *provider;               /* OpenEvolve's backend name; NULL: llm.provider */
+    double max_budget_usd;        /* OpenEvolve's per-call budget of CLI backends; not used */
 } kv_model_config;
 
 typedef struct kv_llm_config {
@@ -57,24 +59,33 @@ typedef struct kv_llm_config {
     char *reasoning_effort;        /* default of the models' reasoning_effort; NULL: unset */
     int64_t random_seed;           /* sent with requests when has_random_seed */
     int has_random_seed;
+    char
+        *provider; /* OpenEvolve's backend ("openai", "claude_code"); kevolve speaks OpenAI's API */
+    int manual_mode; /* OpenEvolve's human-in-the-loop mode; not supported (warned) */
 } kv_llm_config;
 
 typedef struct kv_prompt_config {
     char *template_dir;
     char *system_message;
     char *evaluator_system_message;
-    int num_top_programs;     /* default 3 */
-    int num_diverse_programs; /* default 2 */
-    int use_template_stochasticity;
-    int include_artifacts;                      /* default 1 */
-    int max_artifact_bytes;                     /* default 20480 */
-    int artifact_security_filter;               /* default 1 */
-    int suggest_simplification_after_chars;     /* default 500 */
-    int include_changes_under_chars;            /* default 100 */
-    int concise_implementation_max_lines;       /* default 10 */
+    int num_top_programs;                   /* default 3 */
+    int num_diverse_programs;               /* default 2 */
+    int use_template_stochasticity;         /* default 1: {placeholders} of template_variations are
+                                               replaced by a random phrasing per prompt */
+    int include_artifacts;                  /* default 1 */
+    int max_artifact_bytes;                 /* default 20480 */
+    int artifact_security_filter;           /* default 1 */
+    int suggest_simplification_after_chars; /* default 500 */
+    int include_changes_under_chars;        /* default 100 */
+    int concise_implementation_max_lines;   /* default 10 */
     int comprehensive_implementation_min_lines; /* default 50 */
-    int max_prompt_chars;        /* kevolve: size budget of a prompt; default 60000 */
-    json_t *template_variations; /* OpenEvolve's mapping, kept as JSON; NULL when unset */
+    int max_prompt_chars;                /* kevolve: size budget of a prompt; default 60000 */
+    json_t *template_variations;         /* {placeholder: [phrasings]}; NULL when unset */
+    int diff_summary_max_line_len;       /* change summaries: longer lines are cut; default 100 */
+    int diff_summary_max_lines;          /* change summaries: lines shown per block; default 30 */
+    int programs_as_changes_description; /* OpenEvolve's large-codebase mode; not built (warned) */
+    char *system_message_changes_description;
+    char *initial_changes_description;
 } kv_prompt_config;
 
 typedef struct kv_database_config {
@@ -103,9 +114,10 @@ typedef struct kv_database_config {
 } kv_database_config;
 
 typedef struct kv_evaluator_config {
-    double timeout;  /* seconds per evaluation (each stage); default 300 */
-    int max_retries; /* retries after a crash (not after a timeout); default 3 */
-    int cascade_evaluation;
+    double timeout;             /* seconds per evaluation (each stage); default 300 */
+    int max_retries;            /* retries after a crash (not after a timeout); default 3 */
+    int cascade_evaluation;     /* -1 unset: on for an OpenEvolve Python module (OpenEvolve's
+                                   default), off for a command */
     double *cascade_thresholds; /* score needed after stage i to run stage i+1 */
     size_t n_cascade_thresholds;
     int parallel_evaluations; /* default 1 (OpenEvolve: 4) */
@@ -117,7 +129,10 @@ typedef struct kv_evaluator_config {
     char *task;                 /* kevolve: built-in kernel task name, instead of a command */
     char *backend;              /* kevolve: kernel backend: auto, cpu, opencl, cuda; default auto */
     int quick; /* kevolve: the harness's quick mode (fewer trials, shorter timing); default 0 */
-    int distributed; /* OpenEvolve's flag; not supported (warned when true) */
+    int distributed;   /* OpenEvolve's flag; not supported (warned when true) */
+    int python_module; /* kevolve: -1 auto, 1/0: run the evaluator as an OpenEvolve module or not */
+    char *python;      /* kevolve: interpreter of OpenEvolve modules; default "python3" */
+    int python_pool;   /* kevolve: warm interpreters that import the module once; default 0 */
 } kv_evaluator_config;
 
 typedef struct kv_config {
@@ -134,7 +149,8 @@ typedef struct kv_config {
     char *file_suffix; /* default from initial_program, else ".py" */
     int diff_based_evolution;     /* default 1 */
     int max_code_length;          /* default 200000 characters */
-    int early_stopping_patience;  /* iterations without improvement; 0 = off */
+    int early_stopping_patience;  /* iterations without improvement; 0 = off; negative:
+                                     stop when the metric equals convergence_threshold */
     double convergence_threshold; /* improvement smaller than this does not count; default 0.001 */
     char *early_stopping_metric;  /* default "combined_score" */
     char *initial_program;        /* absolute path, or NULL */

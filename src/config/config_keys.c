@@ -40,7 +40,9 @@ const kv_key kv_config_key_table[] = {
      "an error at the start. The default leaves a large kernel (the CUDA gqa_attention seed "
      "is 62 kB) room to grow threefold; OpenEvolve's is 10000."},
     {"", "early_stopping_patience", KV_KEY_INT, C(early_stopping_patience), 0, "0", NULL,
-     "Stop after this many iterations without improvement; 0: never."},
+     "Stop after this many iterations without improvement; 0 or null: never; negative "
+     "(OpenEvolve's event-based stopping): stop when early_stopping_metric of a child equals "
+     "convergence_threshold (the score of a solved task)."},
     {"", "convergence_threshold", KV_KEY_DOUBLE, C(convergence_threshold), 0, "0.001", NULL,
      "An improvement smaller than this does not reset early stopping."},
     {"", "early_stopping_metric", KV_KEY_STRING, C(early_stopping_metric), 0, "combined_score",
@@ -54,13 +56,19 @@ const kv_key kv_config_key_table[] = {
      .alias_of = "evaluator.program"},
     {"", "target_score", KV_KEY_DOUBLE, C(target_score), C(has_target_score), NULL, "unset",
      "Stop when the best fitness reaches this; null: never."},
+    IGN("", "parallel_evaluations",
+        "OpenEvolve ignores a top-level parallel_evaluations and so does kevolve; "
+        "evaluator.parallel_evaluations sets the evaluations run at once"),
+    IGN("", "diff_pattern",
+        "kevolve parses SEARCH/REPLACE blocks with its own parser (<<<<<<< SEARCH, =======, "
+        ">>>>>>> REPLACE; exact match, then ignoring indentation); the pattern is not used"),
     {.section = "",
-     .name = "parallel_evaluations",
-     .type = KV_KEY_INT,
-     .doc = "Old place of evaluator.parallel_evaluations.",
-     .note = "belongs in the evaluator section; kevolve honours it as "
-             "evaluator.parallel_evaluations when that key is not set",
-     .alias_of = "evaluator.parallel_evaluations"},
+     .name = "enforce_evolve_blocks",
+     .type = KV_KEY_IGNORED,
+     .doc = "Ignored.",
+     .note = "kevolve always enforces EVOLVE-BLOCKs: a child that changes text outside them is "
+             "rejected with the reason kept",
+     .flags = KV_KEY_WARN_ALWAYS},
     IGN("", "allow_full_rewrites",
         "not read by OpenEvolve either; kevolve ignores it (use diff_based_evolution: false for "
         "full rewrites)"),
@@ -118,6 +126,28 @@ const kv_key kv_config_key_table[] = {
      "Stop asking models once this much was spent; 0: no budget."},
     {"llm", "max_concurrency", KV_KEY_INT, C(llm.max_concurrency), 0, "8", NULL,
      "Requests in flight at once."},
+    {.section = "llm",
+     .name = "provider",
+     .type = KV_KEY_STRING,
+     .off = C(llm.provider),
+     .shown = "unset (openai)",
+     .doc = "OpenEvolve's backend of the models without their own provider. kevolve calls every "
+            "model through the OpenAI-compatible API at its api_base; another provider (e.g. "
+            "claude_code) is warned about."},
+    {.section = "llm",
+     .name = "manual_mode",
+     .type = KV_KEY_BOOL,
+     .off = C(llm.manual_mode),
+     .def = "false",
+     .doc = "OpenEvolve's human-in-the-loop mode; not supported.",
+     .note = "not supported: kevolve asks the configured models (use builtin:tune/gi/crossover "
+             "for no model at all)"},
+    IGN("llm", "name",
+        "OpenEvolve does not use it at this level either; name models in llm.models"),
+    IGN("llm", "weight",
+        "OpenEvolve does not use it at this level either; weigh models in llm.models"),
+    IGN("llm", "init_client", "OpenEvolve's client hook (Python only); kevolve ignores it"),
+    IGN("llm", "_manual_queue_dir", "OpenEvolve's manual-mode folder; kevolve ignores it"),
     {"llm", "fallback_after", KV_KEY_INT, C(llm.fallback_after), 0, "3", NULL,
      "Failed calls in a row after which a model's draws go to the other models (it is still "
      "probed now and then; one success restores it); 0: never."},
@@ -152,6 +182,24 @@ const kv_key kv_config_key_table[] = {
      "USD per million prompt tokens, for cost accounting."},
     {"model", "price_output_per_mtok", KV_KEY_DOUBLE, M(price_output_per_mtok), 0, "0",
      "0 (unknown)", "USD per million completion tokens."},
+    {.section = "model",
+     .name = "provider",
+     .type = KV_KEY_STRING,
+     .off = M(provider),
+     .shown = "llm.provider",
+     .doc = "OpenEvolve's backend of this model; kevolve calls it through the OpenAI-compatible "
+            "API whatever this says (another provider than openai is warned about)."},
+    {.section = "model",
+     .name = "max_budget_usd",
+     .type = KV_KEY_DOUBLE,
+     .off = M(max_budget_usd),
+     .def = "0",
+     .shown = "unset",
+     .doc = "OpenEvolve's budget of one call through the Claude Code CLI.",
+     .note = "a per-call budget of OpenEvolve's CLI backends; kevolve does not cap single "
+             "calls: llm.max_budget_usd stops the whole run when spent"},
+    IGN("model", "manual_mode", "OpenEvolve's human-in-the-loop mode; not supported"),
+    IGN("model", "_manual_queue_dir", "OpenEvolve's manual-mode folder; kevolve ignores it"),
     IGN("model", "init_client", "OpenEvolve's client hook; kevolve ignores it"),
     IGN("model", "system_message",
         "kevolve sends prompt.system_message to every model; this one is ignored"),
@@ -167,22 +215,38 @@ const kv_key kv_config_key_table[] = {
      "Best programs shown in a prompt."},
     {"prompt", "num_diverse_programs", KV_KEY_INT, C(prompt.num_diverse_programs), 0, "2", NULL,
      "Diverse programs shown in a prompt."},
+    {"prompt", "use_template_stochasticity", KV_KEY_BOOL, C(prompt.use_template_stochasticity), 0,
+     "true", NULL,
+     "Vary the phrasing of prompts: each {placeholder} of template_variations found in the "
+     "user template is replaced by one of its phrasings, drawn at random per prompt (as "
+     "OpenEvolve does; the draw follows random_seed)."},
+    {"prompt", "template_variations", KV_KEY_JSON, C(prompt.template_variations), 0, NULL, "{}",
+     "Mapping placeholder -> list of phrasings, e.g. {improvement_suggestion: [\"...\", "
+     "\"...\"]}; put {improvement_suggestion} in a template of prompt.template_dir."},
+    {"prompt", "diff_summary_max_line_len", KV_KEY_INT, C(prompt.diff_summary_max_line_len), 0,
+     "100", NULL,
+     "Change summaries of diff children (shown as previous attempts): longer lines are cut with "
+     "\"...\"."},
+    {"prompt", "diff_summary_max_lines", KV_KEY_INT, C(prompt.diff_summary_max_lines), 0, "30",
+     NULL, "Change summaries of diff children: lines shown per SEARCH or REPLACE text."},
     {.section = "prompt",
-     .name = "use_template_stochasticity",
+     .name = "programs_as_changes_description",
      .type = KV_KEY_BOOL,
-     .off = C(prompt.use_template_stochasticity),
+     .off = C(prompt.programs_as_changes_description),
      .def = "false",
-     .doc = "OpenEvolve's random variation of prompt phrasing (template_variations). Not "
-            "built in kevolve yet: templates are used as written.",
-     .note = "not built in kevolve yet: each template is used as written"},
-    {.section = "prompt",
-     .name = "template_variations",
-     .type = KV_KEY_JSON,
-     .off = C(prompt.template_variations),
-     .shown = "unset",
-     .doc = "Mapping placeholder -> list of phrasings, kept as JSON (see "
-            "use_template_stochasticity).",
-     .note = "not built in kevolve yet: kept, not used"},
+     .doc = "OpenEvolve's large-codebase mode (programs shown as an evolving changes "
+            "description); not built.",
+     .note = "not built: kevolve shows programs' code in prompts, fitted to "
+             "prompt.max_prompt_chars by dropping the least useful parts first; "
+             "system_message_changes_description and initial_changes_description are not used"},
+    {"prompt", "system_message_changes_description", KV_KEY_STRING,
+     C(prompt.system_message_changes_description), 0, NULL, "unset",
+     "OpenEvolve's instructions for the changes description (see "
+     "programs_as_changes_description); not used."},
+    {"prompt", "initial_changes_description", KV_KEY_STRING, C(prompt.initial_changes_description),
+     0, NULL, "unset",
+     "OpenEvolve's changes description of the initial program (see "
+     "programs_as_changes_description); not used."},
     {"prompt", "include_artifacts", KV_KEY_BOOL, C(prompt.include_artifacts), 0, "true", NULL,
      "Show a parent's evaluation artifacts (errors, logs) in the prompt."},
     {"prompt", "max_artifact_bytes", KV_KEY_INT, C(prompt.max_artifact_bytes), 0, "20480", NULL,
@@ -285,19 +349,22 @@ const kv_key kv_config_key_table[] = {
     IGN("database", "similarity_threshold",
         "OpenEvolve's embedding novelty filter; kevolve ignores it"),
     IGN("database", "novelty_llm", "OpenEvolve's novelty judge; kevolve ignores it"),
+    IGN("database", "max_snapshot_artifacts",
+        "OpenEvolve's worker snapshots; kevolve has none (workers get only the program)"),
 
     /* ---- evaluator ---- */
     {"evaluator", "program", KV_KEY_PATH, C(evaluator_program), 0, NULL, "unset",
-     "Evaluator command: `EVALUATOR PROGRAM_PATH` prints {\"metrics\": ..., \"artifacts\": ...}."},
+     "Evaluator: a command (`EVALUATOR PROGRAM_PATH` prints {\"metrics\": ..., \"artifacts\": "
+     "...}), or an OpenEvolve Python module (see python_module)."},
     {"evaluator", "timeout", KV_KEY_DOUBLE, C(evaluator.timeout), 0, "300", NULL,
      "Seconds per evaluation (each stage); the process group is killed after."},
     {"evaluator", "max_retries", KV_KEY_INT, C(evaluator.max_retries), 0, "3", NULL,
      "Retries after a crash (not after a timeout)."},
-    {"evaluator", "cascade_evaluation", KV_KEY_BOOL, C(evaluator.cascade_evaluation), 0, "false",
-     NULL,
-     "Run the evaluator in stages (`EVALUATOR PROGRAM --stage N`), stopping early on poor "
-     "programs. Off by default: an evaluator must know --stage (OpenEvolve's default is on, "
-     "for Python evaluators with evaluate_stageN functions)."},
+    {"evaluator", "cascade_evaluation", KV_KEY_TRIBOOL, C(evaluator.cascade_evaluation), 0, NULL,
+     "unset",
+     "Run the evaluator in stages, stopping early on poor programs: an OpenEvolve module's "
+     "evaluate_stage1/2/3, or `EVALUATOR PROGRAM --stage N` for a command. Unset: on for an "
+     "OpenEvolve module (OpenEvolve's default), off for a command (it must know --stage)."},
     {"evaluator", "cascade_thresholds", KV_KEY_DOUBLES, C(evaluator.cascade_thresholds),
      C(evaluator.n_cascade_thresholds), "0.5,0.75,0.9", "[0.5, 0.75, 0.9]",
      "Score needed after stage i to run stage i+1."},
@@ -324,6 +391,18 @@ const kv_key kv_config_key_table[] = {
      "OpenEvolve's flag; not supported.",
      "not supported; kevolve evaluates on this machine's worker pool"},
     IGN("evaluator", "cpu_limit", "OpenEvolve does not use it either; kevolve ignores it"),
+    {"evaluator", "python_module", KV_KEY_TRIBOOL, C(evaluator.python_module), 0, NULL,
+     "unset (auto)",
+     "Run a Python evaluator as an OpenEvolve module (evaluate(program_path) returning a dict or "
+     "an EvaluationResult) through kevolve's runner. Unset: yes when the .py file defines a "
+     "top-level evaluate or evaluate_stage1 and no __main__ block that reads sys.argv."},
+    {"evaluator", "python", KV_KEY_STRING, C(evaluator.python), 0, "python3", NULL,
+     "Python interpreter of OpenEvolve modules (the one with the evaluator's packages)."},
+    {"evaluator", "python_pool", KV_KEY_BOOL, C(evaluator.python_pool), 0, "false", NULL,
+     "Evaluate an OpenEvolve module in parallel_evaluations warm interpreters that import it "
+     "once (OpenEvolve's speed, for trusted evaluators: state persists between evaluations of a "
+     "worker, and the memory limit does not apply); timeouts still kill. Off: a fresh "
+     "interpreter per evaluation."},
 };
 
 const size_t kv_config_key_count = sizeof kv_config_key_table / sizeof kv_config_key_table[0];

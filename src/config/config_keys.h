@@ -32,7 +32,8 @@ typedef enum {
 #define KV_SECTION_TOP ""
 #define KV_SECTION_MODEL "model"
 
-#define KV_KEY_SECRET 1u /* dumped as "***" when set */
+#define KV_KEY_SECRET 1u      /* dumped as "***" when set */
+#define KV_KEY_WARN_ALWAYS 2u /* its note is warned whatever the value, false and null too */
 
 typedef struct kv_key {
     const char *section; /* KV_SECTION_TOP, "llm", "prompt", "database", "evaluator", or model */

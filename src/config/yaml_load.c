@@ -489,7 +489,7 @@ static int walk_mapping(load_ctx *x, yaml_node_t *n, const char *section, const 
         } else if (set_value(x, k, base, vn, key, &present) != 0) {
             return -1;
         }
-        if (k->note && present)
+        if (k->note && (present || (k->flags & KV_KEY_WARN_ALWAYS)))
             kv_config_warn(x->c, "%s:%zu: %s: %s", x->origin, line_of(kn), key, k->note);
     }
     return 0;
@@ -648,6 +648,47 @@ static void guess_language(load_ctx *x)
     }
 }
 
+/* Warns about one OpenEvolve provider value other than openai, at KEY. */
+static void warn_provider(load_ctx *x, const char *key, const char *provider, const char *who,
+                          const char *api_base)
+{
+    if (!provider || !*provider || strcmp(provider, "openai") == 0) return;
+    json_t *line = json_object_get(x->seen, key);
+    kv_config_warn(x->c,
+                   "%s:%" JSON_INTEGER_FORMAT ": %s: provider '%s' is not built in kevolve: %s "
+                   "through the OpenAI-compatible API at %s",
+                   x->origin, line ? json_integer_value(line) : (json_int_t)0, key, provider, who,
+                   api_base ? api_base : "llm.api_base");
+}
+
+/* OpenEvolve's llm.provider and models' provider name backends (its Claude
+ * Code CLI); kevolve has one, the OpenAI-compatible API: say so. */
+static void warn_providers(load_ctx *x)
+{
+    kv_llm_config *l = &x->c->llm;
+    struct {
+        kv_model_config *m;
+        size_t n;
+        const char *list;
+    } lists[] = {{l->models, l->n_models, "models"},
+                 {l->evaluator_models, l->n_evaluator_models, "evaluator_models"}};
+    int any_own = 0;
+    for (size_t s = 0; s < 2; s++)
+        for (size_t i = 0; i < lists[s].n; i++) {
+            kv_model_config *m = &lists[s].m[i];
+            char key[96], who[200];
+            snprintf(key, sizeof key, "llm.%s[%zu].provider", lists[s].list, i);
+            snprintf(who, sizeof who, "model '%s' is called", m->name ? m->name : "?");
+            if (m->provider) any_own = 1;
+            warn_provider(x, key, m->provider, who, m->api_base ? m->api_base : l->api_base);
+        }
+    if (l->provider && !any_own)
+        warn_provider(x, "llm.provider", l->provider, "every model is called", l->api_base);
+    else if (l->provider)
+        warn_provider(x, "llm.provider", l->provider,
+                      "models without their own provider are called", l->api_base);
+}
+
 /* Validation with the line of the key at fault, when the file gave it. */
 static int validate_with_lines(load_ctx *x)
 {
@@ -715,6 +756,7 @@ static int load_text(kv_config *c, const char *text, const char *origin, kv_conf
     if (rc == 0) rc = resolve_bins(&x);
     if (rc == 0) {
         kv_config_models_from_shorthand(&c->llm);
+        warn_providers(&x);
         guess_language(&x);
         rc = validate_with_lines(&x);
     }

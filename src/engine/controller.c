@@ -92,6 +92,10 @@ static void note_ok_program(kv_controller *c, const kv_program *p)
     }
     double v = stopping_value(c, p);
     if (isnan(v)) return;
+    /* Equality, as OpenEvolve tests it: the threshold is the score of a solved
+     * task (1.0 for ARC), and "at least" would stop at the default 0.001. */
+    if (c->cfg->early_stopping_patience < 0 && v == c->cfg->convergence_threshold)
+        c->metric_reached = 1;
     if (isnan(c->best_stop_value) || v - c->best_stop_value > c->cfg->convergence_threshold) {
         c->best_stop_value = v;
         c->last_improvement_iteration = p->iteration;
@@ -576,6 +580,8 @@ static const char *stop_condition(const kv_controller *c)
         c->best_fitness >= c->cfg->target_score)
         return "target score reached";
     int patience = c->cfg->early_stopping_patience;
+    if (patience < 0 && c->metric_reached)
+        return "early stopping: early_stopping_metric reached convergence_threshold";
     if (patience > 0 && !isnan(c->best_fitness) &&
         c->next_iteration - 1 - c->last_improvement_iteration >= patience)
         return "early stopping: no improvement within the patience";

@@ -81,6 +81,8 @@ typedef struct kv_controller {
     int64_t best_id;
     double best_stop_value; /* best early_stopping_metric value, NAN until known */
     int64_t last_improvement_iteration;
+    int metric_reached; /* early_stopping_patience < 0: a child's metric reached
+                           convergence_threshold (OpenEvolve's event-based stop) */
     int progress;
     double started_at;
     /* Counters for the progress line and the summary, over the whole run

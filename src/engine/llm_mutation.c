@@ -131,6 +131,7 @@ int kv_llm_mutation_start(kv_controller *c, const kv_selection *sel, kv_program 
         .n_attempts = (size_t)n_attempts,
         .diff_mode = cfg->diff_based_evolution,
         .language = cfg->language,
+        .variation_seed = c->seed ^ 0x9e3779b97f4a7c15ULL ^ (uint64_t)child->iteration,
     };
     kv_prompt prompt = {0};
     char *err = NULL;
@@ -341,8 +342,9 @@ static int handle_result(kv_controller *c, kv_llm_result *res)
         pending_clear(&p);
         return rc;
     }
-    kv_reply_options opt = {c->cfg->diff_based_evolution, c->cfg->language,
-                            c->cfg->max_code_length};
+    kv_reply_options opt = {c->cfg->diff_based_evolution, c->cfg->language, c->cfg->max_code_length,
+                            c->cfg->prompt.diff_summary_max_line_len,
+                            c->cfg->prompt.diff_summary_max_lines};
     char *source = NULL, *summary = NULL, *reason = NULL;
     int verdict =
         kv_reply_to_child(p.parent_source, res->content, &opt, &source, &summary, &reason);

@@ -7,6 +7,7 @@
 #include "eval/evaluator.h"
 #include "util/clock.h"
 #include "eval/eval_output.h"
+#include "eval/pyeval.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -48,6 +49,8 @@ struct kv_evaluator {
     double timeout;
     int max_retries;
     int cascade;
+    int py_stages; /* an OpenEvolve module's stage count (pyeval), 0 otherwise */
+    kv_pyeval *py; /* set when the evaluator is an OpenEvolve Python module */
     double *thresholds;
     size_t n_thresholds;
     size_t parallel;
@@ -163,13 +166,24 @@ kv_evaluator *kv_evaluator_new(const kv_evaluator_config *cfg, const char *comma
         return NULL;
     }
     size_t n_command = 0;
-    char **cmd = resolve_command(command, &n_command, err);
+    kv_pyeval *py = NULL;
+    char **cmd = kv_pyeval_wants(command, cfg->python_module)
+                     ? kv_calloc(1, sizeof(char *)) /* filled from py below */
+                     : resolve_command(command, &n_command, err);
     if (!cmd) return NULL;
     if (kv_mkdir_p(work_dir, 0755) != 0) {
         *err = kv_asprintf("evaluator: cannot create work directory '%s': %s", work_dir,
                            strerror(errno));
         free_command(cmd);
         return NULL;
+    }
+    if (!cmd[0]) { /* an OpenEvolve module: its runner's command (see pyeval.h) */
+        free(cmd);
+        if (!(py = kv_pyeval_new(cfg, command, work_dir, err))) return NULL;
+        char *const *pa = kv_pyeval_argv(py, &n_command);
+        cmd = kv_calloc(n_command + 1, sizeof(char *));
+        for (size_t i = 0; i < n_command; i++)
+            cmd[i] = kv_strdup(pa[i]);
     }
 
     kv_evaluator *ev = kv_calloc(1, sizeof *ev);
@@ -179,7 +193,9 @@ kv_evaluator *kv_evaluator_new(const kv_evaluator_config *cfg, const char *comma
     if (!ev->work_dir) ev->work_dir = kv_strdup(work_dir);
     ev->timeout = cfg->timeout;
     ev->max_retries = cfg->max_retries > 0 ? cfg->max_retries : 0;
-    ev->cascade = cfg->cascade_evaluation;
+    ev->py = py;
+    ev->py_stages = py ? kv_pyeval_stages(py) : 0;
+    ev->cascade = py ? ev->py_stages > 0 : cfg->cascade_evaluation == 1;
     if (ev->cascade && cfg->n_cascade_thresholds) {
         ev->n_thresholds = cfg->n_cascade_thresholds;
         ev->thresholds = kv_calloc(ev->n_thresholds, sizeof(double));
@@ -310,6 +326,7 @@ static void record_stage(job *j, const char *status, const json_t *metrics, doub
 
 static int n_stages(const kv_evaluator *ev)
 {
+    if (ev->py_stages) return ev->py_stages;
     return ev->cascade ? (int)ev->n_thresholds + 1 : 1;
 }
 
@@ -790,6 +807,7 @@ void kv_evaluator_free(kv_evaluator *ev)
     free(ev->running);
     free(ev->thresholds);
     free_command(ev->command);
+    kv_pyeval_free(ev->py);
     free(ev->work_dir);
     free(ev);
 }

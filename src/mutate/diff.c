@@ -351,14 +351,17 @@ int kv_reply_to_child(const char *parent, const char *reply, const kv_reply_opti
         }
         int tolerant = 0;
         int rc = kv_diff_apply(parent, blocks, (size_t)n, &out, &tolerant, reason);
+        char *changes = rc == 0 && opt->summary_max_lines > 0
+                            ? kv_diff_summary(blocks, (size_t)n, opt->summary_max_line_len,
+                                              opt->summary_max_lines)
+                            : NULL;
         kv_diff_blocks_free(blocks, (size_t)n);
         if (rc != 0) return 1;
-        if (tolerant)
-            *summary = kv_asprintf("diff: %d SEARCH/REPLACE block%s (%d matched ignoring "
-                                   "whitespace)",
-                                   n, n == 1 ? "" : "s", tolerant);
-        else
-            *summary = kv_asprintf("diff: %d SEARCH/REPLACE block%s", n, n == 1 ? "" : "s");
+        char tol[64] = "";
+        if (tolerant) snprintf(tol, sizeof tol, " (%d matched ignoring whitespace)", tolerant);
+        *summary = kv_asprintf("diff: %d SEARCH/REPLACE block%s%s%s%s", n, n == 1 ? "" : "s", tol,
+                               changes ? "\n" : "", changes ? changes : "");
+        free(changes);
     } else {
         out = kv_diff_extract_code(reply, opt->language);
         if (!out) {

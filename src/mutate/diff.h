@@ -51,11 +51,22 @@ typedef struct kv_reply_options {
     int diff_mode;        /* 1: SEARCH/REPLACE blocks; 0: full rewrite */
     const char *language; /* for fenced blocks; may be NULL */
     int max_code_length;  /* characters; <= 0: no limit */
+    /* When summary_max_lines > 0, a diff child's summary goes on with what
+     * each block changed (kv_diff_summary); else it is one line. */
+    int summary_max_line_len;
+    int summary_max_lines;
 } kv_reply_options;
 
+/* What BLOCKS[0..N) change, as OpenEvolve summarises a diff: "Change 1: 'a'
+ * to 'b'" for one-line blocks, else "Change 1: Replace:" with the SEARCH
+ * lines, "with:" and the REPLACE lines, two spaces in, each cut to
+ * MAX_LINE_LEN characters, at most MAX_LINES of each shown. Malloc'd. */
+char *kv_diff_summary(const kv_diff_block *blocks, size_t n, int max_line_len, int max_lines);
+
 /* The whole path from a reply to an accepted child of PARENT. Returns 0
- * with a malloc'd child in *child and a malloc'd one-line *summary ("diff: 2
- * SEARCH/REPLACE blocks" or "full rewrite"), 1 when the reply is rejected
+ * with a malloc'd child in *child and a malloc'd *summary ("diff: 2
+ * SEARCH/REPLACE blocks", then what they change (see summary_max_lines), or
+ * "full rewrite"), 1 when the reply is rejected
  * (malloc'd *reason: no blocks, not found, ambiguous, no fenced block, empty
  * edit, too long, outside the EVOLVE-BLOCKs), or -1 when PARENT's own
  * EVOLVE-BLOCK markers are malformed (reason set). */

@@ -382,7 +382,7 @@ static char *history_text(const kv_prompt_templates *t, const kv_prompt_inputs *
 }
 
 /* The user message under K. Sets *trimmed when an artifact was cut. */
-static char *user_text(const kv_prompt_templates *t, const kv_prompt_config *cfg,
+static char *user_text(const kv_prompt_templates *t, const char *tpl, const kv_prompt_config *cfg,
                        const kv_prompt_inputs *in, const keep *k, int *trimmed)
 {
     const char *lang = in->language ? in->language : "text";
@@ -395,7 +395,6 @@ static char *user_text(const kv_prompt_templates *t, const kv_prompt_config *cfg
                           "evolution_history", "current_program",   "language"};
     char *code = code_text(in->parent->source);
     const char *vals[] = {metrics, areas, arts, hist, code, lang};
-    const char *tpl = kv_prompt_template_get(t, in->diff_mode ? "diff_user" : "full_rewrite_user");
     char *out = kv_prompt_render(tpl, keys, vals, 6);
     free(metrics);
     free(areas);
@@ -422,9 +421,14 @@ int kv_prompt_build(const kv_prompt_templates *t, const kv_prompt_config *cfg,
     keep k = {0, in->n_inspirations, in->n_top, in->n_top, art_cap};
     size_t budget = cfg->max_prompt_chars > 0 ? (size_t)cfg->max_prompt_chars : 0;
     size_t sys_len = strlen(out->system);
+    /* The phrasing is drawn once per prompt, not once per fitting attempt. */
+    const char *base = kv_prompt_template_get(t, in->diff_mode ? "diff_user" : "full_rewrite_user");
+    char *tpl = cfg->use_template_stochasticity
+                    ? kv_prompt_vary(base, cfg->template_variations, in->variation_seed)
+                    : kv_strdup(base);
     for (;;) {
         int trimmed = 0;
-        char *user = user_text(t, cfg, in, &k, &trimmed);
+        char *user = user_text(t, tpl, cfg, in, &k, &trimmed);
         if (budget == 0 || sys_len + strlen(user) <= budget) {
             out->user = user;
             out->artifacts_trimmed = trimmed;
@@ -449,6 +453,7 @@ int kv_prompt_build(const kv_prompt_templates *t, const kv_prompt_config *cfg,
         }
         free(user);
     }
+    free(tpl);
     out->dropped_attempts = (int)k.attempts_from;
     out->dropped_inspirations = (int)(in->n_inspirations - k.inspirations);
     out->dropped_top = (int)(in->n_top - k.top);

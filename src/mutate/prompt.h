@@ -27,6 +27,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct kv_prompt_inputs {
     const kv_program *parent; /* required: source, metrics, artifacts, fitness */
@@ -41,8 +42,9 @@ typedef struct kv_prompt_inputs {
     const kv_program *const *attempts; /* earlier children on this lineage, oldest first;
                                           status, status_reason, change_summary, metrics */
     size_t n_attempts;
-    int diff_mode;        /* 1: SEARCH/REPLACE instructions; 0: full rewrite */
-    const char *language; /* for code fences; NULL: "text" */
+    int diff_mode;           /* 1: SEARCH/REPLACE instructions; 0: full rewrite */
+    const char *language;    /* for code fences; NULL: "text" */
+    uint64_t variation_seed; /* draws of prompt.template_variations (use_template_stochasticity) */
 } kv_prompt_inputs;
 
 typedef struct kv_prompt {
@@ -78,6 +80,12 @@ void kv_prompt_free(kv_prompt *p);
 /* Fills template TPL: each "{key}" of KEYS[i] becomes VALS[i] (NULL: "");
  * other braces stay. Values are not rescanned. Malloc'd. */
 char *kv_prompt_render(const char *tpl, const char *const *keys, const char *const *vals, size_t n);
+
+/* TPL with each "{key}" of VARIATIONS (an object key -> [phrasings]) that it
+ * holds replaced everywhere by one phrasing drawn with SEED, keys taken in
+ * order (OpenEvolve's template stochasticity). Malloc'd; a copy of TPL when
+ * VARIATIONS is not an object. */
+char *kv_prompt_vary(const char *tpl, const json_t *variations, uint64_t seed);
 
 /* Copy of TEXT with secrets replaced by "***": sk-... keys, "Bearer ...",
  * api_key=/token:/password=... values, common token prefixes (ghp_, hf_,

@@ -17,6 +17,11 @@ each and the last one repeats; in "cycle" mode they wrap around. A step is:
   {"action": "slow", "delay": 5}  sleep (past the client's timeout) and then answer
   {"action": "non_json"}       a 200 reply whose body is not JSON
   {"action": "empty_choices"}  a 200 reply with "choices": []
+  {"action": "edit_number", "factors": [0.5, 2.0]}  a valid SEARCH/REPLACE edit of the
+      program in the prompt (the fenced block after "# Program to improve" or
+      "# Current Program"): one line inside its EVOLVE-BLOCK that holds a number
+      and occurs once gets that number multiplied by a factor (chosen by the
+      request's index); "no change" when there is no such line.
 Any string body may contain $AUTH, replaced by the Authorization header's value
 (to test that a client hides a key a server echoes back).
 
@@ -27,6 +32,7 @@ used. The value of the Authorization header is never written.
 
 import argparse
 import json
+import re
 import socket
 import struct
 import sys
@@ -85,6 +91,57 @@ def completion(content, model, prompt_tokens, completion_tokens):
             "total_tokens": prompt_tokens + completion_tokens,
         },
     }
+
+
+NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.])")
+
+
+def program_in_prompt(text):
+    """The code of the fenced block that follows the program's heading."""
+    for heading in ("# Program to improve", "# Current Program\n"):
+        at = text.find(heading)
+        if at < 0:
+            continue
+        start = text.find("```", at)
+        if start < 0:
+            continue
+        start = text.find("\n", start) + 1
+        end = text.find("\n```", start)
+        if start > 0 and end > start:
+            return text[start:end]
+    return None
+
+
+def number_edit(prompt, index, factors):
+    """A SEARCH/REPLACE block changing one number inside the EVOLVE-BLOCK."""
+    code = program_in_prompt(prompt)
+    if code is None:
+        return "no change"
+    lines = code.split("\n")
+    inside, candidates = False, []
+    for line in lines:
+        if "EVOLVE-BLOCK-START" in line:
+            inside = True
+            continue
+        if "EVOLVE-BLOCK-END" in line:
+            inside = False
+        if inside and NUMBER.search(line) and lines.count(line) == 1 and line.strip():
+            candidates.append(line)
+    if not candidates:
+        return "no change"
+    line = candidates[index % len(candidates)]
+    factor = factors[(index // len(candidates)) % len(factors)]
+    m = list(NUMBER.finditer(line))[0]
+    old = m.group(1)
+    new = float(old) * factor
+    text = ("%d" % max(1, round(new))) if "." not in old else ("%.4g" % new)
+    if text == old:
+        text = str(int(old) + 1) if "." not in old else "%.4g" % (float(old) + 0.1)
+    edited = line[: m.start(1)] + text + line[m.end(1) :]
+    return (
+        "Scale one constant of the search.\n"
+        "<<<<<<< SEARCH\n%s\n=======\n%s\n>>>>>>> REPLACE\n" % (line, edited)
+    )
 
 
 def last_user_message(body):
@@ -186,7 +243,10 @@ class Handler(BaseHTTPRequestHandler):
             text = text.replace("$AUTH", auth or "")
             self.send_bytes(status, text.encode(), step.get("headers"))
             return
-        if step.get("echo"):
+        if action == "edit_number":
+            user = last_user_message(body if isinstance(body, dict) else {})
+            content = number_edit(user, index, step.get("factors") or [0.5, 2.0, 1.5])
+        elif step.get("echo"):
             content = "echo:" + last_user_message(body if isinstance(body, dict) else {})
         else:
             content = str(step.get("reply", "ok"))

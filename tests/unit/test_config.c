@@ -185,14 +185,14 @@ static void openevolve_config_loads_with_every_key(void **state)
      * use_meta_prompting: false are not. */
     assert_true(has_warning(&c, ":70: database.db_path: OpenEvolve's checkpoint folder"));
     assert_true(has_warning(&c, ":67: prompt.meta_prompt_weight: not implemented"));
-    /* Features kevolve has not built say so rather than doing nothing quietly. */
-    assert_true(has_warning(&c, "prompt.use_template_stochasticity: not built"));
-    assert_true(has_warning(&c, "prompt.template_variations: not built"));
+    /* Template stochasticity is built: no warning. Keys kevolve handles
+     * differently say so rather than doing nothing quietly. */
+    assert_false(has_warning(&c, "use_template_stochasticity"));
     assert_true(has_warning(&c, "database.diversity_metric: kevolve measures diversity"));
     assert_true(has_warning(&c, "database.artifacts_base_path: not used"));
     assert_true(has_warning(&c, "database.artifact_size_threshold: not used"));
     assert_true(has_warning(&c, "database.artifact_retention_days: not used"));
-    assert_int_equal(c.n_warnings, 8);
+    assert_int_equal(c.n_warnings, 6);
     assert_non_null(strstr(c.text, "migration_interval: 30"));
     kv_config_free(&c);
     free(path);
@@ -297,9 +297,9 @@ static void allow_full_rewrites_warns_but_loads(void **state)
     assert_int_equal(c.max_iterations, 5);
     assert_true(has_warning(&c, ":2: allow_full_rewrites: not read by OpenEvolve either; kevolve "
                                 "ignores it (use diff_based_evolution: false"));
-    /* top-level parallel_evaluations is honoured, with a warning saying so */
-    assert_true(has_warning(&c, ":3: parallel_evaluations: belongs in the evaluator section"));
-    assert_int_equal(c.evaluator.parallel_evaluations, 3);
+    /* a top-level parallel_evaluations is ignored, as OpenEvolve does, with a warning */
+    assert_true(has_warning(&c, ":3: parallel_evaluations: OpenEvolve ignores a top-level"));
+    assert_int_equal(c.evaluator.parallel_evaluations, 1);
     assert_int_equal(c.n_warnings, 2);
     kv_config_free(&c);
     free(path);
