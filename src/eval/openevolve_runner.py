@@ -46,14 +46,17 @@ MODULE_NAME = "evaluation_module"  # the name OpenEvolve loads evaluators under
 
 
 def _install_shim():
-    """Makes `from openevolve.evaluation_result import EvaluationResult` work."""
+    """Makes `from openevolve.evaluation_result import EvaluationResult` work.
+    Returns the installed package's folder, or None when the stand-in is used.
+    The package is only located, not imported: importing it pulls in its
+    controller and client libraries (a second or more), which an evaluator
+    that does not import it should not pay for."""
     try:
-        from openevolve.evaluation_result import EvaluationResult  # noqa: F401
-
-        return "installed"
-    except Exception:  # absent, or present without its dependencies
-        for name in [n for n in sys.modules if n == "openevolve" or n.startswith("openevolve.")]:
-            del sys.modules[name]
+        spec = importlib.util.find_spec("openevolve")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None:
+        return spec.submodule_search_locations or spec.origin
     import dataclasses
     import types
 
@@ -101,8 +104,12 @@ def _install_shim():
 
 
 def _openevolve_version():
-    mod = sys.modules.get("openevolve")
-    return getattr(mod, "__version__", None) if mod is not None and mod.__path__ else None
+    try:
+        from importlib.metadata import version
+
+        return version("openevolve")
+    except Exception:
+        return "installed"
 
 
 # ---- loading the evaluator -----------------------------------------------------

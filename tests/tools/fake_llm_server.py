@@ -19,9 +19,9 @@ each and the last one repeats; in "cycle" mode they wrap around. A step is:
   {"action": "empty_choices"}  a 200 reply with "choices": []
   {"action": "edit_number", "factors": [0.5, 2.0]}  a valid SEARCH/REPLACE edit of the
       program in the prompt (the fenced block after "# Program to improve" or
-      "# Current Program"): one line inside its EVOLVE-BLOCK that holds a number
-      and occurs once gets that number multiplied by a factor (chosen by the
-      request's index); "no change" when there is no such line.
+      "# Current Program"): one line inside its EVOLVE-BLOCK that assigns a non-zero
+      number (name=N, name = N) and occurs once gets N multiplied by a factor
+      (line and factor chosen by the request's index); "no change" when there is no such line.
 Any string body may contain $AUTH, replaced by the Authorization header's value
 (to test that a client hides a key a server echoes back).
 
@@ -93,7 +93,8 @@ def completion(content, model, prompt_tokens, completion_tokens):
     }
 
 
-NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.])")
+# A number assigned to a name ("iterations=1000", "rate = 0.5"): a parameter, not an index.
+NUMBER = re.compile(r"(?<=[=])\s*(\d+(?:\.\d+)?)(?![\w.\[])")
 
 
 def program_in_prompt(text):
@@ -125,18 +126,19 @@ def number_edit(prompt, index, factors):
             continue
         if "EVOLVE-BLOCK-END" in line:
             inside = False
-        if inside and NUMBER.search(line) and lines.count(line) == 1 and line.strip():
+        nonzero = [m for m in NUMBER.finditer(line) if float(m.group(1)) != 0]
+        if inside and nonzero and lines.count(line) == 1 and line.strip():
             candidates.append(line)
     if not candidates:
         return "no change"
     line = candidates[index % len(candidates)]
     factor = factors[(index // len(candidates)) % len(factors)]
-    m = list(NUMBER.finditer(line))[0]
+    m = [m for m in NUMBER.finditer(line) if float(m.group(1)) != 0][0]
     old = m.group(1)
     new = float(old) * factor
     text = ("%d" % max(1, round(new))) if "." not in old else ("%.4g" % new)
-    if text == old:
-        text = str(int(old) + 1) if "." not in old else "%.4g" % (float(old) + 0.1)
+    if text == old:  # small integers: step by the request's index instead
+        text = str(int(old) + 1 + index) if "." not in old else "%.4g" % (float(old) + 0.1)
     edited = line[: m.start(1)] + text + line[m.end(1) :]
     return (
         "Scale one constant of the search.\n"

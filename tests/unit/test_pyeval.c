@@ -307,7 +307,7 @@ static void warm_pool_imports_once_and_kills_a_hung_worker(void **state)
     char *path = write_file(f, "evaluator.py", SCORE_MODULE);
     kv_evaluator_config cfg = config();
     cfg.python_pool = 1;
-    cfg.timeout = 2;
+    cfg.timeout = 5; /* room for a loaded machine; the hung evaluation sleeps 60 s */
     kv_evaluator *ev = new_evaluator(f, &cfg, path);
     kv_eval_result a = run(ev, "X = 3\n");
     kv_eval_result b = run(ev, "X = 5\n");
