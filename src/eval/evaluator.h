@@ -18,7 +18,11 @@
  * reports an "error", carries a kernel harness's artifacts.verdict
  * "rejected" (the code is its artifacts.reason), or gives no finite fitness
  * (combined_score NaN, infinite, null or not a number; no numeric metric).
- * Only an evaluation with a finite score ends OK. */
+ * Only an evaluation with a finite score ends OK.
+ *
+ * OpenEvolve evaluators (a Python module defining evaluate(program_path))
+ * run through kevolve's embedded runner, each evaluation still a sandboxed
+ * child process; their stages are evaluate_stage1/2/3 (see pyeval.h). */
 #ifndef KV_EVAL_EVALUATOR_H
 #define KV_EVAL_EVALUATOR_H
 
@@ -59,7 +63,9 @@ typedef struct kv_eval_result {
 void kv_eval_result_clear(kv_eval_result *r);
 
 /* COMMAND: the evaluator (a path, run directly when executable, with python3
- * when it ends in .py, with sh when it ends in .sh). WORK_DIR: where program
+ * when it ends in .py, with sh when it ends in .sh; an OpenEvolve module per
+ * cfg->python_module goes through the runner, after a probe that imports it
+ * once and may fail here). WORK_DIR: where program
  * files are written (created when missing). SECTIONS: extra config sections
  * handed to the evaluator as JSON in the file named by $KEVOLVE_CONFIG_JSON
  * (may be NULL). Returns NULL with *err set on failure. */
