@@ -270,6 +270,21 @@ def probe(evaluator):
     return 0
 
 
+def _die_with_parent():
+    """SIGKILL when the parent process ends (Linux's PR_SET_PDEATHSIG): a pool
+    must not outlive the kevolve that started it, kill -9 included."""
+    parent = os.getppid()
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    except Exception:
+        return
+    if os.getppid() != parent:  # it ended before the request took
+        os._exit(1)
+
+
 def _env_for(request):
     """The KEVOLVE_* variables of the client's evaluation."""
     return {k: v for k, v in (request.get("env") or {}).items() if k.startswith("KEVOLVE_")}
@@ -279,13 +294,7 @@ def worker(evaluator, reply_fd):
     """A warm interpreter of the pool: imports the evaluator once, then
     serves requests (one JSON line on fd 0 each) with one JSON line on
     REPLY_FD, capturing what the evaluator prints."""
-    try:  # die with the pool's manager even when busy (Linux)
-        import ctypes
-        import signal
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
+    _die_with_parent()  # the pool's manager, even while busy
     _install_shim()
     load_error = None
     try:
@@ -342,6 +351,7 @@ def serve(sock_path, evaluator, workers, log_path):
     import socket
     import subprocess
 
+    _die_with_parent()  # kevolve
     log = open(log_path, "ab", buffering=0) if log_path else open(os.devnull, "wb")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
