@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #define RUNNER_NAME "kevolve_openevolve_runner.py"
+/* The least time the probe may take to import the module. */
+#define PROBE_MIN_S 120.0
 /* How long the pool may take to say it listens (its workers import later). */
 #define POOL_START_S 30.0
 
@@ -103,7 +105,9 @@ static int probe(kv_pyeval *py, const kv_evaluator_config *cfg, int *has_evaluat
 {
     const char *python = cfg->python && *cfg->python ? cfg->python : "python3";
     char *argv[] = {(char *)python, py->runner, "--probe", py->evaluator, NULL};
-    kv_proc *p = run_quiet(argv, cfg->timeout > 0 ? cfg->timeout : 300, err);
+    /* Not the evaluation's timeout: importing can take longer than judging
+     * one program (and OpenEvolve imports without a limit). */
+    kv_proc *p = run_quiet(argv, cfg->timeout > PROBE_MIN_S ? cfg->timeout : PROBE_MIN_S, err);
     if (!p) {
         char *e = *err;
         *err = kv_asprintf("evaluator %s: cannot run %s for it: %s", py->evaluator, python,
