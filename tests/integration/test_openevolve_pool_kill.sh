@@ -12,17 +12,20 @@ def evaluate(path):
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
     time.sleep(0.3)
-    return {"combined_score": float(m.A)}
+    return {"combined_score": float(m.A + m.B + m.C + m.D)}
 PY
 cat >"$WORK/initial.py" <<'PY'
 # EVOLVE-BLOCK-START
 A = 1  # kevolve: tune 1 2 3 4 5 6 7 8 9
+B = 1  # kevolve: tune 1 2 3 4 5 6 7 8 9
+C = 1  # kevolve: tune 1 2 3 4 5 6 7 8 9
+D = 1  # kevolve: tune 1 2 3 4 5 6 7 8 9
 # EVOLVE-BLOCK-END
 PY
 cat >"$WORK/config.yaml" <<YAML
 initial_program: initial.py
 evaluator: evaluator.py
-max_iterations: 400
+max_iterations: 5000  # many distinct children: it must still run at the kill
 llm:
   models:
     - name: builtin:tune
@@ -34,12 +37,14 @@ pool_procs() { pgrep -f "$WORK/run/work/kevolve_openevolve_runner.py" || true; }
 
 "$KV" run --config "$WORK/config.yaml" --output "$WORK/run" >"$WORK/run.log" 2>&1 &
 kv_pid=$!
-for _ in $(seq 1 200); do
-    [ "$(pool_procs | wc -l)" -ge 3 ] && [ -s "$WORK/run/run.db" ] && break
+evaluated() { sql "$WORK/run/run.db" "select count(*) from programs where status = 'ok'" 2>/dev/null || echo 0; }
+for _ in $(seq 1 400); do
+    [ "$(pool_procs | wc -l)" -ge 3 ] && [ -s "$WORK/run/run.db" ] && [ "$(evaluated)" -ge 2 ] && break
     sleep 0.05
 done
 [ "$(pool_procs | wc -l)" -ge 3 ] || fail "the pool (a manager and 2 workers) did not start: $(cat "$WORK/run.log")"
-sleep 1 # evaluations in flight
+[ "$(evaluated)" -ge 2 ] || fail "the run evaluated too little before the kill: $(cat "$WORK/run.log")"
+sleep 0.3 # evaluations in flight
 kill -9 "$kv_pid"
 wait "$kv_pid" 2>/dev/null || true
 for _ in $(seq 1 100); do
