@@ -153,14 +153,20 @@ static int probe(kv_pyeval *py, const kv_evaluator_config *cfg, int *has_evaluat
 static int start_pool(kv_pyeval *py, const kv_evaluator_config *cfg, const char *work_dir,
                       char **err)
 {
-    char tmpl[] = "/tmp/kevolve-py.XXXXXX"; /* short: a socket path has 108 bytes at most */
-    if (!mkdtemp(tmpl)) {
-        *err = kv_asprintf("evaluator.python_pool: cannot create a folder in /tmp: %s",
-                           strerror(errno));
-        return -1;
+    /* A socket's path has 108 bytes at most: in the work folder when it fits
+     * (what a kill -9 leaves stays with the run), else in a folder of /tmp. */
+    if (strlen(work_dir) + sizeof "/python_pool.sock" <= 100) {
+        py->socket = kv_path_join(work_dir, "python_pool.sock");
+    } else {
+        char tmpl[] = "/tmp/kevolve-py.XXXXXX";
+        if (!mkdtemp(tmpl)) {
+            *err = kv_asprintf("evaluator.python_pool: cannot create a folder in /tmp: %s",
+                               strerror(errno));
+            return -1;
+        }
+        py->pool_dir = kv_strdup(tmpl);
+        py->socket = kv_path_join(tmpl, "pool.sock");
     }
-    py->pool_dir = kv_strdup(tmpl);
-    py->socket = kv_path_join(tmpl, "pool.sock");
     char *log = kv_path_join(work_dir, "python_pool.log");
     char workers[24];
     snprintf(workers, sizeof workers, "%d",
