@@ -170,8 +170,10 @@ json_t *kv_store_mutator_stats(kv_store *s);
 /* Programs with id > SINCE in id order, at most LIMIT (1..KV_STORE_WEB_PAGE_MAX),
  * in compact form: an array of arrays, one per program, holding
  * [id, parent_id, other_parent_id, island, iteration, generation, status,
- *  fitness, mutator, is_migrant, migrated_from]; absent links and NaN
- * fitness are null, status is kv_status_name(). */
+ *  fitness, mutator, is_migrant, migrated_from, reason]; absent links and
+ * NaN fitness are null, status is kv_status_name(), reason is the reason
+ * code (else the first line of status_reason) of a program that is not OK
+ * (null for OK ones). */
 json_t *kv_store_web_programs(kv_store *s, int64_t since, int limit);
 /* The language-model calls recorded for PROGRAM_ID, oldest first: an array
  * of objects with the llm_calls columns (prompts and reply included). */
@@ -185,15 +187,29 @@ json_t *kv_store_web_scores(kv_store *s);
 /* The OK programs of ISLAND that search placed (features set) with a
  * fitness: an array of [id, fitness, features-object]. */
 json_t *kv_store_web_placed(kv_store *s, int island);
-/* Aggregates for the run summary: an object with meta (every meta key but
- * the run state), programs, max_id, max_iteration, by_status {name: count},
- * migrants, islands [{island, programs, ok, best_fitness, best_id}],
- * failure_reasons [{status, reason, count}] (kv_store_failure_counts: the
- * reason code, else the first line of the reason; most frequent first, at
- * most 50), mutators (kv_store_mutator_stats), llm {calls, prompt_tokens,
- * completion_tokens, cost_usd, errors, by_model [{model, calls,
- * prompt_tokens, completion_tokens, cost_usd}]}. */
+/* Aggregates for the run summary: an object with meta (every meta key),
+ * programs, max_id, max_iteration, by_status {name: count}, migrants,
+ * islands [{island, programs, ok, failed, timeout, rejected, duplicate,
+ * best_fitness, best_id}], failure_reasons [{status, reason, count,
+ * example_id, last_id}] (reason: the reason code, else the first line of
+ * the reason, as kv_store_failure_counts; most frequent first, at most
+ * 50), by_mutator [{mutator, children, ok, failed, timeout, rejected,
+ * duplicate, improved (OK and above its OK parent), best_fitness}],
+ * mutators (kv_store_mutator_stats, or null in a store older than that
+ * table), initial_programs [{id, island, status, fitness}], harness {backend,
+ * device, task} (from the first program whose artifacts name a backend;
+ * null each when none), llm {calls, prompt_tokens, completion_tokens,
+ * cost_usd, errors, by_model [{model, calls, prompt_tokens,
+ * completion_tokens, cost_usd}]}. */
 json_t *kv_store_web_summary(kv_store *s);
+/* The highest iteration of any program (0 for an empty store), or -1 with
+ * the error set. */
+int64_t kv_store_web_max_iteration(kv_store *s);
+/* The run's best program over time: each OK program that scored above
+ * every one before it in (iteration, id) order, as [id, iteration,
+ * fitness, island, scenarios] (scenarios: its "scenarios" artifact parsed,
+ * or null). */
+json_t *kv_store_web_best_history(kv_store *s);
 
 /* ---- Language-model calls (store_llm.c) ---- */
 

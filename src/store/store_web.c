@@ -84,6 +84,12 @@ static json_t *collect_rows(kv_store *s, sqlite3_stmt *st, unsigned json_cols,
     return rows;
 }
 
+/* SQL for the first line of the text column COL, cut to 120 characters
+ * ('' when NULL): how a failure's reason is shown and grouped. */
+#define REASON_SQL(col)                                                                            \
+    "substr(coalesce(" col ", ''), 1, min(120, instr(coalesce(" col ", '') || char(10),"           \
+    " char(10)) - 1))"
+
 /* Checks a page size; -1 with the error set when out of range. */
 static int check_limit(kv_store *s, int limit, const char *what)
 {
@@ -93,14 +99,27 @@ static int check_limit(kv_store *s, int limit, const char *what)
     return 0;
 }
 
+static int has_column(kv_store *s, const char *table, const char *column);
+
 json_t *kv_store_web_programs(kv_store *s, int64_t since, int limit)
 {
     if (check_limit(s, limit, "programs") != 0) return NULL;
+    /* The reason shown for a failure: its code, else its first line (a
+     * store older than codes). */
+    int codes = has_column(s, "programs", "reason_code");
+    if (codes < 0) return NULL;
     sqlite3_stmt *st =
         prepare(s,
-                "SELECT id, parent_id, other_parent_id, island, iteration, generation, status,"
-                " fitness, mutator, is_migrant, migrated_from FROM programs WHERE id > ?1"
-                " ORDER BY id LIMIT ?2",
+                codes ? "SELECT id, parent_id, other_parent_id, island, iteration, generation,"
+                        " status, fitness, mutator, is_migrant, migrated_from,"
+                        " CASE WHEN status = 'ok' THEN NULL ELSE coalesce(reason_code, " REASON_SQL(
+                            "status_reason") ") END FROM programs WHERE id > ?1 ORDER BY id"
+                                             " LIMIT ?2"
+                      : "SELECT id, parent_id, other_parent_id, island, iteration, generation,"
+                        " status, fitness, mutator, is_migrant, migrated_from,"
+                        " CASE WHEN status = 'ok' THEN NULL ELSE " REASON_SQL(
+                            "status_reason") " END FROM programs WHERE id > ?1 ORDER BY id"
+                                             " LIMIT ?2",
                 "programs page");
     if (!st) return NULL;
     sqlite3_bind_int64(st, 1, since);
@@ -239,32 +258,205 @@ static json_t *llm_object(kv_store *s)
     return llm;
 }
 
+/* 1 when the store has table NAME, 0 when not, -1 on error. */
+static int has_table(kv_store *s, const char *name)
+{
+    sqlite3_stmt *st =
+        prepare(s, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", "tables");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : kv_store_db_fail(s, "tables");
+    sqlite3_finalize(st);
+    return out;
+}
+
+/* 1 when table TABLE has column COLUMN, 0 when not, -1 on error. */
+static int has_column(kv_store *s, const char *table, const char *column)
+{
+    sqlite3_stmt *st = prepare(s, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", "columns");
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : kv_store_db_fail(s, "columns");
+    sqlite3_finalize(st);
+    return out;
+}
+
+/* The mutator statistics the search keeps (kv_store_mutator_stats), or
+ * null in a store older than their table. */
+static json_t *mutator_stats(kv_store *s)
+{
+    int has = has_table(s, "mutator_stats");
+    if (has < 0) return NULL;
+    return has ? kv_store_mutator_stats(s) : json_null();
+}
+
+/* What the harness reported about itself on the first program that
+ * carries it: {backend, device, task} (device as the harness's object;
+ * each null when absent: an external evaluator reports none). */
+static json_t *harness_facts(kv_store *s)
+{
+    sqlite3_stmt *st = prepare(
+        s,
+        "SELECT name, value, is_json FROM artifacts WHERE name IN ('backend', 'device', 'task')"
+        " AND program_id = (SELECT program_id FROM artifacts WHERE name = 'backend'"
+        " ORDER BY program_id LIMIT 1)",
+        "harness facts");
+    if (!st) return NULL;
+    json_t *out = json_pack("{s:n, s:n, s:n}", "backend", "device", "task");
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        json_object_set_new(out, name,
+                            sqlite3_column_int(st, 2) ? col_json_value(st, 1) : col_value(st, 1));
+    }
+    if (rc != SQLITE_DONE) {
+        kv_store_db_fail(s, "harness facts");
+        json_decref(out);
+        out = NULL;
+    }
+    sqlite3_finalize(st);
+    return out;
+}
+
 json_t *kv_store_web_summary(kv_store *s)
 {
     static const char *const counts[] = {"programs", "max_id", "max_iteration", "migrants", NULL};
-    static const char *const island_cols[] = {"island",       "programs", "ok",
-                                              "best_fitness", "best_id",  NULL};
+    static const char *const island_cols[] = {"island",  "programs", "ok",        "failed",
+                                              "timeout", "rejected", "duplicate", "best_fitness",
+                                              "best_id", NULL};
+    static const char *const reason_cols[] = {"status",     "reason",  "count",
+                                              "example_id", "last_id", NULL};
+    static const char *const mutator_cols[] = {"mutator",      "children", "ok",        "failed",
+                                               "timeout",      "rejected", "duplicate", "improved",
+                                               "best_fitness", NULL};
+    static const char *const initial_cols[] = {"id", "island", "status", "fitness", NULL};
     json_t *out = one_row(s,
                           "SELECT count(*), coalesce(max(id), 0), coalesce(max(iteration), 0),"
                           " coalesce(sum(is_migrant), 0) FROM programs",
                           counts, "summary counts");
     if (!out) return NULL;
-    /* The best of an island: SQLite's bare column with max() comes from the
-     * row holding the maximum. */
+    /* The best of an island: the OK program with the highest fitness, the
+     * earliest on a tie. */
     const char *islands_sql =
-        "SELECT island, count(*), sum(status = 'ok'),"
+        "SELECT island, count(*), sum(status = 'ok'), sum(status = 'failed'),"
+        " sum(status = 'timeout'), sum(status = 'rejected'), sum(status = 'duplicate'),"
         " max(CASE WHEN status = 'ok' THEN fitness END),"
         " (SELECT p2.id FROM programs p2 WHERE p2.island = p.island AND p2.status = 'ok'"
         "  AND p2.fitness IS NOT NULL ORDER BY p2.fitness DESC, p2.id LIMIT 1)"
         " FROM programs p GROUP BY island ORDER BY island";
+    /* Failures by reason: the reason code (a store older than that column
+     * has none), else the first line of the reason. */
+    int codes = has_column(s, "programs", "reason_code");
+    if (codes < 0) {
+        json_decref(out);
+        return NULL;
+    }
+    const char *reasons_sql =
+        codes ? "SELECT status, r, count(*), min(id), max(id) FROM (SELECT id, status,"
+                " coalesce(reason_code, " REASON_SQL(
+                    "status_reason") ") AS r FROM programs"
+                                     " WHERE status IN ('failed', 'timeout', 'rejected')) GROUP BY "
+                                     "status, r"
+                                     " ORDER BY count(*) DESC, status, r LIMIT 50"
+              : "SELECT status, r, count(*), min(id), max(id) FROM (SELECT id, status, " REASON_SQL(
+                    "status_reason") " AS r FROM programs WHERE status IN ('failed', 'timeout',"
+                                     " 'rejected')) GROUP BY status, r ORDER BY count(*) DESC,"
+                                     " status, r LIMIT 50";
+    /* Per mutator: its children by status, and how many beat their parent
+     * (an OK child scoring above an OK parent). */
+    const char *mutators_sql =
+        "SELECT coalesce(c.mutator, '?'), count(*), sum(c.status = 'ok'),"
+        " sum(c.status = 'failed'), sum(c.status = 'timeout'), sum(c.status = 'rejected'),"
+        " sum(c.status = 'duplicate'), sum(c.status = 'ok' AND p.status = 'ok'"
+        " AND c.fitness > p.fitness), max(CASE WHEN c.status = 'ok' THEN c.fitness END)"
+        " FROM programs c LEFT JOIN programs p ON p.id = c.parent_id"
+        " WHERE c.parent_id IS NOT NULL AND c.is_migrant = 0"
+        " GROUP BY 1 ORDER BY count(*) DESC, 1";
+    const char *initial_sql = "SELECT id, island, status, fitness FROM programs"
+                              " WHERE parent_id IS NULL AND is_migrant = 0 ORDER BY id LIMIT 100";
     if (put(out, "meta", meta_object(s)) != 0 || put(out, "by_status", status_object(s)) != 0 ||
         put(out, "islands",
             collect_rows(s, prepare(s, islands_sql, "islands"), 0, island_cols, "islands")) != 0 ||
-        put(out, "failure_reasons", kv_store_failure_counts(s, 50)) != 0 ||
-        put(out, "mutators", kv_store_mutator_stats(s)) != 0 ||
+        put(out, "failure_reasons",
+            collect_rows(s, prepare(s, reasons_sql, "failure reasons"), 0, reason_cols,
+                         "failure reasons")) != 0 ||
+        put(out, "by_mutator",
+            collect_rows(s, prepare(s, mutators_sql, "by mutator"), 0, mutator_cols,
+                         "by mutator")) != 0 ||
+        put(out, "initial_programs",
+            collect_rows(s, prepare(s, initial_sql, "initial programs"), 0, initial_cols,
+                         "initial programs")) != 0 ||
+        put(out, "harness", harness_facts(s)) != 0 || put(out, "mutators", mutator_stats(s)) != 0 ||
         put(out, "llm", llm_object(s)) != 0) {
         json_decref(out);
         return NULL;
     }
     return out;
+}
+
+int64_t kv_store_web_max_iteration(kv_store *s)
+{
+    sqlite3_stmt *st =
+        prepare(s, "SELECT coalesce(max(iteration), 0) FROM programs", "max iteration");
+    if (!st) return -1;
+    int64_t v = -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    else
+        kv_store_db_fail(s, "max iteration");
+    sqlite3_finalize(st);
+    return v;
+}
+
+json_t *kv_store_web_best_history(kv_store *s)
+{
+    sqlite3_stmt *st = prepare(s,
+                               "SELECT id, iteration, fitness, island FROM programs"
+                               " WHERE status = 'ok' AND fitness IS NOT NULL"
+                               " ORDER BY iteration, id",
+                               "best history");
+    sqlite3_stmt *art =
+        prepare(s, "SELECT value FROM artifacts WHERE program_id = ?1 AND name = 'scenarios'",
+                "best history scenarios");
+    if (!st || !art) {
+        sqlite3_finalize(st);
+        sqlite3_finalize(art);
+        return NULL;
+    }
+    json_t *rows = json_array();
+    double best = 0;
+    int have = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        double f = sqlite3_column_double(st, 2);
+        if (have && !(f > best)) continue;
+        have = 1;
+        best = f;
+        int64_t id = sqlite3_column_int64(st, 0);
+        sqlite3_bind_int64(art, 1, id);
+        json_t *scen = json_null();
+        int arc = sqlite3_step(art);
+        if (arc == SQLITE_ROW) {
+            json_decref(scen);
+            scen = col_json_value(art, 0);
+        } else if (arc != SQLITE_DONE) {
+            rc = arc;
+            sqlite3_reset(art);
+            break;
+        }
+        sqlite3_reset(art);
+        json_array_append_new(rows, json_pack("[I, I, f, i, o]", (json_int_t)id,
+                                              (json_int_t)sqlite3_column_int64(st, 1), f,
+                                              sqlite3_column_int(st, 3), scen));
+    }
+    if (rc != SQLITE_DONE) {
+        kv_store_db_fail(s, "best history");
+        json_decref(rows);
+        rows = NULL;
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(art);
+    return rows;
 }

@@ -9,6 +9,7 @@
 #include "util/log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,46 +73,128 @@ static int store_fail(kv_store *s, json_t **body)
     return fail(body, 500, "store: %s", *msg ? msg : "unknown error");
 }
 
-/* The run's feature dimensions, their bin counts and the number of islands,
- * read from the config stored in the manifest. Leaves empty arrays and 0
+/* What the dashboard needs from the run's config: read from the effective
+ * config the manifest holds (config_effective: ${VAR} expanded, command
+ * line applied), else from the config text. */
+typedef struct run_layout {
+    json_t *dims;     /* feature dimension names (array, maybe empty) */
+    json_t *bins;     /* their bin counts */
+    int num_islands;  /* 0 when unknown */
+    json_t *settings; /* {task, backend, quick, language, num_islands, ...} (object) */
+} run_layout;
+
+/* Serializes config parsing: it may log warnings, which belong to the run
+ * and not the dashboard, so the log level is lowered around it; the level
+ * is process-wide and the server's threads must not interleave. */
+static pthread_mutex_t g_config_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Fills *L from the store's config; empty arrays, 0 and an empty object
  * when the config is absent or cannot be read (the grid then sizes itself
- * from the bins it sees). */
-static void run_layout(kv_store *s, json_t **dims, json_t **bins, int *num_islands)
+ * from the bins it sees). Free with layout_free. */
+static void layout_read(kv_store *s, run_layout *l)
 {
-    *dims = json_array();
-    *bins = json_array();
-    *num_islands = 0;
+    l->dims = json_array();
+    l->bins = json_array();
+    l->num_islands = 0;
+    l->settings = json_object();
     char *text = kv_store_get_meta(s, "config_effective");
     if (!text) text = kv_store_get_meta(s, "config_text");
     if (!text) return;
     kv_config c;
     kv_config_error err;
+    pthread_mutex_lock(&g_config_lock);
     kv_log_level level = kv_log_get_level();
-    kv_log_set_level(KV_LOG_ERROR); /* warnings belong to the run, not the dashboard */
+    kv_log_set_level(KV_LOG_ERROR);
     int rc = kv_config_load_string(text, "stored config", NULL, &c, &err);
     kv_log_set_level(level);
+    pthread_mutex_unlock(&g_config_lock);
     free(text);
     if (rc == 0) {
         for (size_t i = 0; i < c.database.n_feature_dimensions; i++) {
-            json_array_append_new(*dims, json_string(c.database.feature_dimensions[i]));
-            json_array_append_new(*bins, json_integer(c.database.feature_bins[i]));
+            json_array_append_new(l->dims, json_string(c.database.feature_dimensions[i]));
+            json_array_append_new(l->bins, json_integer(c.database.feature_bins[i]));
         }
-        *num_islands = c.database.num_islands;
+        l->num_islands = c.database.num_islands;
+        json_t *o = l->settings;
+        const char *task = c.evaluator.task && *c.evaluator.task ? c.evaluator.task : NULL;
+        json_object_set_new(o, "task", task ? json_string(task) : json_null());
+        json_object_set_new(o, "backend",
+                            task ? json_string(c.evaluator.backend ? c.evaluator.backend : "auto")
+                                 : json_null());
+        json_object_set_new(o, "quick", task ? json_boolean(c.evaluator.quick) : json_null());
+        json_object_set_new(o, "language", c.language ? json_string(c.language) : json_null());
+        json_object_set_new(o, "num_islands", json_integer(c.database.num_islands));
+        json_object_set_new(o, "population_size", json_integer(c.database.population_size));
+        json_object_set_new(o, "parallel_evaluations",
+                            json_integer(c.evaluator.parallel_evaluations));
+        json_object_set_new(o, "evaluator_timeout", json_real(c.evaluator.timeout));
     }
     kv_config_free(&c);
 }
 
+static void layout_free(run_layout *l)
+{
+    json_decref(l->dims);
+    json_decref(l->bins);
+    json_decref(l->settings);
+}
+
+/* Meta value KEY of SUMMARY as a JSON string, or null. New reference. */
+static json_t *meta_value(json_t *summary, const char *key)
+{
+    json_t *v = json_object_get(json_object_get(summary, "meta"), key);
+    return v ? json_incref(v) : json_null();
+}
+
+/* The facts a reader checks first, in one object: what task on what
+ * backend and device, from which initial programs, with what seed and
+ * kevolve, where the store is. From the effective config, the manifest and
+ * what the harness reported (SUMMARY's harness). New reference. */
+static json_t *run_facts(json_t *summary, const run_layout *l, const char *store_path)
+{
+    json_t *harness = json_object_get(summary, "harness");
+    json_t *f = json_deep_copy(l->settings);
+    /* The backend that ran: the harness names it ("auto" resolves per
+     * program); the configured one stays beside it. */
+    json_t *used = json_object_get(harness, "backend");
+    json_object_set(f, "backend_configured", json_object_get(l->settings, "backend"));
+    if (json_is_string(used)) json_object_set(f, "backend", used);
+    if (!json_is_string(json_object_get(f, "task")) &&
+        json_is_string(json_object_get(harness, "task")))
+        json_object_set(f, "task", json_object_get(harness, "task"));
+    json_t *dev = json_object_get(harness, "device");
+    json_t *name = json_is_object(dev) ? json_object_get(dev, "name") : dev;
+    json_object_set_new(f, "device", json_is_string(name) ? json_incref(name) : json_null());
+    json_object_set(f, "device_info", dev ? dev : json_null());
+    json_object_set_new(f, "initial_program", meta_value(summary, "initial_program"));
+    json_object_set(f, "initial_programs", json_object_get(summary, "initial_programs"));
+    json_object_set_new(f, "random_seed", meta_value(summary, "random_seed"));
+    json_object_set_new(f, "max_iterations", meta_value(summary, "max_iterations"));
+    json_object_set_new(f, "kevolve_version", meta_value(summary, "kevolve_version"));
+    json_object_set_new(f, "created_at", meta_value(summary, "created_at"));
+    json_object_set_new(f, "host", meta_value(summary, "host"));
+    json_object_set_new(f, "config_path", meta_value(summary, "config_path"));
+    json_t *ev = json_object_get(json_object_get(summary, "meta"), "evaluator_command");
+    json_object_set_new(f, "evaluator",
+                        ev && *json_string_value(ev) ? json_incref(ev)
+                                                     : meta_value(summary, "evaluator"));
+    json_object_set_new(f, "store", store_path ? json_string(store_path) : json_null());
+    return f;
+}
+
 /* GET /api/summary */
-static int route_summary(kv_store *s, json_t **body)
+static int route_summary(kv_store *s, const char *store_path, json_t **body)
 {
     json_t *sum = kv_store_web_summary(s);
     if (!sum) return store_fail(s, body);
-    json_t *dims, *bins;
-    int num_islands;
-    run_layout(s, &dims, &bins, &num_islands);
-    json_object_set_new(sum, "feature_dimensions", dims);
-    json_object_set_new(sum, "feature_bins", bins);
-    json_object_set_new(sum, "num_islands", json_integer(num_islands));
+    run_layout l;
+    layout_read(s, &l);
+    json_object_set(sum, "feature_dimensions", l.dims);
+    json_object_set(sum, "feature_bins", l.bins);
+    json_object_set_new(sum, "num_islands", json_integer(l.num_islands));
+    json_object_set_new(sum, "facts", run_facts(sum, &l, store_path));
+    json_object_set_new(sum, "store_path", store_path ? json_string(store_path) : json_null());
+    layout_free(&l);
     kv_program *best = kv_store_best_program(s);
     json_object_set_new(sum, "best",
                         best ? json_pack("{s:I, s:f, s:i, s:I}", "id", (json_int_t)best->id,
@@ -135,11 +218,12 @@ static int route_programs(kv_store *s, kv_web_param_fn param, void *ud, json_t *
     if (!rows) return store_fail(s, body);
     size_t n = json_array_size(rows);
     json_t *last = json_array_get(json_array_get(rows, n ? n - 1 : 0), 0);
-    *body = json_pack(
-        "{s:[s,s,s,s,s,s,s,s,s,s,s], s:o, s:I, s:I, s:b}", "columns", "id", "parent_id",
-        "other_parent_id", "island", "iteration", "generation", "status", "fitness", "mutator",
-        "is_migrant", "migrated_from", "programs", rows, "since", (json_int_t)since, "next_since",
-        (json_int_t)(last ? json_integer_value(last) : since), "more", (int)(n == (size_t)limit));
+    *body = json_pack("{s:[s,s,s,s,s,s,s,s,s,s,s,s], s:o, s:I, s:I, s:b}", "columns", "id",
+                      "parent_id", "other_parent_id", "island", "iteration", "generation", "status",
+                      "fitness", "mutator", "is_migrant", "migrated_from", "reason", "programs",
+                      rows, "since", (json_int_t)since, "next_since",
+                      (json_int_t)(last ? json_integer_value(last) : since), "more",
+                      (int)(n == (size_t)limit));
     return 200;
 }
 
@@ -184,16 +268,68 @@ static int route_program(kv_store *s, const char *rest, json_t **body)
     return 200;
 }
 
-/* GET /api/series?buckets=N */
+/* GET /api/series?buckets=N&window=W */
 static int route_series(kv_store *s, kv_web_param_fn param, void *ud, json_t **body)
 {
-    long long buckets;
+    long long buckets, window;
     int rc = int_param(param, ud, "buckets", 1, 2000, 200, &buckets, body);
+    if (!rc) rc = int_param(param, ud, "window", 1, 1000, 0, &window, body);
     if (rc) return rc;
+    int64_t max_iter = kv_store_web_max_iteration(s);
+    if (max_iter < 0) return store_fail(s, body);
     json_t *scores = kv_store_web_scores(s);
     if (!scores) return store_fail(s, body);
-    *body = kv_web_series(scores, (int)buckets);
+    run_layout l;
+    layout_read(s, &l);
+    *body = kv_web_series(scores, (int)buckets, (json_int_t)max_iter, l.num_islands, (int)window);
+    layout_free(&l);
     json_decref(scores);
+    return 200;
+}
+
+/* The scenario entries of a harness's "scenarios" artifact, cut to what a
+ * chart of them needs. New reference. */
+static json_t *scenario_points(json_t *scenarios)
+{
+    static const char *const keep[] = {"name",    "speedup", "median_us", "roofline_fraction",
+                                       "correct", "tags"};
+    json_t *out = json_array();
+    size_t i;
+    json_t *sc;
+    json_array_foreach(scenarios, i, sc)
+    {
+        if (!json_is_object(sc)) continue;
+        json_t *o = json_object();
+        for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++) {
+            json_t *v = json_object_get(sc, keep[k]);
+            if (v) json_object_set(o, keep[k], v);
+        }
+        json_array_append_new(out, o);
+    }
+    return out;
+}
+
+/* GET /api/best_history */
+static int route_best_history(kv_store *s, json_t **body)
+{
+    int64_t max_iter = kv_store_web_max_iteration(s);
+    if (max_iter < 0) return store_fail(s, body);
+    json_t *rows = kv_store_web_best_history(s);
+    if (!rows) return store_fail(s, body);
+    json_t *points = json_array();
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row)
+    {
+        json_t *scen = json_array_get(row, 4);
+        json_array_append_new(
+            points, json_pack("{s:O, s:O, s:O, s:O, s:o}", "id", json_array_get(row, 0),
+                              "iteration", json_array_get(row, 1), "fitness",
+                              json_array_get(row, 2), "island", json_array_get(row, 3), "scenarios",
+                              json_is_array(scen) ? scenario_points(scen) : json_array()));
+    }
+    json_decref(rows);
+    *body = json_pack("{s:I, s:o}", "max_iteration", (json_int_t)max_iter, "points", points);
     return 200;
 }
 
@@ -205,21 +341,19 @@ static int route_grid(kv_store *s, kv_web_param_fn param, void *ud, json_t **bod
     if (!text) return fail(body, 400, "parameter 'island' is required");
     int rc = int_param(param, ud, "island", 0, 1000000, 0, &island, body);
     if (rc) return rc;
-    json_t *dims, *bins;
-    int num_islands;
-    run_layout(s, &dims, &bins, &num_islands);
+    run_layout l;
+    layout_read(s, &l);
     json_t *placed = NULL;
-    if (num_islands > 0 && island >= num_islands)
-        rc = fail(body, 404, "no island %lld (this run has %d)", island, num_islands);
+    if (l.num_islands > 0 && island >= l.num_islands)
+        rc = fail(body, 404, "no island %lld (this run has %d)", island, l.num_islands);
     else if (!(placed = kv_store_web_placed(s, (int)island)))
         rc = store_fail(s, body);
     else {
-        *body = kv_web_grid((int)island, placed, dims, bins);
+        *body = kv_web_grid((int)island, placed, l.dims, l.bins);
         rc = 200;
     }
     json_decref(placed);
-    json_decref(dims);
-    json_decref(bins);
+    layout_free(&l);
     return rc;
 }
 
@@ -236,7 +370,8 @@ static int route_events(kv_store *s, kv_web_param_fn param, void *ud, json_t **b
     return 200;
 }
 
-int kv_web_api(kv_store *s, const char *path, kv_web_param_fn param, void *ud, json_t **body)
+int kv_web_api(kv_store *s, const char *store_path, const char *path, kv_web_param_fn param,
+               void *ud, json_t **body)
 {
     *body = NULL;
     if (!path || !kv_starts_with(path, "/api/")) return fail(body, 404, "no such route");
@@ -245,13 +380,15 @@ int kv_web_api(kv_store *s, const char *path, kv_web_param_fn param, void *ud, j
     if (kv_store_begin(s) != 0) return store_fail(s, body);
     int status;
     if (strcmp(route, "summary") == 0)
-        status = route_summary(s, body);
+        status = route_summary(s, store_path, body);
     else if (strcmp(route, "programs") == 0)
         status = route_programs(s, param, ud, body);
     else if (kv_starts_with(route, "programs/"))
         status = route_program(s, route + 9, body);
     else if (strcmp(route, "series") == 0)
         status = route_series(s, param, ud, body);
+    else if (strcmp(route, "best_history") == 0)
+        status = route_best_history(s, body);
     else if (strcmp(route, "grid") == 0)
         status = route_grid(s, param, ud, body);
     else if (strcmp(route, "events") == 0)

@@ -79,62 +79,86 @@ static double median(double *v, size_t n)
 
 /* The series of one island from SCORES rows [island, iteration, fitness,
  * id] (iteration order): one point per non-empty bucket of WIDTH
- * iterations. SCRATCH has room for every row. */
+ * iterations (its end, the best so far, the rolling median of the last
+ * WINDOW scores up to it, the scores in the bucket), and each rise of the
+ * best so far at its exact iteration. SCRATCH has room for 2 * WINDOW
+ * values. */
 static json_t *island_series(const json_t *scores, json_int_t island, json_int_t width,
-                             double *scratch)
+                             json_int_t max_iter, int window, double *scratch)
 {
-    json_t *points = json_array();
+    json_t *points = json_array(), *rises = json_array();
+    double *ring = scratch, *sorted = scratch + window;
     double best = -INFINITY;
-    json_int_t best_id = 0, bucket = -1;
-    size_t n = 0;
+    json_int_t best_id = 0, bucket = -1, seen = 0, in_bucket = 0;
     size_t i, total = json_array_size(scores);
     for (i = 0; i <= total; i++) {
         json_t *row = json_array_get(scores, i); /* NULL past the end: flush */
         if (row && json_integer_value(json_array_get(row, 0)) != island) continue;
         json_int_t it = row ? json_integer_value(json_array_get(row, 1)) : 0;
         json_int_t b = row ? it / width : -2;
-        if (b != bucket && n > 0) {
+        if (b != bucket && in_bucket > 0) {
             json_int_t end = (bucket + 1) * width - 1;
-            json_array_append_new(points, json_pack("{s:I, s:f, s:I, s:f, s:I}", "iteration", end,
-                                                    "best", best, "best_id", best_id, "median",
-                                                    median(scratch, n), "n", (json_int_t)n));
-            n = 0;
+            if (end > max_iter) end = max_iter;
+            size_t n = (size_t)(seen < window ? seen : window);
+            memcpy(sorted, ring, n * sizeof *sorted);
+            json_array_append_new(points, json_pack("{s:I, s:f, s:I, s:f, s:I, s:I}", "iteration",
+                                                    end, "best", best, "best_id", best_id, "median",
+                                                    median(sorted, n), "n", in_bucket, "window_n",
+                                                    (json_int_t)n));
+            in_bucket = 0;
         }
         if (!row) break;
         bucket = b;
         double f = json_number_value(json_array_get(row, 2));
-        scratch[n++] = f;
+        ring[seen % window] = f;
+        seen++;
+        in_bucket++;
         if (f > best) {
             best = f;
             best_id = json_integer_value(json_array_get(row, 3));
+            json_array_append_new(rises, json_pack("[I, f, I]", it, f, best_id));
         }
     }
-    return points;
+    return json_pack("{s:I, s:o, s:o, s:I}", "island", island, "points", points, "rises", rises,
+                     "scored", seen);
 }
 
-json_t *kv_web_series(const json_t *scores, int buckets)
+json_t *kv_web_series(const json_t *scores, int buckets, json_int_t max_iteration, int num_islands,
+                      int window)
 {
     size_t total = json_array_size(scores);
-    json_int_t max_island = -1, max_iter = 0;
+    json_int_t max_island = num_islands - 1, max_iter = max_iteration;
+    json_int_t counts[1024] = {0}; /* scores per island, for the median's window */
     for (size_t i = 0; i < total; i++) {
         json_t *row = json_array_get(scores, i);
         json_int_t island = json_integer_value(json_array_get(row, 0));
         json_int_t it = json_integer_value(json_array_get(row, 1));
         if (island > max_island) max_island = island;
         if (it > max_iter) max_iter = it;
+        if (island >= 0 && island < 1024) counts[island]++;
     }
+    if (max_island > 1023) max_island = 1023; /* more islands than a chart can show */
     if (buckets < 1) buckets = 1;
     json_int_t width = (max_iter + 1 + buckets - 1) / buckets;
     if (width < 1) width = 1;
-    double *scratch = malloc((total ? total : 1) * sizeof *scratch);
-    json_t *islands = json_array();
-    for (json_int_t isl = 0; isl <= max_island && scratch; isl++) {
-        json_array_append_new(islands, json_pack("{s:I, s:o}", "island", isl, "points",
-                                                 island_series(scores, isl, width, scratch)));
+    /* The median's window: a twentieth of the busiest island's scores,
+     * between 5 and 100, unless the caller chose one. */
+    if (window <= 0) {
+        json_int_t most = 0;
+        for (json_int_t k = 0; k <= max_island; k++)
+            if (counts[k] > most) most = counts[k];
+        window = (int)((most + 19) / 20);
+        if (window < 5) window = 5;
+        if (window > 100) window = 100;
     }
+    double *scratch = malloc(2 * (size_t)window * sizeof *scratch);
+    json_t *islands = json_array();
+    for (json_int_t isl = 0; isl <= max_island && scratch; isl++)
+        json_array_append_new(islands,
+                              island_series(scores, isl, width, max_iter, window, scratch));
     free(scratch);
-    return json_pack("{s:I, s:I, s:o}", "bucket_width", width, "max_iteration", max_iter, "islands",
-                     islands);
+    return json_pack("{s:I, s:I, s:i, s:o}", "bucket_width", width, "max_iteration", max_iter,
+                     "median_window", window, "islands", islands);
 }
 
 /* Bin of dimension NAME in FEATURES, or -1 when absent. */
