@@ -1,67 +1,58 @@
 #!/usr/bin/env bash
 # Browser test of the dashboard: a real run of the tiny example, served by
 # `kevolve serve` and written by `kevolve report`, loaded in headless
-# Chromium. Checks that the tree, the score chart, the MAP-Elites grids, the
-# summary and a program's page show the numbers `kevolve status --json` and
-# the store hold, and keeps screenshots in $KV_BUILD_DIR/test-artifacts/.
+# Chromium. Its evaluator fails some children (C = 4 "does not build") and
+# hangs on others (B = 7, killed at the time limit), as a real run's do.
+# Checks that the tree, the counts, the score chart, the MAP-Elites grids,
+# the summary and a program's page (a failed one's too) show what `kevolve
+# status --json` and the store hold, and that an open page follows a
+# running evolution; keeps screenshots in $KV_BUILD_DIR/test-artifacts/.
 # Skips (exit 77) when Chromium is not installed.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/dashboard_lib.sh"
 
-CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$CHROMIUM" ]; then
-    echo "SKIP: chromium is not installed (apt-get install chromium)"
-    exit 77
-fi
-ARTIFACTS=${KV_BUILD_DIR:-$WORK}/test-artifacts
-mkdir -p "$ARTIFACTS"
+cat >"$WORK/evaluator.sh" <<EOF
+#!/bin/sh
+# The tiny example's evaluator, but C = 4 fails to build and, with
+# KV_TEST_HANG=1, B = 7 hangs until the evaluator's time limit.
+if grep -q '^C = 4 ' "\$1"; then echo "compile_error: C = 4 does not build" >&2; exit 1; fi
+if [ "\${KV_TEST_HANG:-}" = 1 ] && grep -q '^B = 7 ' "\$1"; then sleep 60; fi
+exec sh '$TINY/evaluator.sh' "\$1"
+EOF
+chmod +x "$WORK/evaluator.sh"
+sed -e "s#^initial_program: .*#initial_program: $TINY/initial.py#" \
+    -e "s#^evaluator: .*#evaluator: $WORK/evaluator.sh#" -e 's/  timeout: 10/  timeout: 2/' \
+    "$TINY/config.yaml" >"$WORK/config.yaml"
 
-SERVER_PID=
-cleanup() {
-    if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-# browser ARGS... URL: headless Chromium with a fresh profile; the page's
-# timers and fetches run for 5 s of virtual time before the DOM is taken.
-browser() {
-    timeout 90 "$CHROMIUM" --headless --disable-gpu --no-sandbox --hide-scrollbars \
-        --user-data-dir="$WORK/profile" --virtual-time-budget=5000 "$@" 2>>"$WORK/chromium.log"
-}
-
-"$KV" run --config "$TINY/config.yaml" --output "$WORK/run" --iterations 40 >"$WORK/run.log" 2>&1 ||
-    fail "the example run failed: $(tail -5 "$WORK/run.log")"
+KV_TEST_HANG=1 "$KV" run --config "$WORK/config.yaml" --output "$WORK/run" --iterations 40 \
+    >"$WORK/run.log" 2>&1 || fail "the example run failed: $(tail -5 "$WORK/run.log")"
 "$KV" status "$WORK/run" --json >"$WORK/status.json"
+FAILED=$(sql "$WORK/run/run.db" "select min(id) from programs where status = 'failed'")
+[ -n "$FAILED" ] || fail "the run has no failed child to show (its evaluator fails C = 4)"
 
-"$KV" serve "$WORK/run/run.db" --port 0 >"$WORK/serve.out" 2>"$WORK/serve.err" &
-SERVER_PID=$!
-for _ in $(seq 50); do
-    [ -s "$WORK/serve.out" ] && break
-    sleep 0.1
-done
-URL=$(head -1 "$WORK/serve.out" | sed -n 's/^serving .* at \(http:[^ ]*\)$/\1/p')
-[ -n "$URL" ] || fail "serve printed no URL: $(cat "$WORK/serve.out" "$WORK/serve.err")"
+serve "$WORK/run/run.db" serve
 case "$URL" in http://127.0.0.1:*) ;; *) fail "serve did not bind 127.0.0.1 by default: $URL" ;; esac
 
+BEST=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["best"]["id"])' "$WORK/status.json")
 browser --dump-dom "$URL" >"$WORK/overview.html"
-browser --dump-dom "${URL}#/program/$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["best"]["id"])' "$WORK/status.json")" \
-    >"$WORK/program.html"
+browser --dump-dom "${URL}#/program/$BEST" >"$WORK/program.html"
+browser --dump-dom "${URL}#/program/$FAILED" >"$WORK/failed.html"
 browser --window-size=1400,1800 --screenshot="$ARTIFACTS/dashboard-overview.png" "$URL" >/dev/null
-browser --window-size=1400,1400 --screenshot="$ARTIFACTS/dashboard-program.png" "${URL}#/program/1" >/dev/null
+browser --window-size=1400,1100 --screenshot="$ARTIFACTS/dashboard-program.png" "${URL}#/program/$FAILED" >/dev/null
 "$KV" report "$WORK/run" -o "$WORK/report.html" 2>"$WORK/report.err" || fail "report: $(cat "$WORK/report.err")"
 browser --dump-dom "file://$WORK/report.html" >"$WORK/report-dom.html"
+browser --dump-dom "file://$WORK/report.html#/program/$FAILED" >"$WORK/report-failed.html"
 browser --window-size=1400,1800 --screenshot="$ARTIFACTS/dashboard-report.png" "file://$WORK/report.html" >/dev/null
 cp "$WORK/report.html" "$ARTIFACTS/dashboard-report.html"
 for f in dashboard-overview.png dashboard-program.png dashboard-report.png; do
     [ -s "$ARTIFACTS/$f" ] || fail "no screenshot $f"
 done
 
-# The checks read the DOM with Python's HTML parser and compare it with the
-# status summary and the store.
+# The checks read the DOM and compare it with the status summary and the store.
 python3 - "$WORK/status.json" "$WORK/run/run.db" "$WORK/overview.html" "$WORK/program.html" \
-    "$WORK/report-dom.html" <<'PY' || fail "the dashboard shows wrong numbers (see above)"
-import json, re, sqlite3, sys
-from html.parser import HTMLParser
+    "$WORK/report-dom.html" "$WORK/failed.html" "$WORK/report-failed.html" <<'PY' ||
+import json, sqlite3, sys
+from dashboard_dom import Dom, number
 
 status = json.load(open(sys.argv[1]))
 db = sqlite3.connect(f"file:{sys.argv[2]}?mode=ro", uri=True)
@@ -74,39 +65,6 @@ def check(what, got, want):
         same = str(got) == str(want)
     if not same:
         errors.append(f"{what}: page shows {got!r}, expected {want!r}")
-
-class Dom(HTMLParser):
-    """Elements by id (attributes and text) and every element with its class."""
-    def __init__(self, text):
-        super().__init__()
-        self.by_id, self.all, self.stack = {}, [], []
-        self.feed(text)
-    def handle_starttag(self, tag, attrs):
-        el = {"tag": tag, "attrs": dict(attrs), "text": ""}
-        self.all.append(el)
-        if tag in ("br", "img", "input", "meta", "link", "polyline", "line"):
-            if "id" in el["attrs"]: self.by_id[el["attrs"]["id"]] = el
-            return
-        self.stack.append(el)
-        if "id" in el["attrs"]: self.by_id[el["attrs"]["id"]] = el
-    def handle_endtag(self, tag):
-        while self.stack:
-            if self.stack.pop()["tag"] == tag: break
-    def handle_data(self, data):
-        for el in self.stack: el["text"] += data
-    def text(self, id):
-        return self.by_id[id]["text"].strip() if id in self.by_id else None
-    def find(self, tag=None, cls=None, **attrs):
-        out = []
-        for el in self.all:
-            if tag and el["tag"] != tag: continue
-            if cls and cls not in el["attrs"].get("class", "").split(): continue
-            if any(el["attrs"].get(k.replace("_", "-")) != str(v) for k, v in attrs.items()): continue
-            out.append(el)
-        return out
-
-def number(text):
-    return float(re.sub(r"[^0-9.eE+-]", "", text))
 
 def check_overview(name, dom):
     if "hidden" not in dom.by_id["error"]["attrs"]:
@@ -124,6 +82,20 @@ def check_overview(name, dom):
     check(f"{name}: best card", number(dom.text("card-best")), status["best"]["fitness"])
     check(f"{name}: duplicates card", dom.text("card-duplicate"), status["by_status"]["duplicate"])
     check(f"{name}: seed", dom.text("sum-seed"), status["random_seed"])
+    # Every status counted as the store counts it: tree, legend, cards.
+    for st in ("ok", "failed", "timeout", "rejected", "duplicate"):
+        n = db.execute("SELECT count(*) FROM programs WHERE status = ?", (st,)).fetchone()[0]
+        check(f"{name}: tree count of {st}", a.get(f"data-{st}"), n)
+        check(f"{name}: legend count of {st}", (dom.by_id.get(f"legend-{st}") or {"attrs": {}})["attrs"].get("data-count"), n)
+        check(f"{name}: {st} card", dom.text(f"card-{st}"), n)
+    # Failures by reason: one row per (status, reason), adding up to the failures.
+    rows = [el for el in dom.find("tr") if el["attrs"].get("data-status") in ("failed", "timeout", "rejected")]
+    want = db.execute("SELECT count(DISTINCT status || ':' || coalesce(status_reason, '')) FROM programs"
+                      " WHERE status IN ('failed', 'timeout', 'rejected')").fetchone()[0]
+    check(f"{name}: failure reasons", len(rows), want)
+    # The chart spans the run's iterations, failed children's included.
+    check(f"{name}: chart range", dom.attr("chart", "data-max-iteration"),
+          db.execute("SELECT max(iteration) FROM programs").fetchone()[0])
     # Chart: one best and one median line per island, and the table's best per island.
     for isl in status["islands"]:
         i = isl["island"]
@@ -162,14 +134,30 @@ check("program page: combined_score", number(metric[0]["text"]) if metric else N
 src = db.execute("SELECT source FROM programs WHERE id = ?", (best["id"],)).fetchone()[0]
 lines = [el["text"] for el in prog.find("span", cls="l")]
 check("program page: source lines", len(lines), len(src.split("\n")))
-if not prog.find("span", cls="add") and not prog.find("span", cls="del"):
+if not prog.find("tr", cls="add") and not prog.find("tr", cls="del"):
     errors.append("program page: the diff against the parent shows no change")
+if not (prog.pos("program-change") or 0) < (prog.pos("metrics") or 0):
+    errors.append("program page: the change is not above the metrics")
+
+# A failed child's page says it failed, and why, in the served page and the report.
+fid, reason = db.execute("SELECT id, status_reason FROM programs WHERE status = 'failed' ORDER BY id LIMIT 1").fetchone()
+for name, path in (("failed page", sys.argv[6]), ("report's failed page", sys.argv[7])):
+    d = Dom(open(path).read())
+    check(f"{name}: id", d.attr("program-head", "data-id"), fid)
+    check(f"{name}: status", d.attr("program-head", "data-status"), "failed")
+    badge = [el for el in d.find("span", cls="badge") if el["attrs"].get("data-status") == "failed"]
+    if not badge:
+        errors.append(f"{name}: no 'failed' badge")
+    if reason not in (d.text("program-failure") or ""):
+        errors.append(f"{name}: the failure panel lacks the reason {reason!r}: {d.text('program-failure')!r}")
+    check(f"{name}: score", d.text("program-fitness"), "–")
 
 if errors:
     print("\n".join(errors))
     sys.exit(1)
-print("dashboard shows the run's numbers: tree, chart, grids, summary, program page, report")
+print("dashboard shows the run's numbers: tree, counts, chart, grids, summary, program pages, report")
 PY
+    fail "the dashboard shows wrong numbers (see above)"
 
 # Live in the browser: with the page open, the programs a running resume adds
 # appear on it without a reload (the page polls; its count grows past the
@@ -177,8 +165,7 @@ PY
 KV_TEST_EVAL_SLEEP=0.4 "$KV" resume "$WORK/run" --iterations 20 >"$WORK/resume_live.log" 2>&1 &
 RESUME_PID=$!
 sleep 0.5
-timeout 120 "$CHROMIUM" --headless --disable-gpu --no-sandbox --user-data-dir="$WORK/profile-live" \
-    --virtual-time-budget=1000000 --dump-dom "${URL}?poll=250" >"$WORK/live.html" 2>>"$WORK/chromium.log"
+browser --virtual-time-budget=1000000 --dump-dom "${URL}?poll=250" >"$WORK/live.html"
 wait $RESUME_PID || fail "the resumed run behind the live page failed"
 python3 - "$WORK/live.html" <<'PY' || fail "the open page did not pick up new programs by itself"
 import re, sys
@@ -194,7 +181,5 @@ before=$(python3 -c 'import json,sys,urllib.request; print(json.load(urllib.requ
 "$KV" resume "$WORK/run" --iterations 5 >"$WORK/resume.log" 2>&1 || fail "resume failed"
 after=$(python3 -c 'import json,sys,urllib.request; d=json.load(urllib.request.urlopen(sys.argv[1]+"api/programs?since="+sys.argv[2])); print(len(d["programs"]))' "$URL" "$before")
 [ "$after" -ge 5 ] || fail "after resuming 5 iterations the server shows $after new programs"
-kill "$SERVER_PID"
-wait "$SERVER_PID" || fail "serve exited $? on SIGTERM"
-SERVER_PID=
+stop_server "$SERVER_PID"
 echo "PASS: dashboard (screenshots in $ARTIFACTS)"

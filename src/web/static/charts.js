@@ -1,0 +1,156 @@
+// The kevolve dashboard, charts (SVG): best so far and the rolling median
+// score per island over the whole iteration range; the best program's
+// speedup per scenario over time (kernel tasks); each island's MAP-Elites
+// grid. Axes have round ticks (niceTicks). Uses state (app.js).
+"use strict";
+
+const CH = {W: 560, H: 260, L: 50, R: 14, T: 12, B: 32};
+
+// Axes, grid lines and scales for iterations 0..MAXIT (x) and LO..HI (y).
+function chartFrame(maxIt, lo, hi, yLabel, yFmt) {
+  const {W, H, L, R, T, B} = CH;
+  const xt = niceTicks(0, Math.max(1, maxIt), 6, {exact: true, integer: true});
+  const yt = niceTicks(lo, hi, 5);
+  const X = it => L + (W - L - R) * (it / xt.hi);
+  const Y = v => T + (H - T - B) * (1 - (v - yt.lo) / (yt.hi - yt.lo));
+  let svg = "";
+  for (const v of yt.ticks) {
+    const y = Y(v).toFixed(1);
+    svg += `<line x1="${L}" x2="${W - R}" y1="${y}" y2="${y}" stroke="#eceff2"/>` +
+           `<text class="ytick" x="${L - 5}" y="${+y + 4}" text-anchor="end">${esc(yFmt ? yFmt(v, yt.digits) : v.toFixed(yt.digits))}</text>`;
+  }
+  for (const it of xt.ticks) {
+    const x = X(it).toFixed(1);
+    svg += `<line x1="${x}" x2="${x}" y1="${H - B}" y2="${H - B + 4}" stroke="#9aa3ad"/>` +
+           `<text class="xtick" x="${x}" y="${H - B + 16}" text-anchor="middle">${it}</text>`;
+  }
+  svg += `<line x1="${L}" x2="${X(xt.hi)}" y1="${H - B}" y2="${H - B}" stroke="#9aa3ad"/>` +
+         `<text x="${(L + W) / 2}" y="${H - 2}" text-anchor="middle">iteration (0 to ${xt.hi})</text>` +
+         `<text x="12" y="${(T + H - B) / 2}" text-anchor="middle" transform="rotate(-90 12 ${(T + H - B) / 2})">${esc(yLabel)}</text>`;
+  return {svg, X, Y, xt, yt};
+}
+
+// A step line through POINTS [[iteration, value], ...] held to iteration END.
+function stepPoints(points, X, Y, end) {
+  const out = [];
+  points.forEach(([it, v], i) => {
+    if (i > 0) out.push(`${X(it).toFixed(1)},${Y(points[i - 1][1]).toFixed(1)}`);
+    out.push(`${X(it).toFixed(1)},${Y(v).toFixed(1)}`);
+  });
+  if (points.length) out.push(`${X(end).toFixed(1)},${Y(points[points.length - 1][1]).toFixed(1)}`);
+  return out.join(" ");
+}
+
+function renderChart() {
+  const series = state.series;
+  const maxIt = Math.max(series.max_iteration, state.summary ? state.summary.max_iteration : 0);
+  let lo = Infinity, hi = -Infinity;
+  for (const s of series.islands) {
+    for (const p of s.points) { lo = Math.min(lo, p.median, p.best); hi = Math.max(hi, p.best, p.median); }
+  }
+  if (lo === Infinity) { lo = 0; hi = 1; }
+  const f = chartFrame(maxIt, lo, hi, "score");
+  let svg = `<svg viewBox="0 0 ${CH.W} ${CH.H}" width="100%" role="img" aria-label="score over iterations">` + f.svg;
+  for (const s of series.islands) {
+    const col = islandColor(s.island);
+    const rises = s.rises.map(([it, v]) => [it, v]);
+    const med = s.points.map(p => `${f.X(p.iteration).toFixed(1)},${f.Y(p.median).toFixed(1)}`).join(" ");
+    svg += `<polyline class="median" data-island="${s.island}" points="${med}" fill="none" stroke="${col}" stroke-width="1.2" stroke-dasharray="4 3" opacity=".8"/>`;
+    svg += `<polyline class="best" data-island="${s.island}" data-first="${rises.length ? rises[0][0] : ""}" points="${stepPoints(rises, f.X, f.Y, maxIt)}" fill="none" stroke="${col}" stroke-width="2"/>`;
+    for (const [it, v, id] of s.rises)
+      svg += `<circle class="rise" data-island="${s.island}" data-id="${id}" cx="${f.X(it).toFixed(1)}" cy="${f.Y(v).toFixed(1)}" r="3" fill="${col}"><title>island ${s.island}: new best ${fmt(v)} (program ${id}, iteration ${it})</title></circle>`;
+  }
+  svg += "</svg>";
+  $("chart").innerHTML = svg;
+  $("chart").dataset.maxIteration = f.xt.hi;
+  for (const c of $("chart").querySelectorAll("circle.rise"))
+    c.addEventListener("click", () => { location.hash = `#/program/${c.dataset.id}`; });
+  let rows = `<tr><th>island</th><th class="num">best</th><th class="num">rolling median</th>` +
+             `<th class="num">scored programs</th><th class="num">first scored at</th></tr>`;
+  for (const s of series.islands) {
+    const last = s.points[s.points.length - 1];
+    rows += `<tr class="series-row" data-island="${s.island}"><td><i style="color:${islandColor(s.island)}">■</i> ${s.island}</td>` +
+            `<td class="num best" id="chart-best-${s.island}">${last ? esc(fmt(last.best)) : "–"}</td>` +
+            `<td class="num median">${last ? esc(fmt(last.median)) : "–"}</td><td class="num">${s.scored}</td>` +
+            `<td class="num">${s.rises.length ? "iteration " + s.rises[0][0] : "none yet"}</td></tr>`;
+  }
+  $("chart-table").innerHTML = rows;
+  $("chart-caption").innerHTML =
+    `Solid: best score so far of each island (dots: a new best; click for its program). ` +
+    `Dashed: <span id="median-window" data-window="${series.median_window}">rolling median of the island's last ${series.median_window} scored programs</span>, ` +
+    `taken every ${series.bucket_width} iteration${series.bucket_width > 1 ? "s" : ""}. ` +
+    `Failed, timed-out, rejected and duplicate children have no score and are not in the lines (see Outcomes).`;
+}
+
+// The best program's speedup per scenario over the run (kernel tasks):
+// one step line per scenario from each new best program, the combined
+// score (their weighted geometric mean) in black, the baseline at 1.
+function renderSpeedupChart() {
+  const h = state.bestHistory;
+  const panel = $("speedup-panel");
+  const pts = h ? h.points.filter(p => p.scenarios && p.scenarios.length) : [];
+  if (!pts.length) { panel.hidden = true; return; }
+  panel.hidden = false;
+  const maxIt = Math.max(h.max_iteration, state.summary ? state.summary.max_iteration : 0);
+  const names = [...new Set(pts.flatMap(p => p.scenarios.map(s => s.name)))];
+  let lo = 1, hi = 1;
+  for (const p of pts) {
+    lo = Math.min(lo, p.fitness); hi = Math.max(hi, p.fitness);
+    for (const s of p.scenarios) if (typeof s.speedup === "number") { lo = Math.min(lo, s.speedup); hi = Math.max(hi, s.speedup); }
+  }
+  const f = chartFrame(maxIt, Math.min(lo, 1), Math.max(hi, 1), "speedup over baseline (×)");
+  let svg = `<svg viewBox="0 0 ${CH.W} ${CH.H}" width="100%" role="img" aria-label="speedup per scenario over iterations">` + f.svg;
+  svg += `<line x1="${CH.L}" x2="${CH.W - CH.R}" y1="${f.Y(1).toFixed(1)}" y2="${f.Y(1).toFixed(1)}" stroke="#555" stroke-dasharray="2 3"/>` +
+         `<text x="${CH.W - CH.R}" y="${(f.Y(1) - 3).toFixed(1)}" text-anchor="end">baseline 1×</text>`;
+  names.forEach((name, k) => {
+    const line = pts.map(p => {
+      const s = p.scenarios.find(q => q.name === name);
+      return s && typeof s.speedup === "number" ? [p.iteration, s.speedup] : null;
+    }).filter(Boolean);
+    svg += `<polyline class="scen" data-scenario="${esc(name)}" points="${stepPoints(line, f.X, f.Y, maxIt)}" fill="none" stroke="${PALETTE[k % PALETTE.length]}" stroke-width="1.5"/>`;
+  });
+  svg += `<polyline class="combined" points="${stepPoints(pts.map(p => [p.iteration, p.fitness]), f.X, f.Y, maxIt)}" fill="none" stroke="#111" stroke-width="2.2"/>`;
+  svg += "</svg>";
+  $("speedup-chart").innerHTML = svg;
+  const last = pts[pts.length - 1];
+  $("speedup-table").innerHTML = `<tr><th>scenario</th><th class="num">speedup of the best (#${last.id})</th><th class="num">at the start (#${pts[0].id})</th></tr>` +
+    names.map((name, k) => {
+      const now = last.scenarios.find(q => q.name === name), then = pts[0].scenarios.find(q => q.name === name);
+      return `<tr data-scenario="${esc(name)}"><td><i style="color:${PALETTE[k % PALETTE.length]}">■</i> ${esc(name)}</td>` +
+             `<td class="num">${now ? esc(fmt(now.speedup, 3)) + "×" : "–"}</td><td class="num">${then ? esc(fmt(then.speedup, 3)) + "×" : "–"}</td></tr>`;
+    }).join("") +
+    `<tr><td><i style="color:#111">■</i> combined score</td><td class="num">${esc(fmt(last.fitness, 3))}</td><td class="num">${esc(fmt(pts[0].fitness, 3))}</td></tr>`;
+}
+
+// ---- MAP-Elites grids --------------------------------------------------------
+
+function renderGrids() {
+  let lo = Infinity, hi = -Infinity;
+  for (const g of state.grids) for (const c of g.cells) { lo = Math.min(lo, c.fitness); hi = Math.max(hi, c.fitness); }
+  const t = f => (hi > lo ? (f - lo) / (hi - lo) : 1);
+  const dims = state.grids.length ? state.grids[0].dimensions : [];
+  $("grid-dims").textContent = dims.length ? `x: ${dims[0]}${dims[1] ? ", y: " + dims[1] : ""}` : "";
+  let html = "";
+  for (const g of state.grids) {
+    const [nx, ny] = g.bins;
+    const at = new Map(g.cells.map(c => [`${c.x},${c.y}`, c]));
+    let cells = "";
+    for (let y = ny - 1; y >= 0; y--) {
+      for (let x = 0; x < nx; x++) {
+        const c = at.get(`${x},${y}`);
+        if (!c) { cells += `<div title="(${x}, ${y}) empty"></div>`; continue; }
+        const v = t(c.fitness);
+        cells += `<div class="full" data-id="${c.id}" data-x="${x}" data-y="${y}" data-fitness="${c.fitness}" ` +
+                 `style="background:${heat(v)};color:${v > 0.55 ? "#000" : "#fff"}" ` +
+                 `title="(${x}, ${y}) best: program ${c.id}, score ${fmt(c.fitness)}; ${c.count} placed here">${esc(fmt(c.fitness, 3))}</div>`;
+      }
+    }
+    html += `<div class="grid-box" data-island="${g.island}"><h3>island ${g.island} <small class="muted">` +
+            `${g.cells.length} of ${nx * ny} cells</small></h3>` +
+            `<div class="heat" style="grid-template-columns:repeat(${nx}, 26px)">${cells}</div>` +
+            `<div class="axis">${esc(dims[0] || "")} →${dims[1] ? "  ↑ " + esc(dims[1]) : ""}</div></div>`;
+  }
+  $("grids").innerHTML = html || `<p class="muted">no placed programs yet</p>`;
+  for (const d of $("grids").querySelectorAll("div.full"))
+    d.addEventListener("click", () => { location.hash = `#/program/${d.dataset.id}`; });
+}

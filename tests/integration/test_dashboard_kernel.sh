@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Browser test of the dashboard on a kernel task: a real run of the main
+# job's example (examples/gqa_attention/run.sh: task gqa_attention_small on
+# the OpenCL or CPU backend, a few iterations), served and written as a
+# report, loaded in headless Chromium. A program's page shows its change
+# against the parent before anything else, then the harness's per-scenario
+# table (the same scenarios, times and speedups as the store's artifacts),
+# with the raw metrics folded away; the overview shows the effective task
+# and backend, the store's path, every status counted as the store counts
+# it, the whole iteration range and the best program's speedup per
+# scenario. Screenshots go to $KV_BUILD_DIR/test-artifacts/.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/dashboard_lib.sh"
+
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    echo "SKIP: a GPU is present: run.sh would pick cuda (bench/ covers it)"
+    exit 77
+fi
+KV="$KV" "$KV_SOURCE_DIR/examples/gqa_attention/run.sh" --iterations 4 --output "$WORK/gqa" \
+    >"$WORK/run.out" 2>"$WORK/run.err" || fail "the gqa example run failed: $(tail -5 "$WORK/run.err")"
+BACKEND=$(sed -n 's/^gqa_attention example: backend \([a-z]*\), task .*/\1/p' "$WORK/run.err")
+DB="$WORK/gqa/run.db"
+# The page to check: the best child (it has a parent, so a change).
+PROGRAM=$(sql "$DB" "select id from programs where parent_id is not null and status = 'ok'
+                     order by fitness desc, id limit 1")
+[ -n "$PROGRAM" ] || fail "the run stored no OK child"
+
+serve "$DB" kernel
+browser --dump-dom "${URL}#/program/$PROGRAM" >"$WORK/program.html"
+browser --dump-dom "$URL" >"$WORK/overview.html"
+browser --window-size=1400,1500 --screenshot="$ARTIFACTS/dashboard-kernel-program.png" "${URL}#/program/$PROGRAM" >/dev/null
+browser --window-size=1400,2200 --screenshot="$ARTIFACTS/dashboard-kernel-overview.png" "$URL" >/dev/null
+"$KV" report "$WORK/gqa" -o "$WORK/report.html" 2>"$WORK/report.err" || fail "report: $(cat "$WORK/report.err")"
+browser --dump-dom "file://$WORK/report.html#/program/$PROGRAM" >"$WORK/report-program.html"
+browser --dump-dom "file://$WORK/report.html" >"$WORK/report-overview.html"
+stop_server "$SERVER_PID"
+
+python3 - "$DB" "$PROGRAM" "$BACKEND" "$WORK"/{program,overview,report-program,report-overview}.html <<'PY' ||
+import json, sqlite3, sys
+from dashboard_dom import Dom, Checks, number
+
+db_path, program, backend = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+c = Checks()
+
+def check_program(name, d):
+    head = d.by_id.get("program-head")
+    c.eq(f"{name}: program id", head["attrs"].get("data-id") if head else None, program)
+    # The change first: the diff, then the scenarios, then the raw metrics.
+    order = [d.pos("program-change"), d.pos("program-scenarios"), d.pos("metrics")]
+    c.true(f"{name}: diff, scenarios and metrics not in that order: {order}",
+           None not in order and order[0] < order[1] < order[2])
+    c.true(f"{name}: the diff shows no changed line",
+           d.find("tr", cls="add") or d.find("tr", cls="del"))
+    c.true(f"{name}: the raw metrics are not folded away", "open" not in d.by_id["raw-metrics"]["attrs"])
+    # The scenario table: the harness's scenarios, in order, with their speedups.
+    want = json.loads(db.execute("select value from artifacts where program_id = ? and name = 'scenarios'",
+                                 (program,)).fetchone()[0])
+    table = d.pos("scenarios")
+    rows = [el for el in d.find("tr") if "data-scenario" in el["attrs"]
+            and table is not None and el["pos"] > table][:len(want)]
+    c.eq(f"{name}: scenario rows", [r["attrs"]["data-scenario"] for r in rows], [s["name"] for s in want])
+    cells = [el for el in d.find("td", cls="speed") if el["attrs"].get("data-key") == "speedup"]
+    for s, cell in zip(want, cells):
+        c.eq(f"{name}: speedup of {s['name']}", number(cell["text"]), float(f"{s['speedup']:.3g}"))
+    c.eq(f"{name}: speedup cells", len(cells), len(want))
+    c.true(f"{name}: no roofline bar", d.find("span", cls="roof"))
+
+def check_overview(name, d):
+    c.eq(f"{name}: task", d.text("fact-task").split()[0], "gqa_attention_small")
+    c.eq(f"{name}: backend", d.text("fact-backend").split()[0], backend)
+    c.eq(f"{name}: store", d.text("fact-store"), db_path)
+    c.true(f"{name}: unexpanded ${{VAR}} in the facts", "${" not in d.by_id["facts"]["text"])
+    c.true(f"{name}: the effective config is not shown",
+           'task: "gqa_attention_small"' in (d.text("config-effective") or ""))
+    stats = d.by_id["tree-stats"]["attrs"]
+    for st in ("ok", "failed", "timeout", "rejected", "duplicate"):
+        n = db.execute("select count(*) from programs where status = ?", (st,)).fetchone()[0]
+        c.eq(f"{name}: tree count of {st}", stats.get(f"data-{st}"), n)
+        c.eq(f"{name}: legend count of {st}", d.attr(f"legend-{st}", "data-count"), n)
+    c.eq(f"{name}: failed card", d.text("card-failed"),
+         db.execute("select count(*) from programs where status = 'failed'").fetchone()[0])
+    c.eq(f"{name}: chart range", d.attr("chart", "data-max-iteration"),
+         db.execute("select max(iteration) from programs").fetchone()[0])
+    names = {s["name"] for s in json.loads(db.execute(
+        "select value from artifacts where name = 'scenarios' order by program_id limit 1").fetchone()[0])}
+    lines = {el["attrs"].get("data-scenario") for el in d.find("polyline", cls="scen")}
+    c.eq(f"{name}: speedup chart lines", sorted(lines), sorted(names))
+
+for name, path, check in [("served program page", sys.argv[4], check_program),
+                          ("served overview", sys.argv[5], check_overview),
+                          ("report program page", sys.argv[6], check_program),
+                          ("report overview", sys.argv[7], check_overview)]:
+    check(name, Dom(open(path).read()))
+sys.exit(c.report(f"kernel dashboard ({backend}, program {program}): change first, scenario table, facts, counts"))
+PY
+    fail "the kernel dashboard shows wrong or misplaced data (see above)"
+echo "PASS: dashboard on a kernel task (screenshots in $ARTIFACTS)"
