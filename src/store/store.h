@@ -195,12 +195,10 @@ json_t *kv_store_web_placed(kv_store *s, int island);
  * the reason, as kv_store_failure_counts; most frequent first, at most
  * 50), by_mutator [{mutator, children, ok, failed, timeout, rejected,
  * duplicate, improved (OK and above its OK parent), best_fitness}],
- * mutators (kv_store_mutator_stats, or null in a store older than that
- * table), initial_programs [{id, island, status, fitness}], harness {backend,
- * device, task} (from the first program whose artifacts name a backend;
- * null each when none), llm {calls, prompt_tokens, completion_tokens,
- * cost_usd, errors, by_model [{model, calls, prompt_tokens,
- * completion_tokens, cost_usd}]}. */
+ * mutators (kv_store_mutator_stats), initial_programs [{id, island, status, fitness}], harness
+ * {backend, device, task} (from the first program whose artifacts name a backend; null each when
+ * none), llm {calls, prompt_tokens, completion_tokens, cost_usd, errors, by_model [{model, calls,
+ * prompt_tokens, completion_tokens, cost_usd}]}. */
 json_t *kv_store_web_summary(kv_store *s);
 /* The highest iteration of any program (0 for an empty store), or -1 with
  * the error set. */

@@ -99,27 +99,17 @@ static int check_limit(kv_store *s, int limit, const char *what)
     return 0;
 }
 
-static int has_column(kv_store *s, const char *table, const char *column);
-
 json_t *kv_store_web_programs(kv_store *s, int64_t since, int limit)
 {
     if (check_limit(s, limit, "programs") != 0) return NULL;
-    /* The reason shown for a failure: its code, else its first line (a
-     * store older than codes). */
-    int codes = has_column(s, "programs", "reason_code");
-    if (codes < 0) return NULL;
+    /* The reason shown for a failure: its code, else its first line. */
     sqlite3_stmt *st =
         prepare(s,
-                codes ? "SELECT id, parent_id, other_parent_id, island, iteration, generation,"
-                        " status, fitness, mutator, is_migrant, migrated_from,"
-                        " CASE WHEN status = 'ok' THEN NULL ELSE coalesce(reason_code, " REASON_SQL(
-                            "status_reason") ") END FROM programs WHERE id > ?1 ORDER BY id"
-                                             " LIMIT ?2"
-                      : "SELECT id, parent_id, other_parent_id, island, iteration, generation,"
-                        " status, fitness, mutator, is_migrant, migrated_from,"
-                        " CASE WHEN status = 'ok' THEN NULL ELSE " REASON_SQL(
-                            "status_reason") " END FROM programs WHERE id > ?1 ORDER BY id"
-                                             " LIMIT ?2",
+                "SELECT id, parent_id, other_parent_id, island, iteration, generation, status,"
+                " fitness, mutator, is_migrant, migrated_from, CASE WHEN status = 'ok' THEN NULL"
+                " ELSE coalesce(reason_code, " REASON_SQL(
+                    "status_reason") ") END FROM programs"
+                                     " WHERE id > ?1 ORDER BY id LIMIT ?2",
                 "programs page");
     if (!st) return NULL;
     sqlite3_bind_int64(st, 1, since);
@@ -258,41 +248,6 @@ static json_t *llm_object(kv_store *s)
     return llm;
 }
 
-/* 1 when the store has table NAME, 0 when not, -1 on error. */
-static int has_table(kv_store *s, const char *name)
-{
-    sqlite3_stmt *st =
-        prepare(s, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", "tables");
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : kv_store_db_fail(s, "tables");
-    sqlite3_finalize(st);
-    return out;
-}
-
-/* 1 when table TABLE has column COLUMN, 0 when not, -1 on error. */
-static int has_column(kv_store *s, const char *table, const char *column)
-{
-    sqlite3_stmt *st = prepare(s, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", "columns");
-    if (!st) return -1;
-    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    int out = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : kv_store_db_fail(s, "columns");
-    sqlite3_finalize(st);
-    return out;
-}
-
-/* The mutator statistics the search keeps (kv_store_mutator_stats), or
- * null in a store older than their table. */
-static json_t *mutator_stats(kv_store *s)
-{
-    int has = has_table(s, "mutator_stats");
-    if (has < 0) return NULL;
-    return has ? kv_store_mutator_stats(s) : json_null();
-}
-
 /* What the harness reported about itself on the first program that
  * carries it: {backend, device, task} (device as the harness's object;
  * each null when absent: an external evaluator reports none). */
@@ -347,24 +302,15 @@ json_t *kv_store_web_summary(kv_store *s)
         " (SELECT p2.id FROM programs p2 WHERE p2.island = p.island AND p2.status = 'ok'"
         "  AND p2.fitness IS NOT NULL ORDER BY p2.fitness DESC, p2.id LIMIT 1)"
         " FROM programs p GROUP BY island ORDER BY island";
-    /* Failures by reason: the reason code (a store older than that column
-     * has none), else the first line of the reason. */
-    int codes = has_column(s, "programs", "reason_code");
-    if (codes < 0) {
-        json_decref(out);
-        return NULL;
-    }
+    /* Failures by reason: the reason code, else the first line of the
+     * reason (as kv_store_failure_counts), with the first and last program. */
     const char *reasons_sql =
-        codes ? "SELECT status, r, count(*), min(id), max(id) FROM (SELECT id, status,"
-                " coalesce(reason_code, " REASON_SQL(
-                    "status_reason") ") AS r FROM programs"
-                                     " WHERE status IN ('failed', 'timeout', 'rejected')) GROUP BY "
-                                     "status, r"
-                                     " ORDER BY count(*) DESC, status, r LIMIT 50"
-              : "SELECT status, r, count(*), min(id), max(id) FROM (SELECT id, status, " REASON_SQL(
-                    "status_reason") " AS r FROM programs WHERE status IN ('failed', 'timeout',"
-                                     " 'rejected')) GROUP BY status, r ORDER BY count(*) DESC,"
-                                     " status, r LIMIT 50";
+        "SELECT status, r, count(*), min(id), max(id) FROM (SELECT id, status,"
+        " coalesce(reason_code, " REASON_SQL(
+            "status_reason") ") AS r FROM programs"
+                             " WHERE status IN ('failed', 'timeout', 'rejected')) GROUP BY status, "
+                             "r"
+                             " ORDER BY count(*) DESC, status, r LIMIT 50";
     /* Per mutator: its children by status, and how many beat their parent
      * (an OK child scoring above an OK parent). */
     const char *mutators_sql =
@@ -389,7 +335,8 @@ json_t *kv_store_web_summary(kv_store *s)
         put(out, "initial_programs",
             collect_rows(s, prepare(s, initial_sql, "initial programs"), 0, initial_cols,
                          "initial programs")) != 0 ||
-        put(out, "harness", harness_facts(s)) != 0 || put(out, "mutators", mutator_stats(s)) != 0 ||
+        put(out, "harness", harness_facts(s)) != 0 ||
+        put(out, "mutators", kv_store_mutator_stats(s)) != 0 ||
         put(out, "llm", llm_object(s)) != 0) {
         json_decref(out);
         return NULL;

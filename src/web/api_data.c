@@ -47,6 +47,8 @@ json_t *kv_web_program_json(const kv_program *p)
     json_object_set_new(o, "iteration", json_integer((json_int_t)p->iteration));
     json_object_set_new(o, "status", json_string(kv_status_name(p->status)));
     json_object_set_new(o, "status_reason", str_or_null(p->status_reason));
+    json_object_set_new(o, "reason_code", str_or_null(p->reason_code));
+    json_object_set_new(o, "duplicate_of", id_or_null(p->duplicate_of));
     json_object_set_new(o, "fitness", real_or_null(p->fitness));
     json_object_set_new(o, "mutator", str_or_null(p->mutator));
     json_object_set_new(o, "change_summary", str_or_null(p->change_summary));

@@ -189,12 +189,13 @@ function renderOutcomes() {
       `<td class="num">${esc(fmt(r.best_fitness))}</td></tr>`).join("")
       : `<tr><td colspan="9" class="muted">no children yet</td></tr>`) + `</table>`;
   if (Array.isArray(s.mutators)) {
-    const wmax = Math.max(1e-9, ...s.mutators.map(r => r.weight || 0));
+    const arms = [...s.mutators].sort((a, b) => b.draws - a.draws || String(a.arm).localeCompare(b.arm));
+    const wmax = Math.max(1e-9, ...arms.map(r => r.weight || 0));
     html += `<h3>Mutator statistics <small class="muted">(the search's bandit: how often each arm was drawn, ` +
       `succeeded and failed, its mean reward and its weight now)</small></h3><table class="data" id="mutator-stats">` +
       `<tr><th>arm</th><th class="num">draws</th><th class="num">successes</th><th class="num">failures</th>` +
       `<th class="num">mean reward</th><th>weight</th></tr>` +
-      (s.mutators.length ? s.mutators.map(r => `<tr data-arm="${esc(r.arm)}"><td>${esc(r.arm)}</td><td class="num">${r.draws}</td>` +
+      (arms.length ? arms.map(r => `<tr data-arm="${esc(r.arm)}"><td>${esc(r.arm)}</td><td class="num">${r.draws}</td>` +
         `<td class="num">${r.successes}</td><td class="num">${r.failures}</td>` +
         `<td class="num">${r.draws ? esc(fmt(r.reward_sum / r.draws, 3)) : "–"}</td>` +
         `<td>${bar((r.weight || 0) / wmax, esc(fmt(r.weight, 3)))}</td></tr>`).join("")

@@ -79,8 +79,8 @@ function failureOf(p) {
   if (p.status === "ok" && !rejected) return null;
   return {
     status: p.status,
-    reason: p.status_reason || a.reason || null,
-    code: a.reason || null,
+    reason: p.status_reason || a.reason_detail || a.reason || null,
+    code: p.reason_code || a.reason || null,
     detail: a.reason_detail || null,
     phase: a.last_phase || null,
     verdictOnly: p.status === "ok" && rejected,
@@ -124,6 +124,7 @@ async function renderProgram(id) {
                  ` · island ${p.island} · iteration ${p.iteration} · generation ${p.generation}` +
                  (p.is_migrant ? ` · migrant, a copy of ${link(p.migrated_from)}` : ""),
       "children": children || "–",
+      ...(p.duplicate_of ? {"duplicate of": link(p.duplicate_of)} : {}),
       "evaluation": p.eval_seconds === null ? "–" : `${fmt(p.eval_seconds, 3)} s` +
                     (a.backend ? ` · ${esc(a.backend)}${a.device && a.device.name ? " on " + esc(a.device.name) : ""}` : ""),
     }) + `</div>`;
