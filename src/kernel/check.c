@@ -179,6 +179,9 @@ void kv_check_output(kv_dtype dt, const void *out, const double *ref, const doub
         ref2 += want * want;
         if (d > c->max_abs) c->max_abs = d;
         if (rel > c->max_rel) c->max_rel = rel;
+        /* The error against the tolerance (a zero allowance with an error is
+         * a bad element, counted below). */
+        if (limit > 0 && d / limit > c->max_ratio) c->max_ratio = d / limit;
         /* A NaN reference or scale is no allowance: the element counts as bad. */
         double excess = isnan(d - limit) ? HUGE_VAL : d - limit;
         if (!(d <= limit)) c->bad++;

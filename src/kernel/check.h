@@ -44,7 +44,8 @@ typedef struct kv_check {
     size_t nonfinite; /* NaN or Inf (other than the poison) */
     size_t bad;       /* outside the tolerance */
     double max_abs, max_rel, rel_l2;
-    size_t worst; /* index of the largest violation (or error) */
+    double max_ratio; /* largest |out - ref| / allowance: <= 1 when every element is right */
+    size_t worst;     /* index of the largest violation (or error) */
     double worst_got, worst_want;
     double worst_limit; /* the allowance at WORST: atol + rtol |want| + stol scale */
     size_t first_unwritten;

@@ -136,7 +136,7 @@ typedef struct shape_data {
     unsigned char poison[KV_MAX_TENSORS][8];
     int have_prev;
     /* worst errors over trials */
-    double max_abs, max_rel, rel_l2;
+    double max_abs, max_rel, rel_l2, max_ratio;
 } shape_data;
 
 static void shape_data_init(shape_data *d, const kv_task *t, const kv_shape *sh, int held)
@@ -559,6 +559,7 @@ static void check_run(run *r, shape_data *d, kv_dbuf *bufs, int runno, int threa
         if (c.max_abs > d->max_abs) d->max_abs = c.max_abs;
         if (c.max_rel > d->max_rel) d->max_rel = c.max_rel;
         if (c.rel_l2 > d->rel_l2) d->rel_l2 = c.rel_l2;
+        if (c.max_ratio > d->max_ratio) d->max_ratio = c.max_ratio;
     }
 }
 
@@ -619,8 +620,11 @@ static json_t *check_shape(run *r, const kv_shape *sh, int held)
         }
     }
     release_set(r, bufs);
-    json_t *j = json_pack("{s:s,s:f,s:f,s:f,s:i}", "name", sh->name, "max_abs_err", d.max_abs,
-                          "max_rel_err", d.max_rel, "rel_l2_err", d.rel_l2, "trials", trials);
+    /* tol_ratio: the worst element's error over what the tolerance allows
+     * it (the dashboard's error against tolerance). */
+    json_t *j = json_pack("{s:s,s:f,s:f,s:f,s:f,s:i}", "name", sh->name, "max_abs_err", d.max_abs,
+                          "max_rel_err", d.max_rel, "rel_l2_err", d.rel_l2, "tol_ratio",
+                          d.max_ratio, "trials", trials);
     shape_data_free(&d, t);
     return j;
 }
