@@ -64,6 +64,13 @@ def check_program(name, d):
     for s, cell in zip(want, cells):
         c.eq(f"{name}: speedup of {s['name']}", number(cell["text"]), float(f"{s['speedup']:.3g}"))
     c.eq(f"{name}: speedup cells", len(cells), len(want))
+    # The error against the tolerance, as the harness reports it (tol_ratio).
+    errs = [el for el in d.find("td") if el["attrs"].get("data-key") == "error"][:len(want)]
+    for s, cell in zip(want, errs):
+        if s.get("tol_ratio", 0) >= 1e-4:
+            shown = str(float("%.2g" % s["tol_ratio"])) + " of tolerance"
+            c.true(f"{name}: error of {s['name']} not shown as {shown!r}: {cell['text']!r}",
+                   shown in cell["text"])
     c.true(f"{name}: no roofline bar", d.find("span", cls="roof"))
 
 def check_overview(name, d):
