@@ -26,6 +26,7 @@ static const char serve_usage[] =
     "options:\n"
     "  -p, --port N      port to listen on (default 8080; 0: any free port)\n"
     "      --host ADDR   address to bind (default 127.0.0.1: this machine only)\n"
+    "  -v, --verbose     log each API request (method, path, status) on stderr\n"
     "  -h, --help        this text\n"
     "\n"
     "exit codes: 0 stopped by a signal, 1 the store cannot be read or the port\n"
@@ -44,12 +45,13 @@ int cmd_serve(int argc, char **argv)
 {
     static const struct option long_options[] = {{"port", required_argument, NULL, 'p'},
                                                  {"host", required_argument, NULL, 'H'},
+                                                 {"verbose", no_argument, NULL, 'v'},
                                                  {"help", no_argument, NULL, 'h'},
                                                  {NULL, 0, NULL, 0}};
-    kv_web_options opts = {NULL, "127.0.0.1", 8080, 4};
+    kv_web_options opts = {NULL, "127.0.0.1", 8080, 4, 0};
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "p:h", long_options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "p:vh", long_options, NULL)) != -1) {
         if (opt == 'p') {
             opts.port = parse_port(optarg);
             if (opts.port < 0) {
@@ -58,6 +60,8 @@ int cmd_serve(int argc, char **argv)
             }
         } else if (opt == 'H') {
             opts.host = optarg;
+        } else if (opt == 'v') {
+            opts.log_requests = 1;
         } else if (opt == 'h') {
             fputs(serve_usage, stdout);
             return KV_EXIT_OK;

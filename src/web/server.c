@@ -60,6 +60,7 @@ struct kv_web_server {
     struct MHD_Daemon *daemon;
     char *store_path; /* absolute */
     int port;
+    int log_requests;
     pthread_mutex_t lock; /* guards everything below */
     pthread_cond_t freed;
     /* The connection pool: N slots, opened on first use; GEN_OF[i] is the
@@ -253,8 +254,15 @@ static const char *get_param(void *ud, const char *name)
     return MHD_lookup_connection_value(ud, MHD_GET_ARGUMENT_KIND, name);
 }
 
+/* Logs a request when asked to (kevolve serve --verbose). */
+static void log_request(kv_web_server *srv, const char *method, const char *url, int status)
+{
+    if (srv->log_requests) kv_info("serve: %s %.200s %d", method, url, status);
+}
+
 /* Answers /api/ requests from a pooled store connection. */
-static enum MHD_Result serve_api(kv_web_server *srv, struct MHD_Connection *conn, const char *url)
+static enum MHD_Result serve_api(kv_web_server *srv, struct MHD_Connection *conn,
+                                 const char *method, const char *url)
 {
     char *err = NULL, token[80];
     unsigned gen;
@@ -262,6 +270,7 @@ static enum MHD_Result serve_api(kv_web_server *srv, struct MHD_Connection *conn
         json_t *body = kv_web_error(MHD_HTTP_GONE, err);
         json_object_set_new(body, "store", json_string("gone"));
         free(err);
+        log_request(srv, method, url, MHD_HTTP_GONE);
         return send_json(conn, MHD_HTTP_GONE, body, NULL);
     }
     int slot = pool_take(srv, gen, &err);
@@ -269,11 +278,13 @@ static enum MHD_Result serve_api(kv_web_server *srv, struct MHD_Connection *conn
         enum MHD_Result rc =
             send_json(conn, 503, kv_web_error(503, err ? err : "cannot open the store"), token);
         free(err);
+        log_request(srv, method, url, 503);
         return rc;
     }
     json_t *body = NULL;
     int status = kv_web_api(srv->stores[slot], srv->store_path, url, get_param, conn, &body);
     pool_give(srv, slot);
+    log_request(srv, method, url, status);
     return send_json(conn, status, body, token);
 }
 
@@ -311,7 +322,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return send_error(conn, 413,
                           "request too large: at most 512 bytes of path, 1024 of query"
                           " and 16 parameters");
-    if (kv_starts_with(url, "/api/")) return serve_api(srv, conn, url);
+    if (kv_starts_with(url, "/api/")) return serve_api(srv, conn, method, url);
     const kv_web_asset *a = kv_web_asset_find(url);
     if (a) return serve_asset(conn, a);
     return send_error(conn, MHD_HTTP_NOT_FOUND, "not found");
@@ -368,6 +379,7 @@ int kv_web_start(const kv_web_options *opts, kv_web_server **out, char **err)
     kv_web_server *srv = kv_calloc(1, sizeof *srv);
     srv->store_path = kv_path_absolute(opts->store_path);
     srv->n_stores = opts->threads > 0 ? opts->threads : 4;
+    srv->log_requests = opts->log_requests;
     srv->stores = kv_calloc((size_t)srv->n_stores, sizeof *srv->stores);
     srv->busy = kv_calloc((size_t)srv->n_stores, sizeof *srv->busy);
     srv->gen_of = kv_calloc((size_t)srv->n_stores, sizeof *srv->gen_of);

@@ -16,6 +16,7 @@ typedef struct kv_web_options {
     const char *host;       /* address to bind; NULL: "127.0.0.1" */
     int port;               /* 0: any free port (kv_web_port says which) */
     int threads;            /* worker threads; <= 0: 4 */
+    int log_requests;       /* 1: log each request (method, path, status) at info level */
 } kv_web_options;
 
 /* Checks the store can be read and starts serving in background threads.

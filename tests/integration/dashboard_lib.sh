@@ -27,10 +27,10 @@ browser() {
         2>>"$WORK/chromium.log"
 }
 
-# serve DB NAME: starts `kevolve serve DB --port 0` in the background, its
-# output in $WORK/NAME.out and .err; sets URL and SERVER_PID.
+# serve DB NAME [ARGS...]: starts `kevolve serve DB --port 0 ARGS` in the
+# background, its output in $WORK/NAME.out and .err; sets URL and SERVER_PID.
 serve() {
-    "$KV" serve "$1" --port 0 >"$WORK/$2.out" 2>"$WORK/$2.err" &
+    "$KV" serve "$1" --port 0 "${@:3}" >"$WORK/$2.out" 2>"$WORK/$2.err" &
     SERVER_PID=$!
     SERVER_PIDS="$SERVER_PIDS $SERVER_PID"
     URL=

@@ -34,7 +34,7 @@ KV_TEST_HANG=1 "$KV" run --config "$WORK/config.yaml" --output "$WORK/run" --ite
 FAILED=$(sql "$WORK/run/run.db" "select min(id) from programs where status = 'failed'")
 [ -n "$FAILED" ] || fail "the run has no failed child to show (its evaluator fails a quarter)"
 
-serve "$WORK/run/run.db" serve
+serve "$WORK/run/run.db" serve --verbose
 case "$URL" in http://127.0.0.1:*) ;; *) fail "serve did not bind 127.0.0.1 by default: $URL" ;; esac
 
 BEST=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["best"]["id"])' "$WORK/status.json")
@@ -166,11 +166,18 @@ PY
 
 # Live in the browser: with the page open, the programs a running resume adds
 # appear on it without a reload (the page polls; its count grows past the
-# count it first loaded).
+# count it first loaded). The resume starts once the page has loaded
+# (serve --verbose logs each request).
+loads=$(grep -c 'GET /api/programs ' "$WORK/serve.err" || true)
+browser --virtual-time-budget=1000000 --dump-dom "${URL}?poll=250" >"$WORK/live.html" &
+BROWSER_PID=$!
+for _ in $(seq 600); do
+    [ "$(grep -c 'GET /api/programs ' "$WORK/serve.err")" -gt "$loads" ] && break
+    sleep 0.1
+done
 KV_TEST_EVAL_SLEEP=0.4 "$KV" resume "$WORK/run" --iterations 20 >"$WORK/resume_live.log" 2>&1 &
 RESUME_PID=$!
-sleep 0.5
-browser --virtual-time-budget=1000000 --dump-dom "${URL}?poll=250" >"$WORK/live.html"
+wait $BROWSER_PID || fail "Chromium failed on the live page"
 wait $RESUME_PID || fail "the resumed run behind the live page failed"
 python3 - "$WORK/live.html" <<'PY' || fail "the open page did not pick up new programs by itself"
 import re, sys

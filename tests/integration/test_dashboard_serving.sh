@@ -17,11 +17,18 @@ run_tiny 12
 
 # --- A page open while the store is replaced. The page polls every 200 ms
 # (of virtual time; Chromium waits for each answer in real time) and stops
-# once it has seen another store; Chromium then ends by its own budget.
-serve "$WORK/run/run.db" main
+# once it has seen another store; Chromium then ends by its own budget. The
+# store is replaced once the server has answered the page's first load and
+# a poll (serve --verbose logs each request).
+serve "$WORK/run/run.db" main --verbose
 browser --virtual-time-budget=100000000 --dump-dom "${URL}?poll=200" >"$WORK/replaced.html" &
 BROWSER_PID=$!
-sleep 3
+for _ in $(seq 600); do
+    [ "$(grep -c 'GET /api/programs ' "$WORK/main.err")" -ge 2 ] && break
+    sleep 0.1
+done
+[ "$(grep -c 'GET /api/programs ' "$WORK/main.err")" -ge 2 ] ||
+    fail "the page did not load and poll within 60 s: $(tail -3 "$WORK/main.err")"
 run_tiny 6 --force
 wait $BROWSER_PID || fail "Chromium did not finish on the page of a replaced store"
 python3 - "$WORK/replaced.html" <<'PY' || fail "the open page did not notice the replaced store"

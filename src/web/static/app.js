@@ -220,7 +220,12 @@ function renderSummary() {
     `<tr><td>all (${s.llm.errors} errors)</td><td class="num">${s.llm.calls}</td><td class="num">${s.llm.prompt_tokens}</td>` +
     `<td class="num">${s.llm.completion_tokens}</td><td class="num">$${Number(s.llm.cost_usd).toFixed(4)}</td></tr></table>` +
     `<h3>Tools</h3><dl class="kv">` + hw.map(k => `<dt>${esc(k)}</dt><dd>${esc(m[k])}</dd>`).join("") + `</dl></div>`;
-  const effective = m.config_effective || "";
+  // A resume with --iterations raises the planned iterations after the
+  // manifest's effective config was written: say so beside it.
+  const f = s.facts || {}, planned = /^max_iterations: (\d+)/m.exec(m.config_effective || "");
+  const effective = (m.config_effective || "") +
+    (planned && f.max_iterations && planned[1] !== String(f.max_iterations)
+      ? `\n# max_iterations is now ${f.max_iterations} (raised by kevolve resume --iterations)` : "");
   html += `<div><h3>Config</h3>` +
     `<details id="config-effective" open><summary>effective settings (what ran: <code>\${VAR}</code> expanded, defaults filled in)</summary><pre>${esc(effective || "(not recorded by this kevolve)")}</pre></details>` +
     `<details id="config-text"><summary>the file as written: ${esc(m.config_path || "config")}</summary><pre>${esc(m.config_text || "")}</pre></details></div>`;
