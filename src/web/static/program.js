@@ -180,7 +180,9 @@ async function renderProgram(id) {
     `</table></details>` +
     (p.features ? `<details><summary>features (MAP-Elites bins)</summary>${pre(p.features)}</details>` : "") +
     (p.stages && p.stages.length ? `<details><summary>evaluation stages (${p.stages.length})</summary>${pre(p.stages)}</details>` : "") +
-    Object.entries(a).map(([k, v]) => `<details class="artifact"><summary>artifact ${esc(k)}</summary>${pre(v)}</details>`).join("") +
+    (Object.keys(a).length ? `<details id="raw-artifacts"><summary>artifacts (${Object.keys(a).length})</summary><div class="nested">` +
+      Object.entries(a).map(([k, v]) => `<details class="artifact"><summary>${esc(k)}</summary>${pre(v)}</details>`).join("") +
+      `</div></details>` : "") +
     `<details><summary>identity</summary>${kvList({"code hash": esc(p.code_hash), "created": p.created_at ? esc(new Date(p.created_at * 1000).toISOString()) : "–"})}</details>` +
     `</div>`;
 
