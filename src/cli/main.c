@@ -1,5 +1,6 @@
 /* kevolve: entry point and subcommand table. */
 #include "cli/cli.h"
+#include "eval/pyeval.h"
 #include "util/log.h"
 
 #include <kevolve/kevolve.h>
@@ -58,6 +59,10 @@ int main(int argc, char **argv)
         printf("kevolve %s\n", KV_VERSION);
         return KV_EXIT_OK;
     }
+    /* Internal: the warm Python pool's client, run by kevolve for each pooled
+     * evaluation of an OpenEvolve evaluator (src/eval/pyeval_client.c). */
+    if (strcmp(argv[1], "pyeval-client") == 0) return kv_pyeval_client_main(argc - 1, argv + 1);
+    kv_pyeval_enable_native_client();
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
     kv_error("unknown command '%s'", argv[1]);

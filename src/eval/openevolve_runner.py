@@ -18,7 +18,10 @@ folder; it needs only the Python standard library. Modes:
   runner.py --connect SOCKET PROGRAM [--stage N]
       One evaluation by the pool: prints what --evaluator would print. When
       this client is killed (kevolve's timeout), the worker serving it is
-      killed with its process group and replaced.
+      killed with its process group and replaced. `kevolve pyeval-client
+      SOCKET PROGRAM [--stage N]` is the same client in C (no interpreter
+      to start); the pool answers both with two lines: {"stdout", "stderr"
+      [, "crash"]}, then the result.
 
 Stage N runs evaluate_stageN; without --stage (or with stage 1 when the
 module has no evaluate_stage1) it runs evaluate. As in OpenEvolve, an
@@ -394,16 +397,22 @@ def serve(sock_path, evaluator, workers, log_path):
     os.dup2(log.fileno(), 2)
 
     def reply(conn, result, prefix):
-        text = {"result": result, "stdout": "", "stderr": ""}
+        # Two lines: a header of strings only ({"stdout", "stderr"[, "crash"]},
+        # strict JSON any parser reads), then the result as the runner prints
+        # it (NaN allowed: kevolve's reader takes it as null).
+        head = {"stdout": "", "stderr": ""}
         for key, ext in (("stdout", ".out"), ("stderr", ".err")):
             try:
                 with open(prefix + ext, "rb") as f:
-                    text[key] = f.read().decode("utf-8", "replace")
+                    head[key] = f.read().decode("utf-8", "replace")
                 os.unlink(prefix + ext)
             except OSError:
                 pass
+        if "crash" in result:
+            head["crash"] = result["crash"]
+            result = {}
         try:
-            conn.sendall((dumps(text) + "\n").encode("utf-8"))
+            conn.sendall((json.dumps(head) + "\n" + dumps(result) + "\n").encode("utf-8"))
         except OSError:
             pass
         conn.close()
@@ -486,14 +495,14 @@ def connect(sock_path, program, stage):
     if not data:
         sys.stderr.write("the warm Python pool closed the connection without a reply\n")
         return 2
-    reply = json.loads(data.decode("utf-8"))
-    sys.stdout.write(reply.get("stdout", ""))
-    sys.stderr.write(reply.get("stderr", ""))
-    result = reply.get("result") or {}
-    if "crash" in result:
-        sys.stderr.write(result["crash"] + "\n")
+    head_line, _, result_line = data.decode("utf-8").partition("\n")
+    head = json.loads(head_line)
+    sys.stdout.write(head.get("stdout", ""))
+    sys.stderr.write(head.get("stderr", ""))
+    if "crash" in head:
+        sys.stderr.write(head["crash"] + "\n")
         return 1
-    sys.stdout.write("\n" + dumps(result) + "\n")
+    sys.stdout.write("\n" + result_line.strip() + "\n")
     return 0
 
 

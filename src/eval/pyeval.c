@@ -230,7 +230,17 @@ kv_pyeval *kv_pyeval_new(const kv_evaluator_config *cfg, const char *evaluator,
     py->argv = kv_calloc(8, sizeof(char *));
     size_t k = 0;
     py->argv[k++] = kv_strdup(py->python);
-    if (py->pool) {
+    char self[4096];
+    ssize_t self_len = kv_pyeval_native_client() && py->pool
+                           ? readlink("/proc/self/exe", self, sizeof self - 1)
+                           : -1;
+    if (self_len > 0) { /* kevolve itself: no interpreter to start per evaluation */
+        self[self_len] = '\0';
+        free(py->argv[0]);
+        py->argv[0] = kv_strdup(self);
+        py->argv[k++] = kv_strdup("pyeval-client");
+        py->argv[k++] = kv_strdup(py->socket);
+    } else if (py->pool) {
         py->argv[k++] = kv_strdup("-S"); /* the client needs no site packages: faster start */
         py->argv[k++] = kv_strdup(py->runner);
         py->argv[k++] = kv_strdup("--connect");

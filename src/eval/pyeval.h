@@ -50,6 +50,15 @@ int kv_pyeval_stages(const kv_pyeval *py);
 /* The interpreter found by the probe (absolute path). */
 const char *kv_pyeval_python(const kv_pyeval *py);
 
+/* The pool's client in C: `kevolve pyeval-client SOCKET PROGRAM [--stage N]`
+ * (argv as given to the subcommand; returns the exit status). The kevolve
+ * command enables it at start; without it (tests linking the library) the
+ * pool is reached by `python3 -S runner.py --connect`, which costs an
+ * interpreter start per evaluation. */
+int kv_pyeval_client_main(int argc, char **argv);
+void kv_pyeval_enable_native_client(void);
+int kv_pyeval_native_client(void);
+
 /* The runner's source, as embedded (generated file openevolve_runner_text.c). */
 extern const char kv_openevolve_runner_py[];
 

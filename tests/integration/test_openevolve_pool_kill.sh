@@ -2,7 +2,8 @@
 # The warm pool of evaluator.python_pool never outlives kevolve: after
 # `kill -9` of the kevolve process alone (not its group), the pool's manager
 # and its workers, busy evaluating or not, are gone within a few seconds; and
-# `kevolve resume` starts a new pool and goes on.
+# `kevolve resume` starts a new pool and goes on. Pooled evaluations are
+# served through `kevolve pyeval-client`, the client in C.
 . "$(dirname "$0")/lib.sh"
 
 cat >"$WORK/evaluator.py" <<'PY'
@@ -44,6 +45,14 @@ for _ in $(seq 1 400); do
 done
 [ "$(pool_procs | wc -l)" -ge 3 ] || fail "the pool (a manager and 2 workers) did not start: $(cat "$WORK/run.log")"
 [ "$(evaluated)" -ge 2 ] || fail "the run evaluated too little before the kill: $(cat "$WORK/run.log")"
+# Pooled evaluations go through kevolve's own client (no interpreter to start).
+seen=""
+for _ in $(seq 1 100); do
+    seen=$(pgrep -f "pyeval-client $WORK/run/work/python_pool.sock" || true)
+    [ -n "$seen" ] && break
+    sleep 0.05
+done
+[ -n "$seen" ] || fail "no 'kevolve pyeval-client' process served a pooled evaluation"
 sleep 0.3 # evaluations in flight
 kill -9 "$kv_pid"
 wait "$kv_pid" 2>/dev/null || true
