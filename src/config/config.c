@@ -176,6 +176,10 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
     non_negative(&ck, "llm.max_budget_usd", l->max_budget_usd);
     between(&ck, "llm.max_concurrency", l->max_concurrency, 1, KV_MAX_PARALLEL);
     at_least(&ck, "llm.fallback_after", l->fallback_after, 0);
+    at_least(&ck, "llm.give_up_after", l->give_up_after, 1);
+    ratio(&ck, "llm.bandit_min_share", l->bandit_min_share);
+    non_negative(&ck, "llm.bandit_prior_results", l->bandit_prior_results);
+    positive(&ck, "llm.bandit_cost_floor", l->bandit_cost_floor);
 
     const kv_prompt_config *p = &c->prompt;
     between(&ck, "prompt.num_top_programs", p->num_top_programs, 0, KV_MAX_POPULATION);
@@ -205,6 +209,7 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
     ratio(&ck, "database.elite_selection_ratio", d->elite_selection_ratio);
     ratio(&ck, "database.exploration_ratio", d->exploration_ratio);
     ratio(&ck, "database.exploitation_ratio", d->exploitation_ratio);
+    ratio(&ck, "database.failed_parent_probability", d->failed_parent_probability);
     if (d->exploration_ratio + d->exploitation_ratio > 1.0 + 1e-9)
         bad(&ck, "database.exploitation_ratio",
             "exploration_ratio + exploitation_ratio must not exceed 1, got %g + %g",

@@ -56,6 +56,12 @@ typedef struct kv_llm_config {
     int max_concurrency;           /* requests in flight at once; default 8 */
     int fallback_after;            /* failures in a row before a model's draws go to another;
                                       0: never; default 3 */
+    int give_up_after;             /* calls failed in a row by faults that may heal before the
+                                      run stops; default 5 */
+    int bandit;                    /* 1: a bandit learns which entry to draw; default 1 */
+    double bandit_min_share;       /* least share of the draws per entry; default 0.05 */
+    double bandit_prior_results;   /* results before the bandit makes half the draws; default 8 */
+    double bandit_cost_floor;      /* seconds an evaluation costs at least; default 1 */
     char *reasoning_effort;        /* default of the models' reasoning_effort; NULL: unset */
     int64_t random_seed;           /* sent with requests when has_random_seed */
     int has_random_seed;
@@ -91,14 +97,15 @@ typedef struct kv_prompt_config {
 typedef struct kv_database_config {
     char *db_path; /* OpenEvolve's checkpoint folder; kevolve ignores it (warned) */
     int in_memory;
-    int log_prompts;              /* default 1 */
-    int population_size;          /* default 1000 */
-    int archive_size;             /* default 100 */
-    int num_islands;              /* default 5 */
-    double elite_selection_ratio; /* default 0.1 */
-    double exploration_ratio;     /* default 0.2 */
-    double exploitation_ratio;    /* default 0.7 */
-    char **feature_dimensions;    /* default {"complexity", "diversity"} */
+    int log_prompts;                  /* default 1 */
+    int population_size;              /* default 1000 */
+    int archive_size;                 /* default 100 */
+    int num_islands;                  /* default 5 */
+    double elite_selection_ratio;     /* default 0.1 */
+    double exploration_ratio;         /* default 0.2 */
+    double exploitation_ratio;        /* default 0.7 */
+    double failed_parent_probability; /* chance of a failed parent; default 0 */
+    char **feature_dimensions;        /* default {"complexity", "diversity"} */
     size_t n_feature_dimensions;
     int *feature_bins;            /* one per dimension, default 10 */
     int diversity_reference_size; /* default 20 */

@@ -151,6 +151,21 @@ const kv_key kv_config_key_table[] = {
     {"llm", "fallback_after", KV_KEY_INT, C(llm.fallback_after), 0, "3", NULL,
      "Failed calls in a row after which a model's draws go to the other models (it is still "
      "probed now and then; one success restores it); 0: never."},
+    {"llm", "give_up_after", KV_KEY_INT, C(llm.give_up_after), 0, "5", NULL,
+     "Calls to one model failing in a row by faults that may heal (timeouts, 429, 5xx), each "
+     "after its own retries, before the run stops with exit 1; each such iteration is asked "
+     "again, not spent. Faults that will not heal (401, 403, unknown model, unreachable host) "
+     "stop the run at once."},
+    {"llm", "bandit", KV_KEY_BOOL, C(llm.bandit), 0, "true", NULL,
+     "Learn which entry of llm.models to draw (Thompson sampling seeded by the weights, "
+     "rewarded by fitness gain per second of evaluation); false: draw by the fixed weights."},
+    {"llm", "bandit_min_share", KV_KEY_DOUBLE, C(llm.bandit_min_share), 0, "0.05", NULL,
+     "Least share of the draws the bandit leaves each entry of weight > 0 (at most half of "
+     "the draws go to this floor)."},
+    {"llm", "bandit_prior_results", KV_KEY_DOUBLE, C(llm.bandit_prior_results), 0, "8", NULL,
+     "Results after which the bandit, not the configured weights, makes half the draws."},
+    {"llm", "bandit_cost_floor", KV_KEY_DOUBLE, C(llm.bandit_cost_floor), 0, "1", NULL,
+     "Seconds: an evaluation shorter than this costs this much in the bandit's reward."},
 
     /* ---- one entry of llm.models / llm.evaluator_models ---- */
     {"model", "name", KV_KEY_STRING, M(name), 0, NULL, NULL,
@@ -290,6 +305,10 @@ const kv_key kv_config_key_table[] = {
      "0.1", NULL, "Fraction of inspirations drawn from the elite."},
     {"database", "exploration_ratio", KV_KEY_DOUBLE, C(database.exploration_ratio), 0, "0.2", NULL,
      "Chance a parent is drawn at random from its island."},
+    {"database", "failed_parent_probability", KV_KEY_DOUBLE, C(database.failed_parent_probability),
+     0, "0", NULL,
+     "Chance a parent is drawn from its island's recent failed children (they never own a "
+     "cell nor count as a best); 0: failures are never parents."},
     {"database", "exploitation_ratio", KV_KEY_DOUBLE, C(database.exploitation_ratio), 0, "0.7",
      NULL, "Chance a parent is drawn from the archive (the rest: by fitness)."},
     {.section = "database",

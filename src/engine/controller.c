@@ -1,13 +1,14 @@
-/* The controller loop: parent selection, mutation, rule checks, evaluation
- * hand-off, and committing each result to the store as it arrives. */
+/* The controller loop: rule checks on children, evaluation hand-off,
+ * committing each result to the store as it arrives (with what it taught
+ * the mutators' bandit), migration and the stop conditions. Parent
+ * selection and the mutators are in breed.c, the LLM feedback in
+ * llm_feedback.c. */
 #include "engine/controller.h"
-#include "util/clock.h"
 #include "engine/interrupt.h"
 #include "engine/progress.h"
 #include "mutate/blocks.h"
-#include "mutate/mutator.h"
-#include "mutate/tune.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/json.h"
@@ -24,30 +25,6 @@
 static uint64_t code_key(uint64_t h)
 {
     return h ? h : 1;
-}
-
-/* Fallback weights of the built-in mutators: their weights in the ensemble's
- * list (llm.models, or the default mix). */
-static void choose_mutator_weights(kv_controller *c, const kv_model_config *models, size_t n)
-{
-    memset(c->mutator_weights, 0, sizeof c->mutator_weights);
-    for (size_t i = 0; i < n; i++) {
-        kv_mutator_kind k;
-        if (kv_starts_with(models[i].name, "builtin:") && kv_mutator_parse(models[i].name, &k) == 0)
-            c->mutator_weights[k] += models[i].weight;
-    }
-}
-
-void kv_llm_trace_free(kv_llm_trace *t)
-{
-    if (!t) return;
-    free(t->model);
-    free(t->endpoint);
-    free(t->system_prompt);
-    free(t->user_prompt);
-    free(t->reply);
-    free(t->error);
-    free(t);
 }
 
 int kv_controller_store_trace(kv_controller *c, const kv_llm_trace *t, int64_t program_id,
@@ -139,7 +116,7 @@ static int replay_fn(kv_program *p, void *ud)
             kv_u64map_put(&c->code_ids, code_key(p->code_hash), p->id);
     }
     count_program(c, p);
-    if (p->status != KV_STATUS_OK) return 0;
+    if (p->status != KV_STATUS_OK) return kv_database_add_failed(c->db, p) < 0 ? -1 : 0;
     if (kv_database_add(c->db, p) < 0) return -1;
     if (!isnan(p->fitness)) note_ok_program(c, p);
     return 0;
@@ -166,9 +143,7 @@ int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
         return -1;
     }
     c->next_iteration = kv_store_max_iteration(store) + 1;
-    if (kv_llm_mutation_init(c) != 0) return -1;
-    choose_mutator_weights(c, c->default_models ? c->default_models : cfg->llm.models,
-                           c->default_models ? 3 : cfg->llm.n_models);
+    if (kv_breed_init(c) != 0) return -1;
     char *work = kv_path_join(output_dir, "work");
     char *err = NULL;
     c->ev = kv_evaluator_new(&cfg->evaluator, evaluator, work, cfg->evaluator_sections, &err);
@@ -184,7 +159,8 @@ int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
 
 void kv_controller_free(kv_controller *c)
 {
-    kv_llm_mutation_free(c);
+    kv_feedback_free(c);
+    kv_breed_free(c);
     for (size_t i = 0; i < c->n_pending; i++) {
         kv_program_free(c->pending[i].child);
         kv_llm_trace_free(c->pending[i].trace);
@@ -201,17 +177,55 @@ void kv_controller_free(kv_controller *c)
 /* Reason codes of the controller's own verdicts on children. */
 #define KV_REASON_OUTSIDE_BLOCKS "outside_evolve_block" /* edits outside the EVOLVE-BLOCKs */
 #define KV_REASON_TOO_LONG "too_long"                   /* over max_code_length */
-#define KV_REASON_NO_CHANGE "no_change"                 /* no mutator could change the parent */
-#define KV_REASON_MUTATOR_ERROR "mutator_error"         /* the mutator failed */
 #define KV_REASON_SAME_CODE "same_code"                 /* the code of an earlier program */
 #define KV_REASON_SAME_ARTIFACT "same_artifact" /* the compiled artifact of an earlier one */
 
+int kv_controller_record(kv_controller *c, kv_origin origin, kv_bandit_outcome outcome, double gain,
+                         double cost_s)
+{
+    if (origin.arm == KV_NO_ARM || !c->ensemble || origin.arm >= kv_ensemble_size(c->ensemble))
+        return 0;
+    kv_ensemble_record(c->ensemble, origin.arm, outcome, gain, cost_s);
+    size_t n = kv_ensemble_size(c->ensemble);
+    double *shares = kv_calloc(n, sizeof *shares);
+    kv_ensemble_shares(c->ensemble, shares);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        kv_bandit_stats st;
+        kv_ensemble_stats(c->ensemble, i, &st);
+        kv_mutator_stat row = {kv_ensemble_arm(c->ensemble, i),
+                               st.draws,
+                               st.successes,
+                               st.failures,
+                               st.reward_sum,
+                               shares[i]};
+        rc = kv_store_put_mutator_stat(c->store, &row);
+    }
+    free(shares);
+    return rc;
+}
+
+/* What a stored CHILD teaches its arm: a success when it beat its parent,
+ * a failure when it failed, timed out or was rejected. */
+static int record_child(kv_controller *c, const kv_program *child, kv_origin origin)
+{
+    kv_bandit_outcome outcome = KV_BANDIT_NEUTRAL;
+    double gain = 0;
+    if (child->status == KV_STATUS_OK) {
+        gain = child->fitness - origin.parent_fitness;
+        if (gain > 0 && isfinite(gain)) outcome = KV_BANDIT_SUCCESS;
+    } else if (child->status != KV_STATUS_DUPLICATE) {
+        outcome = KV_BANDIT_FAILURE;
+    }
+    return kv_controller_record(c, origin, outcome, gain, child->eval_seconds);
+}
+
 /* Stores a program that will not be evaluated (rejected or duplicate of
  * program DUPLICATE_OF, 0 when unknown), with reason code CODE (copied) and
- * REASON (taken). */
+ * REASON (taken), crediting ORIGIN's arm. */
 static int store_unevaluated(kv_controller *c, kv_program *child, kv_status status,
                              const char *code, char *reason, int64_t duplicate_of,
-                             kv_llm_trace *trace)
+                             kv_llm_trace *trace, kv_origin origin)
 {
     child->status = status;
     free(child->status_reason);
@@ -224,6 +238,7 @@ static int store_unevaluated(kv_controller *c, kv_program *child, kv_status stat
     int rc = kv_store_begin(c->store);
     if (rc == 0) rc = kv_store_insert_program(c->store, child);
     if (rc == 0) rc = kv_controller_store_trace(c, trace, child->id, outcome);
+    if (rc == 0) rc = record_child(c, child, origin);
     if (rc == 0) rc = kv_store_commit(c->store);
     free(outcome);
     kv_llm_trace_free(trace);
@@ -242,122 +257,9 @@ static int store_unevaluated(kv_controller *c, kv_program *child, kv_status stat
 }
 
 int kv_controller_store_rejected(kv_controller *c, kv_program *child, const char *code,
-                                 char *reason, kv_llm_trace *trace)
+                                 char *reason, kv_llm_trace *trace, kv_origin origin)
 {
-    return store_unevaluated(c, child, KV_STATUS_REJECTED, code, reason, 0, trace);
-}
-
-/* Per-iteration generator: the choices of iteration I depend only on the
- * run's seed, I and the population, so a resumed run continues the same way. */
-static void iteration_rng(const kv_controller *c, int64_t iteration, kv_rng *rng)
-{
-    kv_rng_seed(rng, c->seed ^ ((uint64_t)iteration * 0x9e3779b97f4a7c15ULL));
-}
-
-/* Applies the built-in mutator DRAWN to the selection; falls back to the
- * other built-in mutators (by their weights) when it has nothing to change or
- * fails. Returns 0 with
- * OUT filled and *kind set, 1 when no mutator could change the parent, -1
- * when none could and one failed (its message in *err). */
-static int mutate_selection(kv_controller *c, const kv_selection *sel, kv_rng *rng,
-                            kv_mutator_kind drawn, kv_mutation *out, kv_mutator_kind *kind,
-                            char **err)
-{
-    double w[KV_MUTATOR_BUILTIN_COUNT];
-    memcpy(w, c->mutator_weights, sizeof w);
-    for (int attempt = 0; attempt < KV_MUTATOR_BUILTIN_COUNT; attempt++) {
-        double total = 0;
-        for (int k = 0; k < KV_MUTATOR_BUILTIN_COUNT; k++)
-            total += w[k];
-        if (attempt > 0 && total <= 0) break;
-        size_t k = attempt == 0 ? (size_t)drawn : kv_rng_weighted(rng, w, KV_MUTATOR_BUILTIN_COUNT);
-        const kv_program *other = sel->n_inspirations ? sel->inspirations[0] : NULL;
-        if (k == KV_MUTATOR_CROSSOVER && !other) {
-            w[k] = 0;
-            continue;
-        }
-        char *why = NULL;
-        /* tune learns its axes' worth from the lineage's history in the store. */
-        int rc = k == KV_MUTATOR_TUNE
-                     ? kv_mutate_tune_lineage(c->store, sel->parent, rng, out, &why)
-                     : kv_mutate((kv_mutator_kind)k, sel->parent, other, rng, out, &why);
-        if (rc == 0) {
-            free(*err);
-            *err = NULL;
-            *kind = (kv_mutator_kind)k;
-            return 0;
-        }
-        /* A mutator that fails on this parent (a malformed tune annotation, say)
-         * leaves the choice to the others; its message is kept for the record. */
-        if (rc < 0 && why) {
-            free(*err);
-            *err = kv_asprintf("%s: %s", kv_mutator_name((kv_mutator_kind)k), why);
-        }
-        free(why);
-        w[k] = 0;
-    }
-    return *err ? -1 : 1;
-}
-
-/* Produces iteration C->next_iteration's child and either stores it (rejected,
- * duplicate) or submits it for evaluation. Returns 0 or -1. */
-static int produce_child(kv_controller *c)
-{
-    int64_t iteration = c->next_iteration++;
-    int num_islands = kv_database_num_islands(c->db);
-    kv_rng rng;
-    iteration_rng(c, iteration, &rng);
-    kv_selection sel;
-    size_t max_insp =
-        (size_t)(c->cfg->prompt.num_top_programs + c->cfg->prompt.num_diverse_programs);
-    if (kv_database_sample(c->db, (int)(iteration % num_islands), &rng, max_insp ? max_insp : 1,
-                           &sel) != 0) {
-        kv_error("the population is empty: nothing to evolve");
-        return -1;
-    }
-    const kv_program *parent = sel.parent;
-    kv_program *child = kv_program_new();
-    child->parent_id = parent->id;
-    child->island = sel.island;
-    child->generation = parent->generation + 1;
-    child->iteration = iteration;
-
-    kv_ensemble_choice choice;
-    kv_ensemble_choose(c->ensemble, &rng, &choice);
-    if (choice.kind == KV_ENSEMBLE_LLM) {
-        int rc = kv_llm_mutation_start(c, &sel, child, choice.index);
-        kv_selection_free(&sel);
-        if (rc == 1) c->next_iteration--; /* nothing was asked: the budget is spent */
-        return rc < 0 ? -1 : 0;
-    }
-    kv_mutation m = {0};
-    kv_mutator_kind kind = KV_MUTATOR_GI;
-    char *err = NULL;
-    int rc = mutate_selection(c, &sel, &rng, choice.builtin, &m, &kind, &err);
-    if (rc != 0) {
-        kv_program_set_source(child, parent->source);
-        child->mutator = kv_strdup("none");
-        kv_selection_free(&sel);
-        char *reason = rc < 0 ? kv_asprintf("mutator failed: %s", err ? err : "unknown")
-                              : kv_strdup("no built-in mutator could change the parent");
-        free(err);
-        int src = store_unevaluated(c, child, KV_STATUS_REJECTED,
-                                    rc < 0 ? KV_REASON_MUTATOR_ERROR : KV_REASON_NO_CHANGE, reason,
-                                    0, NULL);
-        kv_program_free(child);
-        return src;
-    }
-    child->mutator = kv_strdup(kv_mutator_name(kind));
-    child->change_summary = m.summary;
-    m.summary = NULL;
-    kv_program_set_source(child, m.source);
-    kv_mutation_free(&m);
-    if (kind == KV_MUTATOR_CROSSOVER && sel.n_inspirations)
-        child->other_parent_id = sel.inspirations[0]->id;
-
-    int rc_offer = kv_controller_offer_child(c, child, parent->source, NULL);
-    kv_selection_free(&sel);
-    return rc_offer;
+    return store_unevaluated(c, child, KV_STATUS_REJECTED, code, reason, 0, trace, origin);
 }
 
 /* The metrics of program ID for $KEVOLVE_PARENT_METRICS (a new
@@ -376,12 +278,19 @@ static json_t *parent_metrics(kv_controller *c, int64_t id)
 int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *parent_source,
                               kv_llm_trace *trace)
 {
+    return kv_controller_offer_child_from(c, child, parent_source, trace,
+                                          (kv_origin){KV_NO_ARM, NAN});
+}
+
+int kv_controller_offer_child_from(kv_controller *c, kv_program *child, const char *parent_source,
+                                   kv_llm_trace *trace, kv_origin origin)
+{
     char *reason = NULL;
     int check = kv_blocks_check_child(parent_source, child->source, &reason);
     if (check != 0) {
-        int src =
-            store_unevaluated(c, child, KV_STATUS_REJECTED, KV_REASON_OUTSIDE_BLOCKS,
-                              reason ? reason : kv_strdup("EVOLVE-BLOCK check failed"), 0, trace);
+        int src = store_unevaluated(c, child, KV_STATUS_REJECTED, KV_REASON_OUTSIDE_BLOCKS,
+                                    reason ? reason : kv_strdup("EVOLVE-BLOCK check failed"), 0,
+                                    trace, origin);
         kv_program_free(child);
         return src;
     }
@@ -391,7 +300,7 @@ int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *p
             store_unevaluated(c, child, KV_STATUS_REJECTED, KV_REASON_TOO_LONG,
                               kv_asprintf("program is %zu characters, over max_code_length %d",
                                           strlen(child->source), c->cfg->max_code_length),
-                              0, trace);
+                              0, trace, origin);
         kv_program_free(child);
         return src;
     }
@@ -402,7 +311,7 @@ int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *p
                                            "being evaluated",
                                            (long long)-same);
         int src = store_unevaluated(c, child, KV_STATUS_DUPLICATE, KV_REASON_SAME_CODE, why,
-                                    same > 0 ? same : 0, trace);
+                                    same > 0 ? same : 0, trace, origin);
         kv_program_free(child);
         return src;
     }
@@ -423,7 +332,7 @@ int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *p
         c->cap_pending = c->cap_pending ? c->cap_pending * 2 : 8;
         c->pending = kv_realloc(c->pending, c->cap_pending * sizeof *c->pending);
     }
-    c->pending[c->n_pending++] = (kv_pending){ticket, child, trace};
+    c->pending[c->n_pending++] = (kv_pending){ticket, child, trace, origin};
     return 0;
 }
 
@@ -507,6 +416,7 @@ static int accept_result(kv_controller *c, kv_eval_result *r)
     }
     kv_program *child = c->pending[idx].child;
     kv_llm_trace *trace = c->pending[idx].trace;
+    kv_origin origin = c->pending[idx].origin;
     c->pending[idx] = c->pending[--c->n_pending];
 
     child->status = r->status;
@@ -524,12 +434,12 @@ static int accept_result(kv_controller *c, kv_eval_result *r)
     judge_result(c, child);
 
     if (child->status == KV_STATUS_OK && c->cfg->evaluator.use_llm_feedback && c->llm)
-        return kv_llm_feedback_start(c, child, trace);
-    return kv_controller_commit_child(c, child, trace, NULL);
+        return kv_feedback_start(c, child, trace, origin);
+    return kv_controller_commit_child(c, child, trace, NULL, origin);
 }
 
 int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace *trace,
-                               kv_llm_trace *feedback)
+                               kv_llm_trace *feedback, kv_origin origin)
 {
     int rc = 0;
     if (kv_store_begin(c->store) != 0 || kv_store_insert_program(c->store, child) != 0) rc = -1;
@@ -539,6 +449,7 @@ int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace
     }
     if (rc == 0 && kv_controller_store_trace(c, trace, child->id, "child") != 0) rc = -1;
     if (rc == 0 && kv_controller_store_trace(c, feedback, child->id, "feedback") != 0) rc = -1;
+    if (rc == 0 && record_child(c, child, origin) != 0) rc = -1;
     if (rc == 0 && kv_store_commit(c->store) != 0) rc = -1;
     kv_llm_trace_free(trace);
     kv_llm_trace_free(feedback);
@@ -562,6 +473,7 @@ int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace
             }
         }
     } else {
+        kv_database_add_failed(c->db, child);
         kv_debug("iteration %lld: %s (%s): %s", (long long)child->iteration,
                  kv_status_name(child->status), child->reason_code ? child->reason_code : "?",
                  child->status_reason ? child->status_reason : "");
@@ -574,6 +486,7 @@ int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace
 /* Why the run should stop now, or NULL to go on. */
 static const char *stop_condition(const kv_controller *c)
 {
+    if (c->fatal) return c->fatal;
     if (c->llm && kv_llm_budget_exhausted(c->llm))
         return "the LLM budget (llm.max_budget_usd) is spent";
     if (c->cfg->has_target_score && !isnan(c->best_fitness) &&
@@ -612,7 +525,7 @@ int kv_controller_seed(kv_controller *c, const char *source)
     }
     c->pending = kv_realloc(c->pending, 8 * sizeof *c->pending);
     c->cap_pending = 8;
-    c->pending[c->n_pending++] = (kv_pending){0, p, NULL};
+    c->pending[c->n_pending++] = (kv_pending){0, p, NULL, {KV_NO_ARM, NAN}};
     kv_eval_result r;
     int got;
     while ((got = kv_evaluator_poll(c->ev, 200, &r)) == 0) {
@@ -626,8 +539,8 @@ int kv_controller_seed(kv_controller *c, const char *source)
     char *why = kv_strdup(r.reason);
     int rc = accept_result(c, &r);
     kv_eval_result_clear(&r);
-    while (rc == 0 && c->n_llm_pending) /* the models' grade of the initial program */
-        if (kv_llm_mutation_poll(c, 200) < 0) rc = -1;
+    while (rc == 0 && c->n_gradings) /* the models' grade of the initial program */
+        if (kv_feedback_poll(c, 200) < 0) rc = -1;
     c->next_iteration = 1;
     if (rc != 0) {
         free(why);
@@ -643,6 +556,14 @@ int kv_controller_seed(kv_controller *c, const char *source)
     free(why);
     kv_info("initial program: fitness %.6g", c->best_fitness);
     return 0;
+}
+
+/* Sleeps up to MS milliseconds (a signal ends it early). */
+static void pause_ms(int ms)
+{
+    if (ms <= 0) return;
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
 }
 
 int kv_controller_loop(kv_controller *c)
@@ -665,20 +586,35 @@ int kv_controller_loop(kv_controller *c)
             c->stop_reason = "interrupted";
             kv_warn("interrupted: finishing the %zu evaluation(s) and %zu model call(s) in flight "
                     "(interrupt again to stop at once)",
-                    c->n_pending, c->n_llm_pending);
+                    c->n_pending, c->n_waiting + c->n_gradings);
         }
-        if (!interrupted && !c->stop_reason) c->stop_reason = stop_condition(c);
+        if (!interrupted && (!c->stop_reason || c->fatal)) c->stop_reason = stop_condition(c);
         /* Children in flight: evaluations up to parallel_evaluations, plus model
          * calls up to llm.max_concurrency, so slow models never idle the evaluators. */
-        while (!interrupted && !c->stop_reason && c->next_iteration <= c->last_iteration &&
-               (llm_slots == 0 || (int64_t)c->n_llm_pending < llm_slots) &&
-               (int64_t)(c->n_pending + c->n_llm_pending) < parallel + llm_slots) {
-            if (produce_child(c) != 0) return KV_EXIT_FAILURE;
+        int retry_wait = -1;
+        while (!interrupted && !c->stop_reason &&
+               (llm_slots == 0 || (int64_t)c->n_waiting < llm_slots) &&
+               (int64_t)(c->n_pending + c->n_waiting) < parallel + llm_slots) {
+            int64_t iteration = kv_breed_next(c, &retry_wait);
+            if (iteration < 0) break;
+            if (kv_breed_produce(c, iteration) != 0) return KV_EXIT_FAILURE;
             c->stop_reason = stop_condition(c);
         }
-        if (c->n_pending == 0 && c->n_llm_pending == 0) break;
-        if (c->n_llm_pending) {
-            int handled = kv_llm_mutation_poll(c, c->n_pending ? 0 : 100);
+        if (c->n_pending == 0 && c->n_waiting == 0 && c->n_gradings == 0) {
+            if (interrupted || c->stop_reason || retry_wait < 0) break;
+            /* Only iterations given back are left: wait until one is due. */
+            kv_progress_update(c, 0);
+            pause_ms(retry_wait < 200 ? retry_wait : 200);
+            continue;
+        }
+        int others = c->n_pending > 0;
+        if (c->n_waiting) {
+            int handled = kv_breed_poll(c, others || c->n_gradings ? 0 : 100);
+            if (handled < 0) return KV_EXIT_FAILURE;
+            if (handled > 0) continue;
+        }
+        if (c->n_gradings) {
+            int handled = kv_feedback_poll(c, others || c->n_waiting ? 0 : 100);
             if (handled < 0) return KV_EXIT_FAILURE;
             if (handled > 0) continue;
         }
@@ -687,7 +623,7 @@ int kv_controller_loop(kv_controller *c)
             continue;
         }
         kv_eval_result r;
-        int got = kv_evaluator_poll(c->ev, c->n_llm_pending ? 10 : 100, &r);
+        int got = kv_evaluator_poll(c->ev, c->n_waiting || c->n_gradings ? 10 : 100, &r);
         if (got < 0) {
             kv_error("the evaluation pipeline failed");
             return KV_EXIT_FAILURE;
@@ -703,12 +639,18 @@ int kv_controller_loop(kv_controller *c)
     }
     kv_progress_update(c, 1);
     if (!c->stop_reason) c->stop_reason = "all iterations done";
-    json_t *data = json_pack("{s:s, s:I}", "reason", c->stop_reason, "next_iteration",
-                             (json_int_t)c->next_iteration);
+    json_t *data = json_pack("{s:s, s:I, s:b}", "reason", c->stop_reason, "next_iteration",
+                             (json_int_t)c->next_iteration, "fault", c->fatal != NULL);
     kv_store_add_event(c->store, interrupted ? "interrupted" : "stopped", data);
     json_decref(data);
     kv_controller_write_best(c);
+    if (c->fatal) return KV_EXIT_FAILURE; /* c->stop_reason says why and what to do */
     return interrupted ? KV_EXIT_INTERRUPTED : KV_EXIT_OK;
+}
+
+int64_t kv_controller_iterations_made(const kv_controller *c)
+{
+    return c->next_iteration - 1 - (int64_t)c->n_retries - c->iterations_dropped;
 }
 
 int kv_controller_write_best(kv_controller *c)

@@ -1,5 +1,6 @@
 /* The controller: the one loop that drives an evolution. It picks a parent
- * for each iteration's island, asks a mutator for a child, rejects children
+ * for each iteration's island, has the ensemble draw a mutator (its bandit
+ * learning which arm pays), asks that mutator for a child, rejects children
  * that break the rules or repeat earlier code, hands the rest to the
  * evaluation pipeline, and commits every result to the store the moment it
  * arrives. It never runs candidate code itself. */
@@ -9,25 +10,16 @@
 #include "config/config.h"
 #include "eval/evaluator.h"
 #include "llm/client.h"
-#include "llm/ensemble.h"
+#include "llm/trace.h"
+#include "mutate/ensemble.h"
 #include "mutate/prompt.h"
+#include "mutate/registry.h"
 #include "search/database.h"
 #include "store/store.h"
 #include "util/u64map.h"
 
+#include <stddef.h>
 #include <stdint.h>
-
-/* What a language-model call produced, kept until its child is stored (the
- * llm_calls row links to the child). All strings owned. */
-typedef struct kv_llm_trace {
-    int64_t iteration;
-    char *model, *endpoint, *system_prompt, *user_prompt, *reply, *error;
-    long prompt_tokens, completion_tokens, http_status;
-    double cost_usd, latency_s;
-    int attempts;
-} kv_llm_trace;
-
-void kv_llm_trace_free(kv_llm_trace *t);
 
 /* Counts by reason code, in the order first seen (progress.c). */
 typedef struct kv_reason_tally {
@@ -40,22 +32,44 @@ typedef struct kv_reason_tally {
 void kv_reason_tally_add(kv_reason_tally *t, const char *code);
 void kv_reason_tally_free(kv_reason_tally *t);
 
+/* Where a child came from, for the bandit: the ensemble entry that made it
+ * (KV_NO_ARM: none, e.g. the initial program) and its parent's fitness. */
+#define KV_NO_ARM ((size_t)-1)
+typedef struct kv_origin {
+    size_t arm;
+    double parent_fitness;
+} kv_origin;
+
+/* A child in evaluation. */
 typedef struct kv_pending {
     int64_t ticket; /* the iteration that made it */
     kv_program *child;
     kv_llm_trace *trace; /* the model call behind it, or NULL */
+    kv_origin origin;
 } kv_pending;
 
-/* A child waiting for a model's reply. */
-typedef struct kv_llm_waiting {
-    int64_t ticket;                    /* the iteration */
-    kv_program *child;                 /* lineage, island and mutator set; no source yet */
-    char *parent_source;               /* the reply is applied to this text */
-    size_t model_index;                /* entry of llm.models, for the ensemble's health */
+/* A mutation in flight (an asynchronous mutator: the LLM). */
+typedef struct kv_waiting {
+    int64_t ticket;
+    kv_program *child;   /* lineage, island and iteration set; no source yet */
+    char *parent_source; /* the parent's text (the child is checked against it) */
+    kv_origin origin;
+} kv_waiting;
+
+/* An evaluated child waiting for its grade (evaluator.use_llm_feedback). */
+typedef struct kv_grading {
+    int64_t ticket;
+    kv_program *child;
+    kv_llm_trace *origin_trace; /* the call that made CHILD, or NULL */
+    kv_origin origin;
     char *system_prompt, *user_prompt; /* redacted, for the store */
-    int feedback;                      /* 1: a grade of an evaluated CHILD (evaluator_models) */
-    kv_llm_trace *origin;              /* feedback: the call that made CHILD, or NULL (owned) */
-} kv_llm_waiting;
+} kv_grading;
+
+/* An iteration given back by a transient fault, asked again when due. */
+typedef struct kv_retry {
+    int64_t iteration;
+    double due; /* monotonic seconds */
+} kv_retry;
 
 typedef struct kv_controller {
     const kv_config *cfg; /* borrowed */
@@ -64,19 +78,30 @@ typedef struct kv_controller {
     kv_evaluator *ev;     /* owned */
     char *output_dir;
     uint64_t seed;
-    int64_t next_iteration; /* the next iteration to produce */
+    int64_t next_iteration; /* the next new iteration to produce */
     int64_t last_iteration; /* stop after producing this one */
     kv_u64map code_ids;     /* code hash -> id of the first program with that code */
     kv_pending *pending;    /* children in evaluation */
     size_t n_pending, cap_pending;
-    double mutator_weights[3];       /* tune, gi, crossover: fallbacks when the drawn one cannot */
+    /* Mutators (breed.c). */
     kv_model_config *default_models; /* the built-in mix when llm.models is empty (owned) */
-    kv_ensemble *ensemble;           /* which mutator makes each child */
-    kv_llm_client *llm;              /* NULL when no LLM entry has weight */
-    kv_prompt_templates *templates;  /* NULL when no LLM */
-    kv_llm_waiting *llm_pending;     /* children waiting for a reply */
-    size_t n_llm_pending, cap_llm_pending;
+    const kv_model_config *models;   /* the ensemble's list: llm.models or the default mix */
+    size_t n_models;
+    kv_ensemble *ensemble;          /* which mutator makes each child */
+    kv_mutators *mutators;          /* the live mutators */
+    kv_llm_client *llm;             /* NULL when no model is used */
+    kv_prompt_templates *templates; /* NULL when no model is used */
+    kv_waiting *waiting;            /* mutations in flight */
+    size_t n_waiting, cap_waiting;
+    kv_grading *gradings; /* children waiting for their grade */
+    size_t n_gradings, cap_gradings;
     int llm_concurrency; /* 0 without LLM */
+    kv_retry *retries;   /* iterations to ask again, in iteration order */
+    size_t n_retries, cap_retries;
+    int *failing_calls;         /* per entry: calls failed in a row by faults that may heal */
+    char *fatal;                /* a fault that will not heal: why the run stops (malloc'd) */
+    int64_t iterations_dropped; /* in flight when such a fault stopped the run */
+    /* Search state. */
     double best_fitness; /* NAN until an OK program exists */
     int64_t best_id;
     double best_stop_value; /* best early_stopping_metric value, NAN until known */
@@ -94,8 +119,9 @@ typedef struct kv_controller {
 } kv_controller;
 
 /* Prepares a controller over an open store: builds the database from the
- * stored programs (replay in id order) and starts the evaluation pipeline.
- * EVALUATOR is the command to run. Returns 0 or -1 (message logged). */
+ * stored programs (replay in id order), restores the mutators' statistics,
+ * and starts the evaluation pipeline. EVALUATOR is the command to run.
+ * Returns 0 or -1 (message logged). */
 int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
                        const char *output_dir, const char *evaluator, uint64_t seed);
 void kv_controller_free(kv_controller *c);
@@ -113,44 +139,67 @@ int kv_controller_seed(kv_controller *c, const char *source);
  * Returns 0, or -1 when the store or the pipeline fails. */
 int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *parent_source,
                               kv_llm_trace *trace);
+/* The same, crediting ORIGIN's arm with what the child gives. */
+int kv_controller_offer_child_from(kv_controller *c, kv_program *child, const char *parent_source,
+                                   kv_llm_trace *trace, kv_origin origin);
 
-/* Runs iterations until last_iteration, the target score, early stopping or
- * an interrupt. Returns a KV_EXIT_* code. */
+/* Runs iterations until last_iteration, the target score, early stopping,
+ * an interrupt, or a fault that will not heal. Returns a KV_EXIT_* code. */
 int kv_controller_loop(kv_controller *c);
 
 /* Commits an evaluated CHILD (taken) with the call that made it and the
  * call that graded it (both taken, may be NULL): store, population, best,
- * migration. Returns 0 or -1. */
+ * the mutators' statistics, migration. Returns 0 or -1. */
 int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace *trace,
-                               kv_llm_trace *feedback);
+                               kv_llm_trace *feedback, kv_origin origin);
 
 /* Stores CHILD as rejected with reason code CODE (copied), REASON (taken)
- * and TRACE (taken, may be NULL); CHILD stays the caller's. Returns 0 or -1. */
+ * and TRACE (taken, may be NULL), crediting ORIGIN's arm with a failure;
+ * CHILD stays the caller's. Returns 0 or -1. */
 int kv_controller_store_rejected(kv_controller *c, kv_program *child, const char *code,
-                                 char *reason, kv_llm_trace *trace);
+                                 char *reason, kv_llm_trace *trace, kv_origin origin);
 /* Stores TRACE (not taken; nothing when NULL) linked to PROGRAM_ID (0: none)
  * with OUTCOME. Returns 0 or -1. */
 int kv_controller_store_trace(kv_controller *c, const kv_llm_trace *t, int64_t program_id,
                               const char *outcome);
+/* Credits entry ORIGIN.arm (nothing for KV_NO_ARM) with OUTCOME, a GAIN
+ * over the parent and the evaluation's COST_S, and writes every entry's
+ * statistics to the store (inside the caller's transaction when one is
+ * open). Returns 0 or -1. */
+int kv_controller_record(kv_controller *c, kv_origin origin, kv_bandit_outcome outcome, double gain,
+                         double cost_s);
 
-/* The LLM mutator (llm_mutation.c). */
-/* Sets up the ensemble and, when it holds language models, the client and
- * templates. Returns 0 or -1 (message logged). */
-int kv_llm_mutation_init(kv_controller *c);
-void kv_llm_mutation_free(kv_controller *c);
-/* Asks the model of ensemble entry INDEX for a child of SEL's parent; CHILD
- * (ownership taken) carries the lineage. Returns 0, 1 when the budget is
- * spent (nothing submitted; CHILD freed), or -1. */
-int kv_llm_mutation_start(kv_controller *c, const kv_selection *sel, kv_program *child,
-                          size_t index);
-/* evaluator.use_llm_feedback: asks one of llm.evaluator_models to grade the
- * evaluated CHILD (taken, with TRACE); the grade becomes metrics and the
- * child is committed when the reply comes. Returns 0 or -1. */
-int kv_llm_feedback_start(kv_controller *c, kv_program *child, kv_llm_trace *trace);
-/* Handles replies that arrived within TIMEOUT_MS: each becomes a child
- * offered for evaluation, or a stored rejection, or a stored failed call.
- * Returns the count handled, or -1. */
-int kv_llm_mutation_poll(kv_controller *c, int timeout_ms);
+/* Mutators (breed.c). */
+/* Sets up the ensemble, its bandit (restored from the store), and the
+ * mutators; with language models, the client and the templates. Returns 0
+ * or -1 (message logged). */
+int kv_breed_init(kv_controller *c);
+void kv_breed_free(kv_controller *c);
+/* The next iteration to produce: a retry that is due, else a new one (-1
+ * when none is left or due). *WAIT_MS gets how long until a retry is due
+ * (-1: none waiting). */
+int64_t kv_breed_next(kv_controller *c, int *wait_ms);
+/* Produces iteration ITERATION's child: draws the parent and the arm, and
+ * starts the arm's mutator; a child made at once is offered, one made later
+ * waits. Returns 0 or -1. */
+int kv_breed_produce(kv_controller *c, int64_t iteration);
+/* Handles mutations that finished within TIMEOUT_MS: each becomes a child
+ * offered for evaluation, a stored rejection, a spent iteration, a retry,
+ * or the run's stop. Returns the count handled, or -1. */
+int kv_breed_poll(kv_controller *c, int timeout_ms);
+
+/* LLM feedback (llm_feedback.c): evaluator.use_llm_feedback asks one of
+ * llm.evaluator_models to grade the evaluated CHILD (taken, with TRACE);
+ * the grade becomes metrics and the child is committed when the reply
+ * comes. Returns 0 or -1. */
+int kv_feedback_start(kv_controller *c, kv_program *child, kv_llm_trace *trace, kv_origin origin);
+/* Handles gradings that finished within TIMEOUT_MS. Returns the count, or -1. */
+int kv_feedback_poll(kv_controller *c, int timeout_ms);
+void kv_feedback_free(kv_controller *c);
+
+/* Iterations made so far: drawn, and neither given back to be asked again
+ * nor dropped when a fault stopped the run. */
+int64_t kv_controller_iterations_made(const kv_controller *c);
 
 /* Writes the best program and its metrics to OUTPUT_DIR/best/. Returns 0 or -1. */
 int kv_controller_write_best(kv_controller *c);

@@ -40,6 +40,7 @@ typedef struct kv_llm_req {
     char *response_model;
     char *content;
     char *error;
+    kv_llm_fault fault; /* of the final error */
 } kv_llm_req;
 
 typedef struct req_list {
@@ -323,11 +324,13 @@ static int start_attempt(kv_llm_client *c, kv_llm_req *r)
     return 0;
 }
 
-/* Moves R to the done list; ERROR (taken) is its final error or NULL. */
-static void finish(kv_llm_client *c, kv_llm_req *r, char *error)
+/* Moves R to the done list; ERROR (taken) is its final error or NULL, of
+ * kind FAULT. */
+static void finish(kv_llm_client *c, kv_llm_req *r, char *error, kv_llm_fault fault)
 {
     free(r->error);
     r->error = error;
+    r->fault = error ? fault : KV_LLM_FAULT_NONE;
     list_push(&c->done, r);
 }
 
@@ -340,10 +343,57 @@ static int curl_retriable(CURLcode code)
     case CURLE_NOT_BUILT_IN:
     case CURLE_BAD_FUNCTION_ARGUMENT:
     case CURLE_OUT_OF_MEMORY:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CACERT_BADFILE:
         return 0;
     default:
         return 1;
     }
+}
+
+/* What a final transport error CODE means for the run: a host that cannot
+ * be reached (after the retries), a URL that cannot work or a certificate
+ * that is refused will not heal by asking again; anything else (a timeout, a
+ * dropped connection) may. */
+static kv_llm_fault curl_fault(CURLcode code)
+{
+    switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+        return KV_LLM_FAULT_FATAL;
+    default:
+        return curl_retriable(code) ? KV_LLM_FAULT_TRANSIENT : KV_LLM_FAULT_FATAL;
+    }
+}
+
+/* What a final HTTP STATUS means: 401 (authentication), 402 (payment), 403
+ * (permission), 404 (unknown model or endpoint) and 405 (not an API) will
+ * not heal; 408, 429 and 5xx are transient; any other 4xx refuses this
+ * request (a prompt too long, say), not the model. */
+static kv_llm_fault http_fault(long status)
+{
+    if (status == 408 || status == 429 || status >= 500) return KV_LLM_FAULT_TRANSIENT;
+    if (status >= 401 && status <= 405) return KV_LLM_FAULT_FATAL;
+    return KV_LLM_FAULT_REQUEST;
+}
+
+const char *kv_llm_fault_name(kv_llm_fault f)
+{
+    switch (f) {
+    case KV_LLM_FAULT_NONE:
+        return "none";
+    case KV_LLM_FAULT_TRANSIENT:
+        return "transient";
+    case KV_LLM_FAULT_REQUEST:
+        return "request";
+    case KV_LLM_FAULT_FATAL:
+        return "fatal";
+    case KV_LLM_FAULT_BUDGET:
+        return "budget";
+    }
+    return "unknown";
 }
 
 /* Handles the end of one attempt of R (its easy handle already removed). */
@@ -359,12 +409,14 @@ static void attempt_done(kv_llm_client *c, kv_llm_req *r, CURLcode code)
 
     char *why = NULL;
     int retriable = 1;
+    kv_llm_fault fault = KV_LLM_FAULT_TRANSIENT;
     if (code != CURLE_OK) {
         if (code == CURLE_OPERATION_TIMEDOUT)
             why = kv_asprintf("timed out after %.1f s", r->timeout);
         else
             why = kv_asprintf("connection error: %s", curl_easy_strerror(code));
         retriable = curl_retriable(code);
+        fault = curl_fault(code);
     } else if (status >= 200 && status < 300) {
         kv_llm_reply rep;
         int rc = kv_llm_parse_reply(r->reply.data, r->reply.len, &rep, &why);
@@ -388,7 +440,7 @@ static void attempt_done(kv_llm_client *c, kv_llm_req *r, CURLcode code)
         }
         kv_llm_reply_clear(&rep);
         if (rc == 0) {
-            finish(c, r, NULL);
+            finish(c, r, NULL, KV_LLM_FAULT_NONE);
             return;
         }
     } else {
@@ -396,20 +448,23 @@ static void attempt_done(kv_llm_client *c, kv_llm_req *r, CURLcode code)
         why = kv_asprintf("HTTP %ld: %s", status, msg);
         free(msg);
         retriable = status == 408 || status == 429 || status >= 500;
+        fault = http_fault(status);
     }
 
     r->n_errors++;
     kv_buf_printf(&r->errors, "%sattempt %d: %s", r->errors.len ? "\n" : "", r->attempts, why);
     kv_debug("llm: model '%s' attempt %d: %s", r->model, r->attempts, why);
     if (!retriable) {
-        finish(c, r, kv_asprintf("model '%s' at %s: %s (not retried)", r->model, r->url, why));
+        finish(c, r, kv_asprintf("model '%s' at %s: %s (not retried)", r->model, r->url, why),
+               fault);
         free(why);
         return;
     }
     if (r->attempts > r->retries) {
         finish(c, r,
                kv_asprintf("model '%s' at %s: %s (gave up after %d attempts)", r->model, r->url,
-                           why, r->attempts));
+                           why, r->attempts),
+               fault);
         free(why);
         return;
     }
@@ -451,10 +506,13 @@ static void start_ready(kv_llm_client *c)
     }
     while (c->active < c->max_concurrency && (r = list_pop(&c->queue))) {
         if (kv_llm_budget_exhausted(c)) {
-            finish(c, r, budget_error(c, r));
+            finish(c, r, budget_error(c, r), KV_LLM_FAULT_BUDGET);
             continue;
         }
-        if (start_attempt(c, r) != 0) list_push(&c->done, r);
+        if (start_attempt(c, r) != 0) {
+            r->fault = KV_LLM_FAULT_TRANSIENT; /* libcurl could not start it: try again later */
+            list_push(&c->done, r);
+        }
     }
 }
 
@@ -475,11 +533,35 @@ static void collect(kv_llm_client *c)
     }
 }
 
-/* Hands the first finished request to OUT. Returns 1, or 0 when none. */
-static int pop_done(kv_llm_client *c, kv_llm_result *out)
+/* 1 when TICKET is one the caller asked for (ticket & MASK == WANT). */
+static int wanted(uint64_t ticket, uint64_t mask, uint64_t want)
 {
-    kv_llm_req *r = list_pop(&c->done);
+    return (ticket & mask) == want;
+}
+
+/* 1 when a request in L is wanted. */
+static int list_wants(const req_list *l, uint64_t mask, uint64_t want)
+{
+    for (const kv_llm_req *r = l->head; r; r = r->next)
+        if (wanted(r->ticket, mask, want)) return 1;
+    return 0;
+}
+
+/* 1 when a wanted request is still to be handed back. */
+static int pending_wanted(const kv_llm_client *c, uint64_t mask, uint64_t want)
+{
+    return list_wants(&c->queue, mask, want) || list_wants(&c->delayed, mask, want) ||
+           list_wants(&c->running, mask, want) || list_wants(&c->done, mask, want);
+}
+
+/* Hands the first finished wanted request to OUT. Returns 1, or 0 when none. */
+static int pop_done(kv_llm_client *c, uint64_t mask, uint64_t want, kv_llm_result *out)
+{
+    kv_llm_req *r = c->done.head;
+    while (r && !wanted(r->ticket, mask, want))
+        r = r->next;
     if (!r) return 0;
+    list_remove(&c->done, r);
     memset(out, 0, sizeof *out);
     out->ticket = r->ticket;
     out->ok = r->error == NULL && r->content != NULL;
@@ -498,6 +580,7 @@ static int pop_done(kv_llm_client *c, kv_llm_result *out)
     out->http_status = r->http_status;
     out->error = r->error;
     r->error = NULL;
+    out->fault = out->ok ? KV_LLM_FAULT_NONE : r->fault;
     out->attempts = r->attempts;
     out->n_errors = r->n_errors;
     out->errors = r->errors.len ? kv_buf_steal(&r->errors) : NULL;
@@ -530,10 +613,16 @@ long kv_llm_next_timeout_ms(kv_llm_client *c)
 
 int kv_llm_poll(kv_llm_client *c, int timeout_ms, kv_llm_result *out, char **err)
 {
+    return kv_llm_poll_match(c, timeout_ms, 0, 0, out, err);
+}
+
+int kv_llm_poll_match(kv_llm_client *c, int timeout_ms, uint64_t mask, uint64_t want,
+                      kv_llm_result *out, char **err)
+{
     double deadline = kv_now_s() + (timeout_ms > 0 ? timeout_ms : 0) / 1000.0;
     for (;;) {
-        if (pop_done(c, out)) return 1;
-        if (c->pending == 0) return 0;
+        if (pop_done(c, mask, want, out)) return 1;
+        if (!pending_wanted(c, mask, want)) return 0;
         start_ready(c);
         int running = 0;
         CURLMcode mc = curl_multi_perform(c->multi, &running);
@@ -542,7 +631,7 @@ int kv_llm_poll(kv_llm_client *c, int timeout_ms, kv_llm_result *out, char **err
             return -1;
         }
         collect(c);
-        if (c->done.head) continue;
+        if (list_wants(&c->done, mask, want)) continue;
         /* A retry that became due while we were busy: start it at once. */
         if (c->delayed.head && next_due_in(c) <= 0) continue;
         double left = deadline - kv_now_s();

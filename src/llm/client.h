@@ -7,7 +7,9 @@
  * seeded jitter after transport errors, timeouts, HTTP 408/429/5xx, and
  * replies that are not usable (invalid or truncated JSON, no choices, no
  * content); Retry-After (seconds) is honoured on 429 and 503, capped. HTTP
- * 400/401/403/404 (and other 4xx) are final at once.
+ * 400/401/403/404 (and other 4xx) are final at once. A failed result says
+ * what kind of fault ended it (kv_llm_fault): a run stops on a fault that
+ * will not heal, and asks again after one that may.
  *
  * API keys go only into the Authorization header: they are never logged and
  * never appear in an error message (a server echoing the key back is
@@ -23,6 +25,10 @@
 
 typedef struct kv_llm_client kv_llm_client;
 
+/* Tickets with this bit set are the LLM feedback's gradings, the others the
+ * LLM mutator's requests (their iteration): each polls for its own. */
+#define KV_LLM_TICKET_FEEDBACK (1ULL << 62)
+
 /* One request. The client copies everything it needs at submit time: MODEL,
  * SYSTEM and USER need not outlive kv_llm_submit. */
 typedef struct kv_llm_request {
@@ -32,11 +38,29 @@ typedef struct kv_llm_request {
     uint64_t ticket; /* the caller's id, handed back in the result */
 } kv_llm_request;
 
+/* What kind of fault ended a request that failed: whether asking again can
+ * help. */
+typedef enum kv_llm_fault {
+    KV_LLM_FAULT_NONE = 0,  /* no fault (ok) */
+    KV_LLM_FAULT_TRANSIENT, /* timeouts, dropped connections, 408, 429, 5xx, unusable replies:
+                               still failing after the request's own retries, but may heal */
+    KV_LLM_FAULT_REQUEST,   /* this request was refused (400, 413, 422, ...): another
+                               prompt may pass */
+    KV_LLM_FAULT_FATAL,     /* will not heal by retrying: 401, 402, 403, 404 (unknown
+                               model), 405, a host that cannot be reached after the
+                               retries, a malformed URL, a refused certificate */
+    KV_LLM_FAULT_BUDGET,    /* llm.max_budget_usd is spent: never sent */
+} kv_llm_fault;
+
+/* "none", "transient", "request", "fatal", "budget". */
+const char *kv_llm_fault_name(kv_llm_fault f);
+
 /* A finished request, successful or not. Free its members with
  * kv_llm_result_free. */
 typedef struct kv_llm_result {
     uint64_t ticket;
     int ok;               /* 1: content holds the reply; 0: error says why */
+    kv_llm_fault fault;   /* KV_LLM_FAULT_NONE when ok */
     char *content;        /* the assistant message (NULL unless ok) */
     char *model;          /* the model entry's name */
     char *response_model; /* "model" as the server reported it (may be NULL) */
@@ -89,6 +113,12 @@ int kv_llm_submit(kv_llm_client *c, const kv_llm_request *req, char **err);
  * members), 0 when none finished in time or nothing is pending (it returns
  * at once then), -1 on an internal libcurl error (message in *err). */
 int kv_llm_poll(kv_llm_client *c, int timeout_ms, kv_llm_result *out, char **err);
+/* kv_llm_poll for the requests whose ticket & MASK equals WANT only (the
+ * others stay for another caller): two users of one client (the LLM
+ * mutator, the LLM feedback) each take their own results. Returns at once
+ * with 0 when no such request is pending. */
+int kv_llm_poll_match(kv_llm_client *c, int timeout_ms, uint64_t mask, uint64_t want,
+                      kv_llm_result *out, char **err);
 
 /* Requests submitted and not yet handed back by kv_llm_poll. */
 int kv_llm_pending(const kv_llm_client *c);

@@ -94,6 +94,7 @@ kv_database *kv_database_new(const kv_database_config *cfg)
     db->exploitation_ratio = cfg->exploitation_ratio;
     db->elite_selection_ratio = cfg->elite_selection_ratio;
     db->migration_rate = cfg->migration_rate;
+    db->failed_parent_probability = cfg->failed_parent_probability;
     db->diversity_dim = -1;
 
     db->n_dims = cfg->n_feature_dimensions;
@@ -134,6 +135,8 @@ void kv_database_free(kv_database *db)
     if (db->islands) {
         for (int i = 0; i < db->num_islands; i++) {
             free(db->islands[i].progs);
+            for (size_t k = 0; k < db->islands[i].n_failed; k++)
+                kv_program_free(db->islands[i].failed[k]);
             kv_ptrmap_free(&db->islands[i].cells);
             kv_ptrmap_free(&db->islands[i].codes);
         }
@@ -280,6 +283,27 @@ int kv_database_add(kv_database *db, kv_program *p)
     else
         isl->generation++;
     enforce_cap(db);
+    return 1;
+}
+
+int kv_database_add_failed(kv_database *db, const kv_program *p)
+{
+    if (!db || !p || p->island < 0 || p->island >= db->num_islands) return -1;
+    if (p->status != KV_STATUS_FAILED && p->status != KV_STATUS_TIMEOUT) return 0;
+    if (!(db->failed_parent_probability > 0)) return 0; /* never drawn: keep nothing */
+    kv_island *isl = &db->islands[p->island];
+    kv_program *copy = kv_program_clone(p);
+    json_decref(copy->artifacts); /* a parent's source and metrics are what a mutator reads */
+    json_decref(copy->stages);
+    copy->artifacts = copy->stages = NULL;
+    copy->fitness = NAN;
+    if (isl->n_failed < KV_FAILED_KEPT) {
+        isl->failed[isl->n_failed++] = copy;
+    } else {
+        kv_program_free(isl->failed[isl->next_failed]);
+        isl->failed[isl->next_failed] = copy;
+        isl->next_failed = (isl->next_failed + 1) % KV_FAILED_KEPT;
+    }
     return 1;
 }
 

@@ -38,15 +38,23 @@ double kv_fitness(const json_t *metrics, const kv_database_config *cfg);
  * current generation. A program added (1) may be evicted at once by the
  * population cap when it is the worst and owns no cell. */
 int kv_database_add(kv_database *db, kv_program *p);
+/* Keeps a copy of P, a FAILED or TIMEOUT child, among the last
+ * KV_FAILED_KEPT failures of its island, from which a parent is drawn with
+ * database.failed_parent_probability (nothing is kept when that is 0). A
+ * failure never owns a cell, ranks, counts as a best or migrates. Returns 1
+ * when kept, 0 when not, -1 on a bad island. */
+int kv_database_add_failed(kv_database *db, const kv_program *p);
 
 typedef struct kv_selection {
     int island;
     const kv_program *parent;        /* owned by the database; valid until the next add */
     const kv_program **inspirations; /* malloc'd array of borrowed pointers */
     size_t n_inspirations;
-    const char *strategy; /* "exploration", "exploitation", "weighted", or
-                             "fallback" when ISLAND was empty and the parent
-                             came from another island */
+    const char *strategy; /* "exploration", "exploitation", "weighted",
+                             "failed" (a recent failure, with
+                             failed_parent_probability), or "fallback" when
+                             ISLAND was empty and the parent came from
+                             another island */
 } kv_selection;
 
 /* Picks a parent for ISLAND by the configured ratios (exploration: uniform

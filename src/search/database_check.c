@@ -123,6 +123,20 @@ int kv_database_check(const kv_database *db, char **err)
                           isl->codes.n, isl->n);
         /* "an island's cells maps each occupied cell key to its owner" */
         if (check_cells(db, i, err) != 0) return -1;
+        /* "failed programs live only in their island's failed ring" */
+        if (isl->n_failed > KV_FAILED_KEPT)
+            return broken(err, "island %d keeps %zu failures, over %d", i, isl->n_failed,
+                          KV_FAILED_KEPT);
+        for (size_t k = 0; k < isl->n_failed; k++) {
+            const kv_program *f = isl->failed[k];
+            if (f->status != KV_STATUS_FAILED && f->status != KV_STATUS_TIMEOUT)
+                return broken(err, "island %d keeps program %lld, %s, among its failures", i,
+                              (long long)f->id, kv_status_name(f->status));
+            const kv_entry *same = kv_ptrmap_get(&isl->codes, f->code_hash);
+            if (same && same->prog->id == f->id)
+                return broken(err, "island %d: failed program %lld is in the population", i,
+                              (long long)f->id);
+        }
     }
     if (total != db->n_all)
         return broken(err, "the islands hold %zu programs, the population %zu", total, db->n_all);

@@ -11,7 +11,10 @@
  *   owns_cell is 1; every other entry has owns_cell 0;
  * - the archive is the first archive_size entries of `all`;
  * - len(all) <= population_size after every add (unless every candidate for
- *   eviction is an island's best). */
+ *   eviction is an island's best);
+ * - failed programs live only in their island's `failed` ring: never in
+ *   `progs`, `all`, `cells` or `codes`, so they own no cell, rank nowhere
+ *   and are parents only through failed_parent_probability. */
 #ifndef KV_SEARCH_DATABASE_INTERNAL_H
 #define KV_SEARCH_DATABASE_INTERNAL_H
 
@@ -29,9 +32,14 @@ typedef struct kv_entry {
     kv_minhash sig; /* filled only when "diversity" is a dimension */
 } kv_entry;
 
+/* Recent failed children an island keeps, for database.failed_parent_probability. */
+#define KV_FAILED_KEPT 16
+
 typedef struct kv_island {
     kv_entry **progs; /* sorted best first */
     size_t n, cap;
+    kv_program *failed[KV_FAILED_KEPT]; /* ring of copies of recent failures (owned) */
+    size_t n_failed, next_failed;
     kv_ptrmap cells; /* cell key -> owner */
     kv_ptrmap codes; /* code hash -> entry */
     int generation;  /* non-migrant programs added */
@@ -44,6 +52,7 @@ struct kv_database {
     int diversity_reference_size;
     int migration_interval;
     double exploration_ratio, exploitation_ratio, elite_selection_ratio, migration_rate;
+    double failed_parent_probability;
 
     size_t n_dims;
     char **dims;

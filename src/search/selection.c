@@ -82,6 +82,8 @@ static const kv_entry **nearby_cells(const kv_database *db, const kv_island *isl
 {
     size_t d = db->n_dims;
     const kv_entry **list = kv_malloc((4 * d + 4 * d * d + 1) * sizeof *list);
+    *n = 0;
+    if (!parent->coords) return list; /* a failed parent: no cell */
     int *c = kv_malloc((d ? d : 1) * sizeof *c);
     *n = 0;
     for (size_t i = 0; i < d; i++)
@@ -153,6 +155,24 @@ int kv_database_sample(kv_database *db, int island, kv_rng *rng, size_t max_insp
         src = (island + i + 1) % db->num_islands;
     const kv_island *isl = &db->islands[src];
 
+    /* A failure as the parent, only when the config asks for it (the draw
+     * is made only then, so runs without it keep their sequence). */
+    const kv_island *own = &db->islands[island];
+    if (db->failed_parent_probability > 0 && own->n_failed > 0 &&
+        kv_rng_uniform(rng) < db->failed_parent_probability) {
+        const kv_program *failed = own->failed[kv_rng_below(rng, own->n_failed)];
+        kv_entry stand_in = {.prog = (kv_program *)failed};
+        picks pk = {&stand_in, NULL, 0, max_inspirations};
+        if (max_inspirations > 0 && isl->n > 0) {
+            pk.out = kv_malloc(max_inspirations * sizeof *pk.out);
+            pick_inspirations(db, isl, &pk, rng);
+        }
+        out->parent = failed;
+        out->inspirations = pk.out;
+        out->n_inspirations = pk.n;
+        out->strategy = "failed";
+        return 0;
+    }
     double r = kv_rng_uniform(rng);
     kv_entry *parent = NULL;
     const char *strategy;

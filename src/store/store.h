@@ -140,6 +140,13 @@ json_t *kv_store_failure_counts(kv_store *s, int limit);
  * "artifact_hash" is HASH, or 0 (also on a database error: errmsg set). */
 int64_t kv_store_find_by_artifact_hash(kv_store *s, const char *hash);
 
+/* The iterations in [1, UPTO] that left no trace (no program but
+ * migrants, no model call that failed for its request): those a run lost
+ * when it stopped (kill -9, a fault that stopped it with calls in flight),
+ * which a resume makes again. Returns the count with a malloc'd ascending
+ * array in *out (NULL when none), or -1. */
+int64_t kv_store_missing_iterations(kv_store *s, int64_t upto, int64_t **out);
+
 /* One row of mutator_stats: what the bandit knows of one mutator arm. */
 typedef struct kv_mutator_stat {
     const char *arm;   /* "builtin:tune", "builtin:gi", a model name, ... */

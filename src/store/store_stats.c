@@ -148,3 +148,40 @@ json_t *kv_store_mutator_stats(kv_store *s)
     }
     return rows;
 }
+
+int64_t kv_store_missing_iterations(kv_store *s, int64_t upto, int64_t **out)
+{
+    *out = NULL;
+    if (upto < 1) return 0;
+    /* A model call that failed for its request ("error: ...") spends its
+     * iteration; one given back by a fault ("retry: ...", "fatal: ...")
+     * does not. */
+    static const char sql[] =
+        "WITH RECURSIVE it(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM it WHERE i < ?1)"
+        " SELECT i FROM it WHERE NOT EXISTS (SELECT 1 FROM programs p WHERE p.iteration = it.i"
+        " AND p.is_migrant = 0) AND NOT EXISTS (SELECT 1 FROM llm_calls c"
+        " WHERE c.iteration = it.i AND c.outcome LIKE 'error%')";
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return kv_store_db_fail(s, "missing iterations");
+    }
+    sqlite3_bind_int64(st, 1, upto);
+    int64_t n = 0, cap = 0;
+    int64_t *list = NULL;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            list = kv_realloc(list, (size_t)cap * sizeof *list);
+        }
+        list[n++] = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        free(list);
+        return kv_store_db_fail(s, "missing iterations");
+    }
+    *out = list;
+    return n;
+}

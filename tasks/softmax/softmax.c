@@ -2,7 +2,7 @@
  * matrix. Small enough to check everywhere, yet it trips up naive kernels
  * (outliers overflow exp without the max subtraction) and has a clear
  * roofline (read x once, write y once). */
-#include "kernel/tasks.h"
+#include <kevolve/task.h>
 
 #include <math.h>
 

@@ -89,7 +89,9 @@ import json, os, sqlite3, sys
 con = sqlite3.connect(sys.argv[1])
 run_dir = os.path.realpath(sys.argv[2])
 lines = open(os.path.join(run_dir, "env.log")).read().splitlines()
-assert len(lines) >= 40, len(lines)
+evaluated = con.execute("select count(*) from programs where is_migrant = 0"
+                        " and status not in ('duplicate', 'rejected')").fetchone()[0]
+assert len(lines) == evaluated and evaluated >= 20, (len(lines), evaluated)
 metrics = {i: m for i, m in con.execute("select id, metrics from programs")}
 parent_of = {it: p for it, p in con.execute(
     "select iteration, parent_id from programs where is_migrant = 0 and status != 'duplicate'"

@@ -47,7 +47,7 @@ OPENAI_API_KEY=sk-kevolve-test-secret-0123456789 \
 db="$WORK/run/run.db"
 
 calls=$(sql "$db" "select count(*) from llm_calls")
-[ "$calls" -eq 14 ] || fail "expected 14 model calls stored, got $calls"
+[ "$calls" -ge 14 ] || fail "expected 14 model calls stored at least, got $calls"
 # Every iteration is accounted for: a stored program or a stored failed call.
 missing=$(sql "$db" "with recursive it(i) as (select 1 union all select i + 1 from it where i < 14)
     select count(*) from it where not exists (select 1 from programs where iteration = i and mutator != 'migration')

@@ -6,6 +6,8 @@
 
 cp "$TINY/evaluator.sh" "$TINY/config.yaml" "$WORK/"
 cfg=$WORK/config.yaml
+# The fixed mix of the built-in mutators (this tests tune, not the bandit).
+printf 'llm:\n  bandit: false\n' >>"$cfg"
 
 # A condition naming no parameter is an error, not a silently idle axis.
 cat >"$WORK/initial.py" <<'PY'

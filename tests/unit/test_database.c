@@ -845,10 +845,58 @@ static void replaying_adds_restores_identical_state(void **state)
     kv_database_free(replay);
 }
 
+static void failures_are_parents_only_with_the_probability_the_config_gives(void **state)
+{
+    (void)state;
+    test_cfg t;
+    cfg_init(&t, 1, "complexity", 4, NULL, 0);
+    for (int with = 0; with < 2; with++) {
+        t.c.failed_parent_probability = with ? 0.5 : 0;
+        kv_database *db = kv_database_new(&t.c);
+        for (int i = 1; i <= 5; i++) {
+            char *src = src_n(i);
+            assert_int_equal(add(db, i, 0, src, i, NAN), 1);
+            free(src);
+        }
+        for (int i = 6; i <= 8; i++) {
+            char *src = src_n(i);
+            kv_program *p = prog(i, 0, src, NAN, NAN);
+            p->status = KV_STATUS_FAILED;
+            assert_int_equal(kv_database_add(db, p), 0); /* never placed */
+            assert_int_equal(kv_database_add_failed(db, p), with);
+            kv_program_free(p);
+            free(src);
+        }
+        assert_int_equal(kv_database_size(db), 5);
+        kv_rng rng;
+        kv_rng_seed(&rng, 11);
+        int failed = 0;
+        for (int k = 0; k < 2000; k++) {
+            kv_selection sel;
+            assert_int_equal(kv_database_sample(db, 0, &rng, 3, &sel), 0);
+            if (sel.parent->id >= 6) {
+                failed++;
+                assert_string_equal(sel.strategy, "failed");
+                assert_int_equal(sel.parent->status, KV_STATUS_FAILED);
+            }
+            for (size_t j = 0; j < sel.n_inspirations; j++)
+                assert_true(sel.inspirations[j]->id <= 5); /* inspirations are never failures */
+            kv_selection_free(&sel);
+        }
+        if (with)
+            assert_true(failed > 850 && failed < 1150);
+        else
+            assert_int_equal(failed, 0);
+        assert_int_equal(kv_database_best(db)->id, 5);
+        kv_database_free(db);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(child_joins_island_its_parent_was_sampled_for),
+        cmocka_unit_test(failures_are_parents_only_with_the_probability_the_config_gives),
         cmocka_unit_test(fitness_is_combined_score_else_mean_of_non_feature_metrics),
         cmocka_unit_test(nan_fitness_never_enters_population),
         cmocka_unit_test(better_program_replaces_cell_occupant_worse_does_not),

@@ -642,6 +642,99 @@ static void test_ten_thousand_programs_store_and_iterate_in_order(void **state)
     kv_store_close(s);
 }
 
+static void test_failures_count_by_reason_code_and_duplicates_point_at_their_program(void **state)
+{
+    fixture *f = *state;
+    kv_store *s = open_ok(f->path, KV_STORE_CREATE);
+    kv_program *p = make_program(1, KV_STATUS_OK, 1.0);
+    p->artifacts = json_pack("{s:s}", "artifact_hash", "00ff00ff");
+    int64_t judged = insert_and_free(s, p);
+    static const char *const codes[] = {"compile_error", "wrong_result", "compile_error", NULL};
+    for (int i = 0; i < 4; i++) {
+        p = make_program(10 + i, KV_STATUS_FAILED, NAN);
+        p->reason_code = kv_strdup(codes[i]);
+        p->status_reason = kv_strdup(codes[i] ? "rejected by the harness" : "legacy\nsecond line");
+        insert_and_free(s, p);
+    }
+    p = make_program(20, KV_STATUS_DUPLICATE, NAN);
+    p->duplicate_of = judged;
+    p->reason_code = kv_strdup("same_artifact");
+    p->artifacts = json_pack("{s:s}", "artifact_hash", "00ff00ff");
+    int64_t dup = insert_and_free(s, p);
+
+    json_t *rows = kv_store_failure_counts(s, 0);
+    assert_non_null(rows);
+    assert_int_equal(json_array_size(rows), 3);
+    json_t *top = json_array_get(rows, 0);
+    assert_string_equal(json_string_value(json_object_get(top, "reason")), "compile_error");
+    assert_int_equal(json_integer_value(json_object_get(top, "count")), 2);
+    int legacy = 0; /* a row without a code counts under its reason's first line */
+    for (size_t i = 0; i < 3; i++)
+        legacy |= strcmp(json_string_value(json_object_get(json_array_get(rows, i), "reason")),
+                         "legacy") == 0;
+    assert_true(legacy);
+    json_decref(rows);
+    /* The artifact's program, never the duplicate that repeats it. */
+    assert_int_equal(kv_store_find_by_artifact_hash(s, "00ff00ff"), judged);
+    assert_int_equal(kv_store_find_by_artifact_hash(s, "ffff"), 0);
+    kv_program *back = kv_store_get_program(s, dup);
+    assert_int_equal(back->duplicate_of, judged);
+    assert_string_equal(back->reason_code, "same_artifact");
+    kv_program_free(back);
+    kv_store_close(s);
+}
+
+static void test_mutator_stats_are_replaced_per_arm_and_read_back(void **state)
+{
+    fixture *f = *state;
+    kv_store *s = open_ok(f->path, KV_STORE_CREATE);
+    kv_mutator_stat a = {"builtin:tune", 3, 1, 1, 0.5, 0.6};
+    kv_mutator_stat b = {"gpt-x", 1, 0, 1, 0, NAN};
+    assert_int_equal(kv_store_put_mutator_stat(s, &a), 0);
+    assert_int_equal(kv_store_put_mutator_stat(s, &b), 0);
+    a.draws = 4;
+    a.successes = 2;
+    a.reward_sum = 1.25;
+    assert_int_equal(kv_store_put_mutator_stat(s, &a), 0);
+    json_t *rows = kv_store_mutator_stats(s);
+    assert_int_equal(json_array_size(rows), 2);
+    json_t *t = json_array_get(rows, 0); /* by arm name */
+    assert_string_equal(json_string_value(json_object_get(t, "arm")), "builtin:tune");
+    assert_int_equal(json_integer_value(json_object_get(t, "draws")), 4);
+    assert_int_equal(json_integer_value(json_object_get(t, "successes")), 2);
+    assert_int_equal(json_integer_value(json_object_get(t, "failures")), 1);
+    assert_true(json_real_value(json_object_get(t, "reward_sum")) == 1.25);
+    assert_true(json_real_value(json_object_get(t, "weight")) == 0.6);
+    assert_true(json_is_number(json_object_get(t, "updated_at")));
+    assert_true(json_is_null(json_object_get(json_array_get(rows, 1), "weight")));
+    json_decref(rows);
+    kv_store_close(s);
+}
+
+static void test_missing_iterations_are_those_that_left_no_trace(void **state)
+{
+    fixture *f = *state;
+    kv_store *s = open_ok(f->path, KV_STORE_CREATE);
+    insert_and_free(s, make_program(1, KV_STATUS_OK, 1.0));
+    insert_and_free(s, make_program(4, KV_STATUS_REJECTED, NAN));
+    kv_program *m = make_program(2, KV_STATUS_OK, 1.0); /* a migrant made no iteration */
+    m->is_migrant = 1;
+    insert_and_free(s, m);
+    kv_llm_call_record spent = {.iteration = 3, .model = "m", .outcome = "error: HTTP 400"};
+    kv_llm_call_record given_back = {.iteration = 5, .model = "m", .outcome = "retry: HTTP 500"};
+    assert_int_equal(kv_store_insert_llm_call(s, &spent, 0), 0);
+    assert_int_equal(kv_store_insert_llm_call(s, &given_back, 0), 0);
+    int64_t *lost = NULL;
+    assert_int_equal(kv_store_missing_iterations(s, 6, &lost), 3);
+    assert_int_equal(lost[0], 2);
+    assert_int_equal(lost[1], 5);
+    assert_int_equal(lost[2], 6);
+    free(lost);
+    assert_int_equal(kv_store_missing_iterations(s, 0, &lost), 0);
+    assert_null(lost);
+    kv_store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -663,6 +756,9 @@ int main(void)
         T(update_placement_records_fitness_and_features),
         T(events_are_recorded_with_and_without_data),
         T(ten_thousand_programs_store_and_iterate_in_order),
+        T(failures_count_by_reason_code_and_duplicates_point_at_their_program),
+        T(mutator_stats_are_replaced_per_arm_and_read_back),
+        T(missing_iterations_are_those_that_left_no_trace),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "llm/ensemble.h"
+#include "mutate/ensemble.h"
 #include "test_llm_server.h"
 
 static void draws_follow_the_weights_across_llms_and_builtins(void **state)
@@ -18,7 +18,7 @@ static void draws_follow_the_weights_across_llms_and_builtins(void **state)
     m[1].weight = 3;
     m[2].weight = 1;
     char *err = NULL;
-    kv_ensemble *e = kv_ensemble_new(m, 3, 0, &err);
+    kv_ensemble *e = kv_ensemble_new(m, 3, 0, NULL, &err);
     assert_non_null(e);
     assert_true(kv_ensemble_has_llm(e));
     kv_rng rng;
@@ -47,7 +47,7 @@ static void same_seed_gives_the_same_choices(void **state)
     (void)state;
     kv_model_config m[3] = {test_model("a"), test_model("b"), test_model("builtin:gi")};
     char *err = NULL;
-    kv_ensemble *e = kv_ensemble_new(m, 3, 0, &err);
+    kv_ensemble *e = kv_ensemble_new(m, 3, 0, NULL, &err);
     kv_rng r1, r2;
     kv_rng_seed(&r1, 77);
     kv_rng_seed(&r2, 77);
@@ -66,7 +66,7 @@ static void zero_weight_entries_are_never_drawn(void **state)
     kv_model_config m[2] = {test_model("a"), test_model("b")};
     m[0].weight = 0;
     char *err = NULL;
-    kv_ensemble *e = kv_ensemble_new(m, 2, 0, &err);
+    kv_ensemble *e = kv_ensemble_new(m, 2, 0, NULL, &err);
     kv_rng rng;
     kv_rng_seed(&rng, 1);
     for (int i = 0; i < 500; i++) {
@@ -81,21 +81,21 @@ static void bad_lists_are_refused_with_the_reason(void **state)
 {
     (void)state;
     char *err = NULL;
-    assert_null(kv_ensemble_new(NULL, 0, 0, &err));
+    assert_null(kv_ensemble_new(NULL, 0, 0, NULL, &err));
     assert_non_null(strstr(err, "empty"));
     free(err);
     kv_model_config m[2] = {test_model("a"), test_model("builtin:mutate")};
-    assert_null(kv_ensemble_new(m, 2, 0, &err));
+    assert_null(kv_ensemble_new(m, 2, 0, NULL, &err));
     assert_non_null(strstr(err, "builtin:mutate"));
     free(err);
     m[1] = test_model("b");
     m[0].weight = 0;
     m[1].weight = 0;
-    assert_null(kv_ensemble_new(m, 2, 0, &err));
+    assert_null(kv_ensemble_new(m, 2, 0, NULL, &err));
     assert_non_null(strstr(err, "weight"));
     free(err);
     m[0].weight = -1;
-    assert_null(kv_ensemble_new(m, 2, 0, &err));
+    assert_null(kv_ensemble_new(m, 2, 0, NULL, &err));
     assert_non_null(strstr(err, "weight"));
     free(err);
 }
@@ -108,7 +108,7 @@ static void a_model_failing_n_times_falls_back_to_another_until_it_recovers(void
     m[1].weight = 0.0001; /* almost never drawn by itself */
     m[2].weight = 0;
     char *err = NULL;
-    kv_ensemble *e = kv_ensemble_new(m, 3, 3, &err);
+    kv_ensemble *e = kv_ensemble_new(m, 3, 3, NULL, &err);
     kv_rng rng;
     kv_rng_seed(&rng, 9);
     kv_ensemble_choice ch;

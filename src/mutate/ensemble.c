@@ -1,9 +1,11 @@
-/* Weighted, seeded choice of the mutator for each child, with fallback away
- * from LLM entries that keep failing. See ensemble.h. */
-#include "llm/ensemble.h"
+/* The choice of the mutator for each child: a bandit (or the fixed weights)
+ * over the entries of llm.models, with fallback away from language models
+ * that keep failing. See ensemble.h. */
+#include "mutate/ensemble.h"
 #include "util/buf.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,9 +15,12 @@ struct kv_ensemble {
     int fallback_after;
     int *is_builtin;
     kv_mutator_kind *builtin;
+    char **arms;     /* arm names */
     int *fails;      /* consecutive failures per entry */
     int *skips;      /* draws moved away since it became failing */
     double *weights; /* scratch */
+    kv_bandit *bandit;
+    kv_bandit_stats *stats; /* the statistics when there is no bandit */
 };
 
 /* Parses "builtin:NAME". Returns 1 with *k set, 0 when NAME is not a
@@ -23,18 +28,11 @@ struct kv_ensemble {
 static int parse_builtin(const char *name, kv_mutator_kind *k)
 {
     if (!kv_starts_with(name, "builtin:")) return 0;
-    static const char *const names[KV_MUTATOR_BUILTIN_COUNT] = {"tune", "gi", "crossover"};
-    for (int i = 0; i < KV_MUTATOR_BUILTIN_COUNT; i++) {
-        if (strcmp(name + 8, names[i]) == 0) {
-            *k = (kv_mutator_kind)i;
-            return 1;
-        }
-    }
-    return -1;
+    return kv_mutator_parse(name, k) == 0 ? 1 : -1;
 }
 
 kv_ensemble *kv_ensemble_new(const kv_model_config *models, size_t n, int fallback_after,
-                             char **err)
+                             const kv_bandit_config *bandit, char **err)
 {
     if (n == 0) {
         *err = kv_strdup("llm.models is empty: no mutator to choose from");
@@ -46,9 +44,11 @@ kv_ensemble *kv_ensemble_new(const kv_model_config *models, size_t n, int fallba
     e->fallback_after = fallback_after > 0 ? fallback_after : 0;
     e->is_builtin = kv_calloc(n, sizeof *e->is_builtin);
     e->builtin = kv_calloc(n, sizeof *e->builtin);
+    e->arms = kv_calloc(n, sizeof *e->arms);
     e->fails = kv_calloc(n, sizeof *e->fails);
     e->skips = kv_calloc(n, sizeof *e->skips);
     e->weights = kv_calloc(n, sizeof *e->weights);
+    e->stats = kv_calloc(n, sizeof *e->stats);
     double total = 0;
     for (size_t i = 0; i < n; i++) {
         const char *name = models[i].name ? models[i].name : "";
@@ -67,25 +67,57 @@ kv_ensemble *kv_ensemble_new(const kv_model_config *models, size_t n, int fallba
             return NULL;
         }
         e->is_builtin[i] = b;
+        e->weights[i] = models[i].weight;
         total += models[i].weight;
+        e->arms[i] = kv_strdup(name);
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(e->arms[j], name) == 0) {
+                free(e->arms[i]);
+                e->arms[i] = kv_asprintf("%s#%zu", name, i);
+                break;
+            }
+        }
     }
     if (total <= 0) {
         *err = kv_strdup("llm.models: every weight is 0");
         kv_ensemble_free(e);
         return NULL;
     }
+    if (bandit) e->bandit = kv_bandit_new(e->weights, n, bandit);
     return e;
 }
 
 void kv_ensemble_free(kv_ensemble *e)
 {
     if (!e) return;
+    for (size_t i = 0; e->arms && i < e->n; i++)
+        free(e->arms[i]);
+    free(e->arms);
     free(e->is_builtin);
     free(e->builtin);
     free(e->fails);
     free(e->skips);
     free(e->weights);
+    free(e->stats);
+    kv_bandit_free(e->bandit);
     free(e);
+}
+
+size_t kv_ensemble_size(const kv_ensemble *e)
+{
+    return e->n;
+}
+
+const char *kv_ensemble_arm(const kv_ensemble *e, size_t i)
+{
+    return i < e->n ? e->arms[i] : NULL;
+}
+
+long kv_ensemble_find(const kv_ensemble *e, const char *name)
+{
+    for (size_t i = 0; name && i < e->n; i++)
+        if (strcmp(e->arms[i], name) == 0) return (long)i;
+    return -1;
 }
 
 int kv_ensemble_failing(const kv_ensemble *e, size_t index)
@@ -113,11 +145,19 @@ static void fill(const kv_ensemble *e, size_t i, int fell_back, size_t drawn,
     out->drawn = drawn;
 }
 
-void kv_ensemble_choose(kv_ensemble *e, kv_rng *rng, kv_ensemble_choice *out)
+/* The first draw: the bandit's, or by weight; among USABLE when not NULL. */
+static size_t first_draw(kv_ensemble *e, kv_rng *rng, const int *usable)
 {
+    if (e->bandit) return kv_bandit_choose(e->bandit, rng, usable);
     for (size_t i = 0; i < e->n; i++)
-        e->weights[i] = e->models[i].weight;
-    size_t drawn = kv_rng_weighted(rng, e->weights, e->n);
+        e->weights[i] = !usable || usable[i] ? e->models[i].weight : 0;
+    return kv_rng_weighted(rng, e->weights, e->n);
+}
+
+void kv_ensemble_choose_among(kv_ensemble *e, kv_rng *rng, const int *usable,
+                              kv_ensemble_choice *out)
+{
+    size_t drawn = first_draw(e, rng, usable);
     if (!kv_ensemble_failing(e, drawn)) {
         fill(e, drawn, 0, drawn, out);
         return;
@@ -129,7 +169,8 @@ void kv_ensemble_choose(kv_ensemble *e, kv_rng *rng, kv_ensemble_choice *out)
     }
     int any = 0;
     for (size_t i = 0; i < e->n; i++) {
-        int ok = !e->is_builtin[i] && i != drawn && !kv_ensemble_failing(e, i);
+        int ok =
+            !e->is_builtin[i] && i != drawn && !kv_ensemble_failing(e, i) && (!usable || usable[i]);
         e->weights[i] = ok ? e->models[i].weight : 0;
         if (ok && e->weights[i] > 0) any = 1;
     }
@@ -138,6 +179,11 @@ void kv_ensemble_choose(kv_ensemble *e, kv_rng *rng, kv_ensemble_choice *out)
         return;
     }
     fill(e, kv_rng_weighted(rng, e->weights, e->n), 1, drawn, out);
+}
+
+void kv_ensemble_choose(kv_ensemble *e, kv_rng *rng, kv_ensemble_choice *out)
+{
+    kv_ensemble_choose_among(e, rng, NULL, out);
 }
 
 void kv_ensemble_report(kv_ensemble *e, size_t index, int ok)
@@ -149,4 +195,54 @@ void kv_ensemble_report(kv_ensemble *e, size_t index, int ok)
     } else {
         e->fails[index]++;
     }
+}
+
+void kv_ensemble_record(kv_ensemble *e, size_t i, kv_bandit_outcome outcome, double gain,
+                        double cost_s)
+{
+    if (i >= e->n) return;
+    if (e->bandit) {
+        kv_bandit_record(e->bandit, i, outcome, gain, cost_s);
+        return;
+    }
+    kv_bandit_stats *s = &e->stats[i];
+    s->draws++;
+    if (outcome == KV_BANDIT_SUCCESS) {
+        s->successes++;
+        /* The same reward as the bandit's, with its default cost floor (1 s). */
+        s->reward_sum += gain > 0 && isfinite(gain) ? gain / (cost_s > 1 ? cost_s : 1) : 0;
+    }
+    if (outcome == KV_BANDIT_FAILURE) s->failures++;
+}
+
+void kv_ensemble_stats(const kv_ensemble *e, size_t i, kv_bandit_stats *out)
+{
+    if (e->bandit)
+        kv_bandit_get(e->bandit, i, out);
+    else if (i < e->n)
+        *out = e->stats[i];
+    else
+        memset(out, 0, sizeof *out);
+}
+
+void kv_ensemble_set_stats(kv_ensemble *e, size_t i, const kv_bandit_stats *in)
+{
+    if (i >= e->n) return;
+    if (e->bandit)
+        kv_bandit_set(e->bandit, i, in);
+    else
+        e->stats[i] = *in;
+}
+
+void kv_ensemble_shares(const kv_ensemble *e, double *out)
+{
+    if (e->bandit) {
+        kv_bandit_shares(e->bandit, out);
+        return;
+    }
+    double total = 0;
+    for (size_t i = 0; i < e->n; i++)
+        total += e->models[i].weight;
+    for (size_t i = 0; i < e->n; i++)
+        out[i] = total > 0 ? e->models[i].weight / total : 0;
 }

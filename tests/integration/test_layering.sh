@@ -1,0 +1,103 @@
+#!/bin/bash
+# The build enforces the layering of shared/DESIGN.md:
+#   cli -> (search, mutate, eval, web) -> (store, llm, config) -> util
+# with engine between cli and the middle row, kernel on util and the public
+# task header only, and the tasks on the public task header only. For every
+# module, a probe compiled with that module's own flags (from the build's
+# compile_commands.json) includes a header of every other module: it must
+# compile where the arrows allow it and fail, for want of the header, where
+# they do not. An upward include therefore cannot build.
+. "$(dirname "$0")/lib.sh"
+
+: "${KV_BUILD_DIR:?KV_BUILD_DIR must name the build folder}"
+[ -f "$KV_BUILD_DIR/compile_commands.json" ] || fail "no compile_commands.json in $KV_BUILD_DIR"
+
+python3 - "$KV_BUILD_DIR/compile_commands.json" "$KV_SOURCE_DIR" "$WORK" <<'PY' || fail "the build does not enforce the layering"
+import json, os, shlex, subprocess, sys
+
+db, src, work = sys.argv[1], os.path.realpath(sys.argv[2]), sys.argv[3]
+# What each module may include (besides itself and the public headers of
+# include/kevolve/), as shared/DESIGN.md draws it.
+allowed = {
+    "util": [],
+    "config": ["util"],
+    "store": ["util"],
+    "llm": ["config", "util"],
+    "search": ["config", "store", "util"],
+    "mutate": ["config", "llm", "store", "util"],
+    "eval": ["config", "store", "util"],
+    "web": ["config", "store", "util"],
+    "kernel": ["util"],
+    "engine": ["config", "eval", "llm", "mutate", "search", "store", "util"],
+    "cli": ["config", "engine", "kernel", "store", "util", "web"],
+    "tasks": [],
+}
+# One header per module, the face its users include.
+probe_header = {
+    "util": "util/buf.h", "config": "config/config.h", "store": "store/store.h",
+    "llm": "llm/client.h", "search": "search/database.h", "mutate": "mutate/mutator.h",
+    "eval": "eval/evaluator.h", "web": "web/web.h", "kernel": "kernel/harness.h",
+    "engine": "engine/manifest.h", "cli": "cli/cli.h",
+}
+
+entries = json.load(open(db))
+def module_of(path):
+    rel = os.path.relpath(os.path.realpath(path), src)
+    parts = rel.split(os.sep)
+    if parts[0] == "src" and len(parts) > 2:
+        return parts[1]
+    if parts[0] == "tasks":
+        return "tasks"
+    return None
+
+# The flags each module compiles with: those of one of its own files.
+flags = {}
+for e in entries:
+    m = module_of(os.path.join(e["directory"], e["file"]))
+    if m in allowed and m not in flags and not e["file"].endswith("web_assets.c"):
+        flags[m] = e
+missing = set(allowed) - set(flags)
+assert not missing, f"no compile command for modules {sorted(missing)}"
+
+def compile_probe(entry, include):
+    args = shlex.split(entry["command"]) if "command" in entry else list(entry["arguments"])
+    out, skip = [], 0
+    for i, a in enumerate(args):
+        if skip:
+            skip -= 1
+            continue
+        if a in ("-o", "-MT", "-MF", "-c"):
+            skip = 1
+            continue
+        if a in ("-MD", "-MMD"):
+            continue
+        out.append(a)
+    probe = os.path.join(work, "probe.c")
+    with open(probe, "w") as f:
+        f.write(f'#include "{include}"\nint kv_probe;\n')
+    r = subprocess.run(out + ["-fsyntax-only", probe], cwd=entry["directory"],
+                       capture_output=True, text=True)
+    return r.returncode, r.stderr
+
+problems = []
+for m, entry in sorted(flags.items()):
+    for n, header in sorted(probe_header.items()):
+        if n == m:
+            continue
+        rc, err = compile_probe(entry, header)
+        if n in allowed[m]:
+            if rc != 0:
+                problems.append(f"{m} may include {header} but cannot: {err.strip()[:300]}")
+        elif rc == 0:
+            problems.append(f"{m} can include {header}: an include against the arrows builds")
+        elif header not in err or "No such file" not in err:
+            problems.append(f"{m} including {header} failed for another reason: {err.strip()[:300]}")
+# The tasks see the public task header.
+rc, err = compile_probe(flags["tasks"], "kevolve/task.h")
+if rc != 0:
+    problems.append(f"a task cannot include kevolve/task.h: {err.strip()[:300]}")
+for p in problems:
+    print(p, file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
+echo "ok"
