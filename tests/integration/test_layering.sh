@@ -29,7 +29,8 @@ allowed = {
     "web": ["config", "store", "util"],
     "kernel": ["util"],
     "engine": ["config", "eval", "llm", "mutate", "search", "store", "util"],
-    "cli": ["config", "engine", "kernel", "store", "util", "web"],
+    "cli": ["config", "engine", "eval", "kernel", "llm", "mutate", "search", "store", "util",
+            "web"],
     "tasks": [],
 }
 # One header per module, the face its users include.
