@@ -1,7 +1,7 @@
-// Helpers shared by the gqa_attention CUDA bench programs (gqa_sweep.cu,
-// gqa_mma_decode.cu, gqa_mma_prefill.cu): error checks, bf16 conversions on
-// the host, random bf16 inputs drawn on the GPU, and the timing of a CUDA
-// graph of calls the way bench/gqa_sdpa.py times PyTorch.
+// Helpers of the gqa_attention CUDA bench program (gqa_flagship.cu): error
+// checks, bf16 conversions on the host, random bf16 inputs drawn on the GPU,
+// and the timing of a CUDA graph of calls the way bench/gqa_sdpa.py times
+// PyTorch.
 #ifndef KV_BENCH_GQA_BENCH_CUH
 #define KV_BENCH_GQA_BENCH_CUH
 
@@ -43,8 +43,8 @@ static inline unsigned short f2bf(float f)
     return (unsigned short)(u >> 16);
 }
 
-// p[i] = normal(0, 1) rounded to bf16, from a hash of (i, seed).
-__global__ void fill_kernel(unsigned short *p, size_t n, unsigned long long seed)
+// p[i] = normal(0, SCALE^2) rounded to bf16, from a hash of (i, seed).
+__global__ void fill_kernel(unsigned short *p, size_t n, unsigned long long seed, float scale)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
@@ -52,7 +52,7 @@ __global__ void fill_kernel(unsigned short *p, size_t n, unsigned long long seed
         z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
         z ^= z >> 29;
         float u1 = ((z & 0xffffff) + 1) / 16777217.0f, u2 = ((z >> 24) & 0xffffff) / 16777216.0f;
-        float g = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+        float g = scale * sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
         p[i] = __bfloat16_as_ushort(__float2bfloat16_rn(g));
     }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where one evaluation's seconds go on the GPU machine: `kevolve eval` of the
 # gqa decode task in quick mode (what every child of an evolution costs) for
-# the naive kernel and for a tensor-core point of its axes, each printed with
+# the naive kernel and for the tensor-core decode seed, each printed with
 # the worker's profile (alloc, fill, upload, reference, run, check, timed);
 # then the host cost of drawing one big input set (harness_prep) on all cores.
 # Does not build kevolve: KV names the binary, PREP harness_prep.
@@ -17,11 +17,7 @@ mkdir -p "$OUT"
 command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 export KEVOLVE_CACHE_DIR=${KEVOLVE_CACHE_DIR:-/tmp/kevolve_gqa_cache}
 NAIVE=$ROOT/tasks/gqa_attention/cuda/naive.cu
-TC=$OUT/tensor_core.cu
-sed -e 's/^#define SPLIT [0-9]* /#define SPLIT 0 /' -e 's/^#define MMA [0-9]* /#define MMA 1 /' \
-    -e 's/^#define MMA_DECODE [0-9]* /#define MMA_DECODE 1 /' \
-    -e 's/^#define MMAD_KW [0-9]* /#define MMAD_KW 32 /' \
-    -e 's/^#define MMAD_STAGES [0-9]* /#define MMAD_STAGES 2 /' "$NAIVE" >"$TC"
+TC=$ROOT/tasks/gqa_attention/cuda/decode_split.cu
 echo "== $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores, $(date -u +%FT%TZ)"
 for name in ${PROGS:-naive tensor_core}; do
     prog=$NAIVE

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # An evolution of gqa_attention on the H200 with the built-in mutators only
-# (tune 80%, crossover 20%; no language model), from the naive CUDA kernel,
-# within one device call. By default on gqa_attention_search (every scenario
-# of gqa_attention but the two prefills of 8192 rows, where the naive kernel
-# timed beside each child takes 1-2 s per call; every child is also checked
-# on the held-out shapes): a child costs about 10-20 s of GPU-locked time
-# there, so the minutes hold tens of children. The run is stopped gracefully
+# (tune 80%, crossover 20%; no language model), from the five CUDA seeds
+# (one design each, one island each), within one device call. By default on
+# gqa_attention_search (every scenario of gqa_attention but the two prefills
+# of 8192 rows, where the naive kernel timed beside each child takes 1-2 s
+# per call; every child is also checked on the held-out shapes): a child
+# costs about 10-20 s of GPU-locked time there, so the minutes hold tens of
+# children. The run is stopped gracefully
 # (SIGINT: no new children, those in flight finish) at the time limit, and
 # killed DRAIN seconds later (default 100).
 # Does not build kevolve: KV names the binary (default build/kevolve).
@@ -35,9 +36,14 @@ mkdir -p "$WORK"
 echo "== gqa_attention evolution on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1): task $TASK, $MINUTES min, $(date -u +%FT%TZ)"
 "$KV" --version 2>/dev/null | head -1
 cat >"$WORK/config.yaml" <<YAML
-initial_program: $ROOT/tasks/gqa_attention/cuda/naive.cu
+initial_programs:
+  - $ROOT/tasks/gqa_attention/cuda/naive.cu
+  - $ROOT/tasks/gqa_attention/cuda/decode_halfwarp.cu
+  - $ROOT/tasks/gqa_attention/cuda/decode_split.cu
+  - $ROOT/tasks/gqa_attention/cuda/prefill_fa2.cu
+  - $ROOT/tasks/gqa_attention/cuda/prefill_hopper.cu
 max_iterations: 400
-max_code_length: 120000
+max_code_length: 30000
 random_seed: 5
 log_level: INFO
 llm:
@@ -47,7 +53,7 @@ llm:
     - name: builtin:crossover
       weight: 0.2
 database:
-  num_islands: 2
+  num_islands: 5
   population_size: 200
   archive_size: 20
   feature_dimensions: [complexity, speedup]

@@ -19,13 +19,13 @@ else
 fi
 # Children cost about 20 s of GPU time each on an H200 (quick mode; the
 # compiles overlap) and about 1 s on PoCL's small shapes (a later
-# --iterations given to this script wins). On the H200, 24 children found
-# both tensor-core kernels (bench/NOTES.md, third session).
+# --iterations given to this script wins).
+# CUDA starts from the five seeds of tasks/gqa_attention/cuda (config_cuda.yaml).
+echo "gqa_attention example: backend $backend, task $task" >&2
 case $backend in
-cuda) program=cuda/naive.cu iterations=40 ;;
+cuda) KV_GQA_TASK=$task exec "$KV" run --config "$here/config_cuda.yaml" --iterations 40 "$@" ;;
 opencl) program=opencl/seed.cl iterations=80 ;;
 *) program=cpu/seed.c iterations=80 ;;
 esac
-echo "gqa_attention example: backend $backend, task $task" >&2
 KV_GQA_PROGRAM=$here/../../tasks/gqa_attention/$program KV_GQA_TASK=$task \
     exec "$KV" run --config "$here/config.yaml" --iterations "$iterations" "$@"

@@ -38,6 +38,8 @@
  *           On failure return the CUDA runtime's error (cudaGetLastError()
  *           or the failing call's cudaError_t): the harness names it
  *           (out_of_memory, out_of_resources, misaligned_address, ...).
+ *           The include path holds this header and the task headers
+ *           (tasks/T/cuda/NAME.cuh as <T/cuda/NAME.cuh>).
  *
  * Work left running elsewhere (another thread, queue or stream), outputs not
  * fully written, modified inputs, results cached across calls, writes past a

@@ -20,8 +20,9 @@
 static const char run_usage[] =
     "usage: kevolve run [INITIAL_PROGRAM [EVALUATOR]] --config FILE [options]\n"
     "\n"
-    "Starts an evolution. The config may name initial_program and evaluator (paths\n"
-    "relative to the config file); the positional arguments override them.\n"
+    "Starts an evolution. The config may name initial_program (or several\n"
+    "initial_programs) and evaluator (paths relative to the config file); the\n"
+    "positional arguments override them.\n"
     "\n"
     "options:\n"
     "  -c, --config FILE       the run's config.yaml (required)\n"
@@ -70,19 +71,23 @@ static int dry_run(const kv_run_options *o)
     fputs(text, stdout);
     free(text);
     int rc = KV_EXIT_OK;
-    if (!cfg.initial_program) {
+    const char *const *paths;
+    size_t n = kv_run_initial_programs(&cfg, &paths);
+    if (!n) {
         kv_error("no initial program configured");
         rc = KV_EXIT_USAGE;
-    } else if (!kv_is_file(cfg.initial_program)) {
-        kv_error("initial program %s does not exist", cfg.initial_program);
-        rc = KV_EXIT_USAGE;
-    } else {
-        char *source = kv_read_file(cfg.initial_program, NULL), *why = NULL;
-        if (!source) {
-            kv_error("cannot read the initial program %s: %s", cfg.initial_program,
-                     strerror(errno));
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!kv_is_file(paths[i])) {
+            kv_error("initial program %s does not exist", paths[i]);
             rc = KV_EXIT_USAGE;
-        } else if (kv_startup_check(&cfg, cfg.initial_program, source, &why) != 0) {
+            continue;
+        }
+        char *source = kv_read_file(paths[i], NULL), *why = NULL;
+        if (!source) {
+            kv_error("cannot read the initial program %s: %s", paths[i], strerror(errno));
+            rc = KV_EXIT_USAGE;
+        } else if (kv_startup_check(&cfg, paths[i], source, &why) != 0) {
             kv_error("%s", why);
             free(why);
             rc = KV_EXIT_USAGE;

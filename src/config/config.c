@@ -153,6 +153,8 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
     non_negative(&ck, "convergence_threshold", c->convergence_threshold);
     if (c->has_target_score && !isfinite(c->target_score))
         bad(&ck, "target_score", "must be a finite number");
+    if (c->initial_program && c->n_initial_programs)
+        bad(&ck, "initial_programs", "give initial_program or initial_programs, not both");
 
     const kv_llm_config *l = &c->llm;
     for (size_t i = 0; i < l->n_models; i++) {

@@ -152,15 +152,20 @@ typedef struct kv_config {
     char *log_level;         /* default "INFO" */
     int64_t random_seed;     /* default 42 */
     int has_random_seed;
-    char *language;    /* default "python"; guessed from initial_program's suffix when unset */
-    char *file_suffix; /* default from initial_program, else ".py" */
-    int diff_based_evolution;     /* default 1 */
-    int max_code_length;          /* default 200000 characters */
+    char *language;           /* default "python"; guessed from initial_program's (or the first of
+                                 initial_programs') suffix when unset */
+    char *file_suffix;        /* default from initial_program, else ".py" */
+    int diff_based_evolution; /* default 1 */
+    int max_code_length;      /* default 200000 characters */
     int early_stopping_patience;  /* iterations without improvement; 0 = off; negative:
                                      stop when the metric equals convergence_threshold */
     double convergence_threshold; /* improvement smaller than this does not count; default 0.001 */
     char *early_stopping_metric;  /* default "combined_score" */
     char *initial_program;        /* absolute path, or NULL */
+    /* Several starting programs (absolute paths): seed i starts island i mod
+     * database.num_islands. Not given together with initial_program. */
+    char **initial_programs;
+    size_t n_initial_programs;
     /* Absolute path of the evaluator command, or NULL. YAML: top-level `evaluator: PATH` or
      * evaluator.program. Not named `evaluator`: that is the section below. */
     char *evaluator_program;

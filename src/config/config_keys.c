@@ -49,6 +49,12 @@ const kv_key kv_config_key_table[] = {
      NULL, "Metric watched by early stopping."},
     {"", "initial_program", KV_KEY_PATH, C(initial_program), 0, NULL, NULL,
      "Program the run starts from (relative to the config file's folder)."},
+    {"", "initial_programs", KV_KEY_STRINGS, C(initial_programs), C(n_initial_programs), NULL, "[]",
+     "Several programs the run starts from, instead of initial_program (relative to the config "
+     "file's folder): each is evaluated, and program i seeds island i mod database.num_islands, "
+     "so a run searches several designs at once and migration carries the winners; islands "
+     "beyond the programs start from any island's.",
+     NULL, NULL, KV_KEY_PATHS},
     {.section = "",
      .name = "evaluator",
      .type = KV_KEY_PATH,

@@ -34,6 +34,7 @@ typedef enum {
 
 #define KV_KEY_SECRET 1u      /* dumped as "***" when set */
 #define KV_KEY_WARN_ALWAYS 2u /* its note is warned whatever the value, false and null too */
+#define KV_KEY_PATHS 4u       /* KV_KEY_STRINGS of paths, made absolute like KV_KEY_PATH */
 
 typedef struct kv_key {
     const char *section; /* KV_SECTION_TOP, "llm", "prompt", "database", "evaluator", or model */

@@ -256,7 +256,10 @@ static int set_list(load_ctx *x, const kv_key *k, void *base, yaml_node_t *n, co
             free(s);
             return fail_type(x, item, sub, expect);
         }
-        if (k->type == KV_KEY_STRINGS) {
+        if (k->type == KV_KEY_STRINGS && (k->flags & KV_KEY_PATHS)) {
+            ((char **)arr)[i] = resolve_path(x, s);
+            free(s);
+        } else if (k->type == KV_KEY_STRINGS) {
             ((char **)arr)[i] = s;
         } else {
             ((double *)arr)[i] = d;
@@ -615,16 +618,20 @@ static const char *suffix_of_language(const char *language)
     return NULL;
 }
 
-/* language and file_suffix, when not given, from initial_program (or each other). */
+/* language and file_suffix, when not given, from initial_program (or the
+ * first of initial_programs, or each other). */
 static void guess_language(load_ctx *x)
 {
     kv_config *c = x->c;
     int lang_given = json_object_get(x->seen, "language") != NULL;
     int suffix_given = json_object_get(x->seen, "file_suffix") != NULL;
     const char *prog_suffix = NULL;
-    if (c->initial_program) {
-        const char *base = strrchr(c->initial_program, '/');
-        base = base ? base + 1 : c->initial_program;
+    const char *prog = c->initial_program      ? c->initial_program
+                       : c->n_initial_programs ? c->initial_programs[0]
+                                               : NULL;
+    if (prog) {
+        const char *base = strrchr(prog, '/');
+        base = base ? base + 1 : prog;
         const char *dot = strrchr(base, '.');
         if (dot && dot != base) prog_suffix = dot;
     }

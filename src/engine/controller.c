@@ -503,58 +503,100 @@ static const char *stop_condition(const kv_controller *c)
 
 int kv_controller_seed(kv_controller *c, const char *source)
 {
-    kv_program *p = kv_program_new();
-    kv_program_set_source(p, source);
-    p->mutator = kv_strdup("initial");
-    p->island = 0;
-    p->iteration = 0;
-    char *reason = NULL;
-    kv_blocks b;
-    if (kv_blocks_find(source, &b, &reason) != 0) {
+    return kv_controller_seed_many(c, &source, 1);
+}
+
+/* Stores initial program I of N (island I mod the islands) as rejected for
+ * malformed markers; 0, or -1 when the store fails. */
+static int reject_seed(kv_controller *c, kv_program *p, size_t i, size_t n, char *reason)
+{
+    if (n == 1)
         kv_error("initial program: %s", reason ? reason : "malformed EVOLVE-BLOCK markers");
-        p->status = KV_STATUS_REJECTED;
-        p->status_reason = reason;
-        kv_store_insert_program(c->store, p);
-        kv_program_free(p);
-        return -1;
-    }
-    kv_blocks_free(&b);
-    if (kv_evaluator_submit(c->ev, 0, source, c->cfg->file_suffix) != 0) {
-        kv_program_free(p);
-        return -1;
-    }
-    c->pending = kv_realloc(c->pending, 8 * sizeof *c->pending);
-    c->cap_pending = 8;
-    c->pending[c->n_pending++] = (kv_pending){0, p, NULL, {KV_NO_ARM, NAN}};
-    kv_eval_result r;
-    int got;
-    while ((got = kv_evaluator_poll(c->ev, 200, &r)) == 0) {
-        if (kv_interrupt_count() >= 2) { /* the first waits for the result, as in the loop */
-            kv_evaluator_cancel_all(c->ev);
+    else
+        kv_error("initial program %zu of %zu: %s", i + 1, n,
+                 reason ? reason : "malformed EVOLVE-BLOCK markers");
+    p->status = KV_STATUS_REJECTED;
+    p->status_reason = reason;
+    int rc = kv_store_insert_program(c->store, p);
+    kv_program_free(p);
+    return rc == 0 ? 0 : -1;
+}
+
+int kv_controller_seed_many(kv_controller *c, const char *const *sources, size_t n)
+{
+    int islands = c->cfg->database.num_islands > 0 ? c->cfg->database.num_islands : 1;
+    size_t cap = n > 8 ? n : 8;
+    c->pending = kv_realloc(c->pending, cap * sizeof *c->pending);
+    c->cap_pending = cap;
+    size_t submitted = 0, malformed = 0;
+    for (size_t i = 0; i < n; i++) {
+        kv_program *p = kv_program_new();
+        kv_program_set_source(p, sources[i]);
+        p->mutator = kv_strdup("initial");
+        p->island = (int)(i % (size_t)islands);
+        p->iteration = 0;
+        char *reason = NULL;
+        kv_blocks b;
+        if (kv_blocks_find(sources[i], &b, &reason) != 0) {
+            if (reject_seed(c, p, i, n, reason) != 0) return -1;
+            malformed++;
+            continue;
+        }
+        kv_blocks_free(&b);
+        /* Tickets 0, -1, -2, ...: children use their iteration (>= 1). */
+        int64_t ticket = -(int64_t)i;
+        if (kv_evaluator_submit(c->ev, ticket, sources[i], c->cfg->file_suffix) != 0) {
+            kv_program_free(p);
             return -1;
         }
+        c->pending[c->n_pending++] = (kv_pending){ticket, p, NULL, {KV_NO_ARM, NAN}};
+        submitted++;
     }
-    if (got < 0) return -1;
-    kv_status status = r.status;
-    char *why = kv_strdup(r.reason);
-    int rc = accept_result(c, &r);
-    kv_eval_result_clear(&r);
-    while (rc == 0 && c->n_gradings) /* the models' grade of the initial program */
-        if (kv_feedback_poll(c, 200) < 0) rc = -1;
+    if (malformed && (n == 1 || !submitted)) return -1;
+    size_t evaluated = 0;
+    while (c->n_pending) {
+        kv_eval_result r;
+        int got;
+        while ((got = kv_evaluator_poll(c->ev, 200, &r)) == 0) {
+            if (kv_interrupt_count() >= 2) { /* the first waits for the results, as in the loop */
+                kv_evaluator_cancel_all(c->ev);
+                return -1;
+            }
+        }
+        if (got < 0) return -1;
+        size_t i = (size_t)(-r.ticket);
+        kv_status status = r.status;
+        char *why = kv_strdup(r.reason);
+        int rc = accept_result(c, &r);
+        kv_eval_result_clear(&r);
+        if (rc != 0) {
+            free(why);
+            return -1;
+        }
+        if (status == KV_STATUS_OK)
+            evaluated++;
+        else if (n == 1)
+            kv_error("the initial program did not evaluate: %s",
+                     why ? why : kv_status_name(status));
+        else
+            kv_warn("initial program %zu of %zu did not evaluate: %s", i + 1, n,
+                    why ? why : kv_status_name(status));
+        free(why);
+    }
+    while (c->n_gradings) /* the models' grades of the initial programs */
+        if (kv_feedback_poll(c, 200) < 0) return -1;
     c->next_iteration = 1;
-    if (rc != 0) {
-        free(why);
+    if (!evaluated) return -1;
+    if (isnan(c->best_fitness)) {
+        kv_error("the initial program%s did not evaluate: %s", n > 1 ? "s" : "",
+                 "their metrics give no fitness (no numeric metric)");
         return -1;
     }
-    if (status != KV_STATUS_OK || isnan(c->best_fitness)) {
-        kv_error("the initial program did not evaluate: %s",
-                 status != KV_STATUS_OK ? (why ? why : kv_status_name(status))
-                                        : "its metrics give no fitness (no numeric metric)");
-        free(why);
-        return -1;
-    }
-    free(why);
-    kv_info("initial program: fitness %.6g", c->best_fitness);
+    if (n == 1)
+        kv_info("initial program: fitness %.6g", c->best_fitness);
+    else
+        kv_info("initial programs: %zu of %zu evaluated, best fitness %.6g (program %lld)",
+                evaluated, n, c->best_fitness, (long long)c->best_id);
     return 0;
 }
 

@@ -129,6 +129,13 @@ void kv_controller_free(kv_controller *c);
 /* Evaluates and stores the initial program SOURCE (iteration 0, island 0).
  * Returns 0 when it evaluated OK, -1 otherwise (the reason is logged and stored). */
 int kv_controller_seed(kv_controller *c, const char *source);
+/* Evaluates (in parallel, up to evaluator.parallel_evaluations) and stores
+ * the N initial programs SOURCES (iteration 0): program i starts island
+ * i mod num_islands; islands beyond N start empty and draw their first
+ * parents from any island. Returns 0 when at least one evaluated OK (the
+ * others are stored with their reasons and warned about), -1 otherwise;
+ * with N == 1, as kv_controller_seed. */
+int kv_controller_seed_many(kv_controller *c, const char *const *sources, size_t n);
 
 /* Offers a mutator's CHILD (ownership taken; its lineage fields, iteration,
  * mutator and source set) for evaluation, with the model call that made it

@@ -13,6 +13,10 @@
 /* Applies the command line's overrides O (paths made absolute, iterations,
  * seed, target score, models) to CFG. */
 void kv_run_options_apply(const kv_run_options *o, kv_config *cfg);
+/* The programs a run starts from: initial_program when set (the command
+ * line's replaces both keys), else initial_programs. Returns their count
+ * and points *PATHS at them (owned by CFG). */
+size_t kv_run_initial_programs(const kv_config *cfg, const char *const **paths);
 
 /* The command that evaluates a program for CFG: the config's evaluator (an
  * absolute path that must exist), or, for a built-in kernel task

@@ -43,9 +43,14 @@ static void open_run_log(const char *output_dir)
 
 void kv_run_options_apply(const kv_run_options *o, kv_config *cfg)
 {
-    if (o->initial_program) {
+    if (o->initial_program) { /* replaces initial_programs as well */
         free(cfg->initial_program);
         cfg->initial_program = kv_path_absolute(o->initial_program);
+        for (size_t i = 0; i < cfg->n_initial_programs; i++)
+            free(cfg->initial_programs[i]);
+        free(cfg->initial_programs);
+        cfg->initial_programs = NULL;
+        cfg->n_initial_programs = 0;
     }
     if (o->evaluator) {
         free(cfg->evaluator_program);
@@ -215,6 +220,16 @@ static int clear_the_way(const char *output_dir, const char *db_path, int force)
     }
 }
 
+size_t kv_run_initial_programs(const kv_config *cfg, const char *const **paths)
+{
+    if (cfg->initial_program) {
+        *paths = (const char *const *)&cfg->initial_program;
+        return 1;
+    }
+    *paths = (const char *const *)cfg->initial_programs;
+    return cfg->n_initial_programs;
+}
+
 int kv_run_evolution(const kv_run_options *opts)
 {
     kv_config cfg;
@@ -227,31 +242,37 @@ int kv_run_evolution(const kv_run_options *opts)
     apply_log_level(&cfg);
     kv_run_options_apply(opts, &cfg);
     int rc = KV_EXIT_USAGE;
-    char *output_dir = NULL, *db_path = NULL, *source = NULL, *evaluator = NULL;
+    char *output_dir = NULL, *db_path = NULL, *evaluator = NULL;
+    const char *const *paths;
+    size_t n_sources = kv_run_initial_programs(&cfg, &paths);
+    char **sources = n_sources ? kv_calloc(n_sources, sizeof *sources) : NULL;
     kv_store *store = NULL;
     kv_run_lock *lock = NULL;
     int created = 0; /* the store is ours to remove when the start fails */
-    if (!cfg.initial_program) {
-        kv_error("no initial program: give it on the command line or as initial_program in %s",
+    if (!n_sources) {
+        kv_error("no initial program: give it on the command line or as initial_program (or "
+                 "initial_programs) in %s",
                  opts->config_path);
         goto done;
     }
-    source = kv_read_file(cfg.initial_program, NULL);
-    if (!source) {
-        kv_error("cannot read the initial program %s: %s", cfg.initial_program, strerror(errno));
-        goto done;
-    }
-    char *start_err = NULL;
-    if (kv_startup_check(&cfg, cfg.initial_program, source, &start_err) != 0) {
-        kv_error("%s", start_err);
-        free(start_err);
-        goto done;
-    }
-    char *tune_err = NULL;
-    if (kv_tune_check(source, &tune_err) != 0) { /* else tune would idle silently */
-        kv_error("initial program %s: %s", cfg.initial_program, tune_err);
-        free(tune_err);
-        goto done;
+    for (size_t i = 0; i < n_sources; i++) {
+        sources[i] = kv_read_file(paths[i], NULL);
+        if (!sources[i]) {
+            kv_error("cannot read the initial program %s: %s", paths[i], strerror(errno));
+            goto done;
+        }
+        char *start_err = NULL;
+        if (kv_startup_check(&cfg, paths[i], sources[i], &start_err) != 0) {
+            kv_error("%s", start_err);
+            free(start_err);
+            goto done;
+        }
+        char *tune_err = NULL;
+        if (kv_tune_check(sources[i], &tune_err) != 0) { /* else tune would idle silently */
+            kv_error("initial program %s: %s", paths[i], tune_err);
+            free(tune_err);
+            goto done;
+        }
     }
     output_dir = opts->output_dir ? kv_path_absolute(opts->output_dir)
                                   : kv_path_join(cfg.dir ? cfg.dir : ".", "out");
@@ -312,7 +333,7 @@ int kv_run_evolution(const kv_run_options *opts)
     kv_info("run: %d iterations, %d islands, output %s", cfg.max_iterations,
             cfg.database.num_islands, output_dir);
     kv_fs_clear_write_fault();
-    if (kv_controller_seed(&c, source) != 0) {
+    if (kv_controller_seed_many(&c, (const char *const *)sources, n_sources) != 0) {
         rc =
             kv_interrupt_count() ? KV_EXIT_INTERRUPTED : store_failed(store, NULL, KV_EXIT_FAILURE);
         if (rc == KV_EXIT_FAILURE && kv_fs_write_fault(NULL)) rc = fs_fault_stop(output_dir);
@@ -328,7 +349,9 @@ done:
     if (created && rc != KV_EXIT_OK && db_path) remove_store_files(db_path);
     kv_run_lock_release(lock);
     kv_log_open_file(NULL);
-    free(source);
+    for (size_t i = 0; i < n_sources; i++)
+        free(sources[i]);
+    free(sources);
     free(evaluator);
     free(db_path);
     free(output_dir);

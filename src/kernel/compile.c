@@ -72,29 +72,50 @@ static const char *tool_version(const char *tool)
     return v; /* leaks only past four tools: never in practice */
 }
 
-/* Writes the embedded task header under CACHE/include-<hash>/kevolve/ and
- * returns that include directory (malloc'd), or NULL with *ERR. */
+/* Where embedded file NAME goes under a candidate's include directory, or
+ * NULL when it is not provided there: the task ABI header as
+ * <kevolve/task.h>, and every task header (tasks/T/B/x.cuh, embedded as
+ * "T/B/x.cuh") as <T/B/x.cuh>, e.g. <gqa_attention/cuda/gqa_common.cuh>. */
+static const char *include_path_of(const char *name)
+{
+    if (strcmp(name, "include/kevolve/task.h") == 0) return "kevolve/task.h";
+    size_t n = strlen(name);
+    return n > 4 && strcmp(name + n - 4, ".cuh") == 0 ? name : NULL;
+}
+
+/* Writes the headers provided to candidates (include_path_of) under
+ * CACHE/include-<hash of them all>/ and returns that include directory
+ * (malloc'd), or NULL with *ERR. */
 static char *ensure_include_dir(const char *cache, char **err)
 {
-    const char *hdr = kv_embedded_text("include/kevolve/task.h");
-    if (!hdr) {
+    if (!kv_embedded_text("include/kevolve/task.h")) {
         *err = kv_strdup("embedded include/kevolve/task.h is missing");
         return NULL;
     }
+    kv_buf all = KV_BUF_INIT;
+    const char *name;
+    for (size_t i = 0; (name = kv_embedded_name(i)); i++)
+        if (include_path_of(name)) kv_buf_printf(&all, "%s\n%s", name, kv_embedded_text(name));
     char hex[17];
-    kv_hash_hex(kv_hash64(hdr, strlen(hdr)), hex);
+    kv_hash_hex(kv_hash64(all.data, all.len), hex);
+    kv_buf_free(&all);
     char *inc = kv_asprintf("%s/include-%s", cache, hex);
-    char *dir = kv_asprintf("%s/kevolve", inc);
-    char *path = kv_asprintf("%s/task.h", dir);
-    int ok = kv_is_file(path) ||
-             (kv_mkdir_p(dir, 0755) == 0 && kv_write_file(path, hdr, strlen(hdr)) == 0);
-    if (!ok) {
-        *err = kv_asprintf("cannot write %s: %s", path, strerror(errno));
-        free(inc);
-        inc = NULL;
+    for (size_t i = 0; inc && (name = kv_embedded_name(i)); i++) {
+        const char *rel = include_path_of(name);
+        if (!rel) continue;
+        const char *text = kv_embedded_text(name);
+        char *path = kv_asprintf("%s/%s", inc, rel);
+        char *dir = kv_path_dirname(path);
+        int ok = kv_is_file(path) ||
+                 (kv_mkdir_p(dir, 0755) == 0 && kv_write_file(path, text, strlen(text)) == 0);
+        if (!ok) {
+            *err = kv_asprintf("cannot write %s: %s", path, strerror(errno));
+            free(inc);
+            inc = NULL;
+        }
+        free(dir);
+        free(path);
     }
-    free(dir);
-    free(path);
     return inc;
 }
 

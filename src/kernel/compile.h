@@ -3,7 +3,10 @@
  * its version, flags, backend, architecture), so a program compiles once no
  * matter how many workers evaluate it. Concurrent workers are safe: results
  * land by rename. Compiler output and resource usage (registers, shared
- * memory, spills from ptxas -v) are kept next to it. */
+ * memory, spills from ptxas -v) are kept next to it. A candidate compiles
+ * with one include directory holding <kevolve/task.h> and every task
+ * header (tasks/T/B/NAME.cuh as <T/B/NAME.cuh>): helpers a task shares
+ * among its seeds, outside their mutable text. */
 #ifndef KV_KERNEL_COMPILE_H
 #define KV_KERNEL_COMPILE_H
 

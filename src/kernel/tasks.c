@@ -37,6 +37,13 @@ const char *kv_embedded_text(const char *name)
     return NULL;
 }
 
+const char *kv_embedded_name(size_t i)
+{
+    for (size_t n = 0; kv_embedded_files[n].name; n++)
+        if (n == i) return kv_embedded_files[n].name;
+    return NULL;
+}
+
 size_t kv_tensor_count(const kv_task *task, int t, const int64_t *syms)
 {
     size_t n = 1;
