@@ -2,9 +2,10 @@
 # Several starting programs (initial_programs): each is evaluated and stored
 # as an initial program on island i mod num_islands, the run goes on from
 # all of them (islands past the seeds start from any island's programs), a
-# malformed seed among good ones is stored rejected while the others run,
-# the single-program key and the list cannot be mixed, and a program named
-# on the command line replaces the list.
+# seed that fails among good ones is stored failed while the others run, a
+# malformed one stops the run before it starts, the single-program key and
+# the list cannot be mixed, and a program named on the command line
+# replaces the list.
 . "$(dirname "$0")/lib.sh"
 
 cp "$TINY/evaluator.sh" "$TINY/initial.py" "$WORK/"
@@ -50,17 +51,32 @@ best=$(sql "$db" "select max(fitness) from programs where status = 'ok'")
 python3 -c "import sys; sys.exit(0 if float('$best') >= 26 else 1)" || fail "best $best is below b.py's 26"
 grep -q "initial programs: 2 of 2 evaluated" "$out/logs/kevolve.log" || fail "the log does not report both seeds"
 
-# A malformed seed among good ones: stored as rejected, the run goes on.
-printf '# EVOLVE-BLOCK-START\nA = 1\n' >"$WORK/bad.py"
-config "initial_programs: [bad.py, b.py]"
+# A seed that fails its evaluation among good ones: stored failed with its
+# reason, warned about, and the run goes on from the others.
+cat >"$WORK/failing_evaluator.sh" <<'EOF'
+#!/bin/sh
+grep -q FAIL_ME "$1" && { echo "this seed is broken" >&2; exit 3; }
+exec sh "$(dirname "$0")/evaluator.sh" "$1"
+EOF
+{ cat "$WORK/a.py"; echo "# FAIL_ME"; } >"$WORK/c.py"
+config "initial_programs: [c.py, b.py]"
+sed -i 's/^evaluator: evaluator.sh/evaluator: failing_evaluator.sh/' "$WORK/config.yaml"
 expect_exit 0 "$KV" run --config "$WORK/config.yaml" --output "$WORK/run2" --iterations 2
-[ "$(sql "$WORK/run2/run.db" "select status from programs where mutator = 'initial' order by id")" = "$(printf 'rejected\nok')" ] ||
-    fail "the malformed seed was not stored rejected beside the good one"
-grep -q "initial program 1 of 2" "$WORK/err.txt" || fail "no message names the malformed seed: $(cat "$WORK/err.txt")"
+[ "$(sql "$WORK/run2/run.db" "select status != 'ok' from programs where mutator = 'initial' order by island")" = "$(printf '1\n0')" ] ||
+    fail "the failing seed was not stored as failed beside the good one"
+grep -q "initial program 1 of 2 did not evaluate" "$WORK/err.txt" ||
+    fail "no warning names the failing seed: $(cat "$WORK/err.txt")"
 
-# Only malformed seeds: the run cannot start.
-config "initial_programs: [bad.py]"
+# Every seed failing: the run cannot start.
+config "initial_programs: [c.py]"
+sed -i 's/^evaluator: evaluator.sh/evaluator: failing_evaluator.sh/' "$WORK/config.yaml"
 expect_exit 1 "$KV" run --config "$WORK/config.yaml" --output "$WORK/run3" --iterations 2
+
+# A malformed seed is a usage error before anything runs, naming the file.
+printf '# EVOLVE-BLOCK-START\nA = 1\n' >"$WORK/bad.py"
+config "initial_programs: [b.py, bad.py]"
+expect_exit 2 "$KV" run --config "$WORK/config.yaml" --output "$WORK/run6" --iterations 2
+grep -q "bad.py" "$WORK/err.txt" || fail "the error does not name the malformed seed: $(cat "$WORK/err.txt")"
 
 # Not both keys.
 config "$(printf 'initial_program: a.py\ninitial_programs: [b.py]')"

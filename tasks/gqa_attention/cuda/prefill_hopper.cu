@@ -40,73 +40,19 @@
 #define TILE_BYTES(rows) ((rows) * GQA_D * 2)
 #define MAX_KSPLIT 64
 
-// One block: query rows m0 .. m0+BM-1 of (sequence, head) blockIdx.x
-// (row block gridDim.y-1-blockIdx.y, longest first), key tiles
-// [kz*tpc, (kz+1)*tpc) of those the rows see (kz = blockIdx.z). nsplit
-// (gridDim.z) == 1: writes o; else partial rows, merged by the last block.
+// The consumer warpgroups' part of hopper_fwd (its comment says what they do).
 template <int BNT, int ST>
-__global__ void __launch_bounds__(NTHREADS, 1)
-    hopper_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
-               const __grid_constant__ CUtensorMap tv, bf16_t *__restrict__ o,
-               float *__restrict__ part, unsigned *__restrict__ done, int HQ, int HKV, int SQ,
-               int L, int tpc, float sl2)
+__device__ __forceinline__ void consume(bf16_t *__restrict__ o, float *__restrict__ part,
+                                        unsigned *__restrict__ done, int SQ, int L, float sl2,
+                                        int bh, int rb, int m0, int kz, int nsplit, int off, int t0,
+                                        int nt, unsigned sQ, unsigned sK, unsigned sV,
+                                        unsigned barQ, unsigned barK, unsigned barV,
+                                        unsigned barE, unsigned raw, unsigned char *smem_raw,
+                                        int *sm_last)
 {
     constexpr int NS = BNT / 8; // 8-key column tiles of S per row
-    extern __shared__ unsigned char smem_raw[];
-    __shared__ __align__(8) uint64_t bars[1 + 3 * ST]; // Q, full K[ST], full V[ST], empty[ST]
-    __shared__ int sm_last;
-    const unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
-    const unsigned sQ = (raw + 1023u) & ~1023u; // swizzled tiles start on 1024-byte atoms
-    const unsigned sK = sQ + TILE_BYTES(BM), sV = sK + ST * TILE_BYTES(BNT);
-    const unsigned bar0 = (unsigned)__cvta_generic_to_shared(bars);
-    const unsigned barQ = bar0, barK = bar0 + 8, barV = bar0 + 8 * (1 + ST),
-                   barE = bar0 + 8 * (1 + 2 * ST);
-    const int tid = threadIdx.x, wg = tid >> 7;
-    const int bh = blockIdx.x, b = bh / HQ, h = bh % HQ, kvh = h / (HQ / HKV);
-    const int rb = gridDim.y - 1 - blockIdx.y, m0 = rb * BM;
-    const int kz = blockIdx.z, nsplit = gridDim.z;
-    const int off = L - SQ;                                          // position of query row 0
-    const int n_end = min(L, off + m0 + BM);                         // keys any row sees
-    const int t0 = kz * tpc, t1 = min((n_end + BNT - 1) / BNT, t0 + tpc), nt = max(0, t1 - t0);
+    const int tid = threadIdx.x;
 
-    if (tid == 0) {
-        gqa_mbar_init(barQ, 1);
-        for (int s = 0; s < ST; s++) {
-            gqa_mbar_init(barK + 8 * s, 1);
-            gqa_mbar_init(barV + 8 * s, 1);
-            gqa_mbar_init(barE + 8 * s, 8); // one arrival per consumer warp
-        }
-        gqa_mbar_fence_init();
-    }
-    __syncthreads();
-
-    if (wg == 0) { // ---- producer ----
-        gqa_setmaxnreg_dec<PRODUCER_REGS>();
-        if (tid == 0) {
-            gqa_tma_prefetch_map(&tq);
-            gqa_tma_prefetch_map(&tk);
-            gqa_tma_prefetch_map(&tv);
-            gqa_mbar_expect_tx(barQ, TILE_BYTES(BM));
-            gqa_tma_load_3d(sQ, &tq, 0, m0, bh, barQ);
-            gqa_tma_load_3d(sQ + TILE_BYTES(BM) / 2, &tq, 64, m0, bh, barQ);
-            const int kv_row = b * HKV + kvh;
-            for (int it = 0; it < nt; it++) {
-                const int s = it % ST, key0 = (t0 + it) * BNT;
-                if (it >= ST) gqa_mbar_wait(barE + 8 * s, ((it / ST) & 1) ^ 1);
-                const unsigned dk = sK + s * TILE_BYTES(BNT), dv = sV + s * TILE_BYTES(BNT);
-                gqa_mbar_expect_tx(barK + 8 * s, TILE_BYTES(BNT));
-                gqa_tma_load_3d(dk, &tk, 0, key0, kv_row, barK + 8 * s);
-                gqa_tma_load_3d(dk + TILE_BYTES(BNT) / 2, &tk, 64, key0, kv_row, barK + 8 * s);
-                gqa_mbar_expect_tx(barV + 8 * s, TILE_BYTES(BNT));
-                gqa_tma_load_3d(dv, &tv, 0, key0, kv_row, barV + 8 * s);
-                gqa_tma_load_3d(dv + TILE_BYTES(BNT) / 2, &tv, 64, key0, kv_row, barV + 8 * s);
-            }
-        }
-        return;
-    }
-
-    // ---- consumers: warpgroup c owns rows 64c .. 64c+63 of the block ----
-    gqa_setmaxnreg_inc<CONSUMER_REGS>();
     const int ctid = tid - 128, c = ctid >> 7, w = (ctid >> 5) & 3, lane = tid & 31;
     const int g = lane >> 2, t = lane & 3;
     const int r0 = 64 * c + 16 * w + g; // this lane's rows: r0 and r0 + 8 of the block
@@ -236,8 +182,76 @@ __global__ void __launch_bounds__(NTHREADS, 1)
     }
     // The K stages are free: every tile was consumed.
     float *sm_w = reinterpret_cast<float *>(smem_raw + (sK - raw));
-    if (gqa_last_block<256>(done + (long long)bh * gridDim.y + rb, nsplit, &sm_last, ctid, 1))
+    if (gqa_last_block<256>(done + (long long)bh * gridDim.y + rb, nsplit, sm_last, ctid, 1))
         gqa_merge_rows<256>(part, o, row0, min(BM, SQ - m0), nsplit, sm_w, ctid, 1);
+}
+
+// One block: query rows m0 .. m0+BM-1 of (sequence, head) blockIdx.x
+// (row block gridDim.y-1-blockIdx.y, longest first), key tiles
+// [kz*tpc, (kz+1)*tpc) of those the rows see (kz = blockIdx.z). nsplit
+// (gridDim.z) == 1: writes o; else partial rows, merged by the last block.
+template <int BNT, int ST>
+__global__ void __launch_bounds__(NTHREADS, 1)
+    hopper_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
+               const __grid_constant__ CUtensorMap tv, bf16_t *__restrict__ o,
+               float *__restrict__ part, unsigned *__restrict__ done, int HQ, int HKV, int SQ,
+               int L, int tpc, float sl2)
+{
+    extern __shared__ unsigned char smem_raw[];
+    __shared__ __align__(8) uint64_t bars[1 + 3 * ST]; // Q, full K[ST], full V[ST], empty[ST]
+    __shared__ int sm_last;
+    const unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
+    const unsigned sQ = (raw + 1023u) & ~1023u; // swizzled tiles start on 1024-byte atoms
+    const unsigned sK = sQ + TILE_BYTES(BM), sV = sK + ST * TILE_BYTES(BNT);
+    const unsigned bar0 = (unsigned)__cvta_generic_to_shared(bars);
+    const unsigned barQ = bar0, barK = bar0 + 8, barV = bar0 + 8 * (1 + ST),
+                   barE = bar0 + 8 * (1 + 2 * ST);
+    const int tid = threadIdx.x, wg = tid >> 7;
+    const int bh = blockIdx.x, b = bh / HQ, h = bh % HQ, kvh = h / (HQ / HKV);
+    const int rb = gridDim.y - 1 - blockIdx.y, m0 = rb * BM;
+    const int kz = blockIdx.z, nsplit = gridDim.z;
+    const int off = L - SQ;                                          // position of query row 0
+    const int n_end = min(L, off + m0 + BM);                         // keys any row sees
+    const int t0 = kz * tpc, t1 = min((n_end + BNT - 1) / BNT, t0 + tpc), nt = max(0, t1 - t0);
+
+    if (tid == 0) {
+        gqa_mbar_init(barQ, 1);
+        for (int s = 0; s < ST; s++) {
+            gqa_mbar_init(barK + 8 * s, 1);
+            gqa_mbar_init(barV + 8 * s, 1);
+            gqa_mbar_init(barE + 8 * s, 8); // one arrival per consumer warp
+        }
+        gqa_mbar_fence_init();
+    }
+    __syncthreads();
+
+    if (wg == 0) { // ---- producer ----
+        gqa_setmaxnreg_dec<PRODUCER_REGS>();
+        if (tid == 0) {
+            gqa_tma_prefetch_map(&tq);
+            gqa_tma_prefetch_map(&tk);
+            gqa_tma_prefetch_map(&tv);
+            gqa_mbar_expect_tx(barQ, TILE_BYTES(BM));
+            gqa_tma_load_3d(sQ, &tq, 0, m0, bh, barQ);
+            gqa_tma_load_3d(sQ + TILE_BYTES(BM) / 2, &tq, 64, m0, bh, barQ);
+            const int kv_row = b * HKV + kvh;
+            for (int it = 0; it < nt; it++) {
+                const int s = it % ST, key0 = (t0 + it) * BNT;
+                if (it >= ST) gqa_mbar_wait(barE + 8 * s, ((it / ST) & 1) ^ 1);
+                const unsigned dk = sK + s * TILE_BYTES(BNT), dv = sV + s * TILE_BYTES(BNT);
+                gqa_mbar_expect_tx(barK + 8 * s, TILE_BYTES(BNT));
+                gqa_tma_load_3d(dk, &tk, 0, key0, kv_row, barK + 8 * s);
+                gqa_tma_load_3d(dk + TILE_BYTES(BNT) / 2, &tk, 64, key0, kv_row, barK + 8 * s);
+                gqa_mbar_expect_tx(barV + 8 * s, TILE_BYTES(BNT));
+                gqa_tma_load_3d(dv, &tv, 0, key0, kv_row, barV + 8 * s);
+                gqa_tma_load_3d(dv + TILE_BYTES(BNT) / 2, &tv, 64, key0, kv_row, barV + 8 * s);
+            }
+        }
+    } else { // ---- consumers: warpgroup c owns rows 64c .. 64c+63 of the block ----
+        gqa_setmaxnreg_inc<CONSUMER_REGS>();
+        consume<BNT, ST>(o, part, done, SQ, L, sl2, bh, rb, m0, kz, nsplit, off, t0, nt, sQ, sK, sV,
+                         barQ, barK, barV, barE, raw, smem_raw, &sm_last);
+    }
 }
 
 // Chunks of the keys per row block: KSPLIT, or the count that makes the
