@@ -60,7 +60,8 @@ split_mg1    decode_split.cu     decode  small  MIN_GROUPS=1
 fa2          prefill_fa2.cu      prefill all    -
 fa2_nosplit  prefill_fa2.cu      prefill small  KSPLIT=1
 hopper       prefill_hopper.cu   all     all    -
-hopper_st3   prefill_hopper.cu   prefill small  STAGES=3
+hopper_ovl   prefill_hopper.cu   prefill all    OVERLAP=1
+hopper_ovl3  prefill_hopper.cu   prefill small  OVERLAP=1,STAGES=3
 hopper_bn64  prefill_hopper.cu   prefill small  BN=64
 "
 [ -n "${VARIANTS_FILE:-}" ] && VARIANTS=$(cat "$VARIANTS_FILE")

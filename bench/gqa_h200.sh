@@ -58,8 +58,9 @@ for run in runs:
     tag = os.path.basename(os.path.dirname(os.path.abspath(db)))
     for s in SCEN:
         key = s if any(f"{s}_median_us" in m for _, _, m in progs) else s.replace("s8192", "s2048")
-        best = min((m[f"{key}_median_us"], pid, src) for pid, src, m in progs
-                   if isinstance(m.get(f"{key}_median_us"), (int, float))) if progs else None
+        timed = [(m[f"{key}_median_us"], pid, src) for pid, src, m in progs
+                 if isinstance(m.get(f"{key}_median_us"), (int, float))]
+        best = min(timed) if timed else None
         if not best:
             continue
         name = f"{tag}_p{best[1]}"

@@ -22,6 +22,8 @@
 //   KSPLIT      chunks of the keys per row block; 0: picked from the shape
 //               (fewest waves per unit of work, SPLIT_COST % per chunk)
 //   SPLIT_COST  the cost of one more chunk (merging), in % of the work
+//   OVERLAP     the next tile's S = Q K^T runs during this tile's softmax
+//               (two products in flight per consumer: more registers)
 #include <kevolve/task.h>
 #include <gqa_attention/cuda/gqa_common.cuh>
 #include <gqa_attention/cuda/gqa_hopper.cuh>
@@ -32,6 +34,7 @@
 #define STAGES 2      // kevolve: tune 2 3
 #define KSPLIT 0      // kevolve: tune 0 1 2 3 4 8
 #define SPLIT_COST 3  // kevolve: tune 0 1 3 10
+#define OVERLAP 0     // kevolve: tune 0 1
 
 #define BM 128                  // query rows per block: two consumer warpgroups of 64
 #define NTHREADS 384            // producer warpgroup + two consumers
@@ -40,8 +43,10 @@
 #define TILE_BYTES(rows) ((rows) * GQA_D * 2)
 #define MAX_KSPLIT 64
 
-// The consumer warpgroups' part of hopper_fwd (its comment says what they do).
-template <int BNT, int ST>
+// The consumer warpgroups' part of hopper_fwd (its comment says what they
+// do). OVL: the next tile's S = Q K^T is issued before this tile's P V and
+// runs during the softmax (FlashAttention-3's intra-warpgroup overlap).
+template <int BNT, int ST, bool OVL>
 __device__ __forceinline__ void consume(bf16_t *__restrict__ o, float *__restrict__ part,
                                         unsigned *__restrict__ done, int SQ, int L, float sl2,
                                         int bh, int rb, int m0, int kz, int nsplit, int off, int t0,
@@ -65,16 +70,14 @@ __device__ __forceinline__ void consume(bf16_t *__restrict__ o, float *__restric
         oacc[i] = 0.0f;
     gqa_mbar_wait(barQ, 0);
     const unsigned qrows = sQ + 64 * c * 128; // this warpgroup's 64 rows in each 64-column block
-
-    for (int it = 0; it < nt; it++) {
-        const int s = it % ST, n0 = (t0 + it) * BNT;
-        const unsigned par = (it / ST) & 1;
-        const unsigned tK = sK + s * TILE_BYTES(BNT), tV = sV + s * TILE_BYTES(BNT);
-        float sacc[BNT / 2];
-        gqa_mbar_wait(barK + 8 * s, par);
+    auto k_tile = [&](int it) { return sK + (it % ST) * TILE_BYTES(BNT); };
+    auto v_tile = [&](int it) { return sV + (it % ST) * TILE_BYTES(BNT); };
+    auto parity = [&](int it) { return (unsigned)((it / ST) & 1); };
+    // S = Q K^T over the head dimension, issued (wgmma is asynchronous)
+    auto issue_qk = [&](float *sacc, unsigned tK) {
         gqa_wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < GQA_D / 16; kk++) { // S = Q K^T over the head dimension
+        for (int kk = 0; kk < GQA_D / 16; kk++) {
             const uint64_t da =
                 gqa_desc_kmajor(qrows + (kk >> 2) * TILE_BYTES(BM) / 2 + (kk & 3) * 32);
             const uint64_t db =
@@ -85,7 +88,20 @@ __device__ __forceinline__ void consume(bf16_t *__restrict__ o, float *__restric
                 gqa_wgmma_m64n64_ss(sacc, da, db, kk > 0);
         }
         gqa_wgmma_commit();
-        gqa_wgmma_wait<0>();
+    };
+    // O += P V, V read [keys][dims] and transposed by the instruction, issued
+    auto issue_pv = [&](unsigned (*pf)[4], unsigned tV) {
+        gqa_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BNT / 16; kk++)
+            gqa_wgmma_m64n128_rs_t(oacc, pf[kk],
+                                   gqa_desc_mnmajor(tV + kk * 2048, TILE_BYTES(BNT) / 2), 1);
+        gqa_wgmma_commit();
+    };
+    // The tile of keys n0.. in sacc (landed): causal mask, online softmax
+    // (base 2) of rows r0 and r0 + 8, P as the A operand of P V in pf, and
+    // the factor alpha[] by which O must be rescaled before P V is added.
+    auto softmax_tile = [&](float *sacc, int n0, unsigned (*pf)[4], float *alpha) {
 #pragma unroll
         for (int i = 0; i < BNT / 2; i++)
             gqa_reg_fence(sacc[i]);
@@ -97,7 +113,7 @@ __device__ __forceinline__ void consume(bf16_t *__restrict__ o, float *__restric
                     if (n0 + 8 * j + 2 * t + (e & 1) > lim[e >> 1]) sacc[4 * j + e] = -INFINITY;
         }
 #pragma unroll
-        for (int hr = 0; hr < 2; hr++) { // online softmax of row r0 + 8*hr (base 2)
+        for (int hr = 0; hr < 2; hr++) {
             float mx = m[hr];
 #pragma unroll
             for (int j = 0; j < NS; j++)
@@ -105,7 +121,7 @@ __device__ __forceinline__ void consume(bf16_t *__restrict__ o, float *__restric
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
             const float base = mx == -INFINITY ? 0.0f : mx * sl2; // no inf - inf
-            const float alpha = gqa_exp2(m[hr] * sl2 - base);
+            alpha[hr] = gqa_exp2(m[hr] * sl2 - base);
             m[hr] = mx;
             float sum = 0.0f;
 #pragma unroll
@@ -116,14 +132,8 @@ __device__ __forceinline__ void consume(bf16_t *__restrict__ o, float *__restric
                     sacc[4 * j + e] = p;
                     sum += p;
                 }
-            l[hr] = l[hr] * alpha + sum; // per-lane partial sum
-#pragma unroll
-            for (int j = 0; j < GQA_D / 8; j++) {
-                oacc[4 * j + 2 * hr] *= alpha;
-                oacc[4 * j + 2 * hr + 1] *= alpha;
-            }
+            l[hr] = l[hr] * alpha[hr] + sum; // per-lane partial sum
         }
-        unsigned pf[BNT / 16][4]; // P as the A operand, 16 keys a step
 #pragma unroll
         for (int kk = 0; kk < BNT / 16; kk++) {
             pf[kk][0] = gqa_pack_bf2(sacc[8 * kk + 0], sacc[8 * kk + 1]);
@@ -131,18 +141,68 @@ __device__ __forceinline__ void consume(bf16_t *__restrict__ o, float *__restric
             pf[kk][2] = gqa_pack_bf2(sacc[8 * kk + 4], sacc[8 * kk + 5]);
             pf[kk][3] = gqa_pack_bf2(sacc[8 * kk + 6], sacc[8 * kk + 7]);
         }
-        gqa_mbar_wait(barV + 8 * s, par);
-        gqa_wgmma_fence();
+    };
+    auto rescale = [&](const float *alpha) {
 #pragma unroll
-        for (int kk = 0; kk < BNT / 16; kk++) // O += P V, V read [keys][dims], transposed
-            gqa_wgmma_m64n128_rs_t(oacc, pf[kk], gqa_desc_mnmajor(tV + kk * 2048, TILE_BYTES(BNT) / 2),
-                                   1);
-        gqa_wgmma_commit();
-        gqa_wgmma_wait<0>();
+        for (int j = 0; j < GQA_D / 8; j++) {
+            oacc[4 * j + 0] *= alpha[0];
+            oacc[4 * j + 1] *= alpha[0];
+            oacc[4 * j + 2] *= alpha[1];
+            oacc[4 * j + 3] *= alpha[1];
+        }
+    };
+    auto o_landed = [&]() {
 #pragma unroll
         for (int i = 0; i < 64; i++)
             gqa_reg_fence(oacc[i]);
-        if (lane == 0) gqa_mbar_arrive(barE + 8 * s); // this warp is done with stage s
+    };
+    auto release = [&](int it) { // this warp is done with the stage of tile it
+        if (lane == 0) gqa_mbar_arrive(barE + 8 * (it % ST));
+    };
+
+    float sacc[BNT / 2], alpha[2];
+    unsigned pf[BNT / 16][4];
+    if constexpr (!OVL) { // each product waits for the one before
+        for (int it = 0; it < nt; it++) {
+            gqa_mbar_wait(barK + 8 * (it % ST), parity(it));
+            issue_qk(sacc, k_tile(it));
+            gqa_wgmma_wait<0>();
+            softmax_tile(sacc, (t0 + it) * BNT, pf, alpha);
+            rescale(alpha);
+            gqa_mbar_wait(barV + 8 * (it % ST), parity(it));
+            issue_pv(pf, v_tile(it));
+            gqa_wgmma_wait<0>();
+            o_landed();
+            release(it);
+        }
+    } else if (nt > 0) { // S of tile it+1 runs on the tensor cores during the softmax
+        unsigned pf2[BNT / 16][4];
+        gqa_mbar_wait(barK, parity(0));
+        issue_qk(sacc, k_tile(0));
+        gqa_wgmma_wait<0>();
+        softmax_tile(sacc, t0 * BNT, pf, alpha); // O is zero: no rescale
+        for (int it = 1; it < nt; it++) {
+            gqa_mbar_wait(barK + 8 * (it % ST), parity(it));
+            issue_qk(sacc, k_tile(it));
+            gqa_mbar_wait(barV + 8 * ((it - 1) % ST), parity(it - 1));
+            issue_pv(pf, v_tile(it - 1));
+            gqa_wgmma_wait<1>(); // S of tile it has landed; P V of tile it-1 may run on
+            softmax_tile(sacc, (t0 + it) * BNT, pf2, alpha);
+            gqa_wgmma_wait<0>();
+            o_landed();
+            release(it - 1);
+            rescale(alpha);
+#pragma unroll
+            for (int kk = 0; kk < BNT / 16; kk++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    pf[kk][e] = pf2[kk][e];
+        }
+        gqa_mbar_wait(barV + 8 * ((nt - 1) % ST), parity(nt - 1));
+        issue_pv(pf, v_tile(nt - 1));
+        gqa_wgmma_wait<0>();
+        o_landed();
+        release(nt - 1);
     }
 
 #pragma unroll
@@ -249,7 +309,7 @@ __global__ void __launch_bounds__(NTHREADS, 1)
         }
     } else { // ---- consumers: warpgroup c owns rows 64c .. 64c+63 of the block ----
         gqa_setmaxnreg_inc<CONSUMER_REGS>();
-        consume<BNT, ST>(o, part, done, SQ, L, sl2, bh, rb, m0, kz, nsplit, off, t0, nt, sQ, sK, sV,
+        consume<BNT, ST, OVERLAP != 0>(o, part, done, SQ, L, sl2, bh, rb, m0, kz, nsplit, off, t0, nt, sQ, sK, sV,
                          barQ, barK, barV, barE, raw, smem_raw, &sm_last);
     }
 }
