@@ -23,9 +23,10 @@ grep -q "is [0-9]* characters, over max_code_length (100)" "$WORK/err.txt" ||
 expect_exit 2 "$KV" run --config "$WORK/short.yaml" --dry-run
 grep -q "over max_code_length" "$WORK/err.txt" || fail "--dry-run misses max_code_length"
 
-# The default fits real kernels: the flagship CUDA seed.
-seed=$KV_SOURCE_DIR/tasks/gqa_attention/cuda/naive.cu
-[ "$(wc -c <"$seed")" -gt 50000 ] || fail "the CUDA seed is not the large kernel this test expects"
+# The default fits real kernels: a flagship CUDA seed, larger than
+# OpenEvolve's default (10000) that would have refused it.
+seed=$KV_SOURCE_DIR/tasks/gqa_attention/cuda/prefill_hopper.cu
+[ "$(wc -c <"$seed")" -gt 10000 ] || fail "the CUDA seed is not the large kernel this test expects"
 base >"$WORK/default.yaml"
 expect_exit 0 "$KV" run "$seed" "$TINY/evaluator.sh" --config "$WORK/default.yaml" --dry-run
 
