@@ -182,8 +182,12 @@ PY
     while [ $# -gt 0 ]; do
         [ "$(left)" -lt 60 ] && { echo "harness: $* skipped (deadline)"; break; }
         judge "$1" &
-        [ $# -gt 1 ] && judge "$2" &
-        wait
+        pids=$!
+        if [ $# -gt 1 ]; then
+            judge "$2" &
+            pids="$pids $!"
+        fi
+        wait $pids # by pid: a bare wait would also wait for the tee of the log
         shift $(($# > 1 ? 2 : 1))
     done
 fi
