@@ -79,7 +79,8 @@ static int dry_run(const kv_run_options *o)
     }
     for (size_t i = 0; i < n; i++) {
         if (!kv_is_file(paths[i])) {
-            kv_error("initial program %s does not exist", paths[i]);
+            kv_error("initial program %s %s", paths[i],
+                     kv_is_dir(paths[i]) ? "is a folder, not a program" : "does not exist");
             rc = KV_EXIT_USAGE;
             continue;
         }
@@ -98,7 +99,9 @@ static int dry_run(const kv_run_options *o)
         kv_error("no evaluator configured");
         rc = KV_EXIT_USAGE;
     } else if (cfg.evaluator_program && !kv_is_file(cfg.evaluator_program)) {
-        kv_error("evaluator %s does not exist", cfg.evaluator_program);
+        kv_error("evaluator %s %s", cfg.evaluator_program,
+                 kv_is_dir(cfg.evaluator_program) ? "is a folder, not a program"
+                                                  : "does not exist");
         rc = KV_EXIT_USAGE;
     }
     kv_config_free(&cfg);

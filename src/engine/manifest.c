@@ -74,9 +74,15 @@ char *kv_manifest_evaluator_command(const kv_config *cfg, const char *output_dir
                  cfg->path ? cfg->path : "the config");
         return NULL;
     }
-    if (!kv_is_file(cfg->evaluator_program)) {
+    struct stat st;
+    if (stat(cfg->evaluator_program, &st) != 0) {
         snprintf(err->message, sizeof err->message, "evaluator %s: %s", cfg->evaluator_program,
-                 strerror(errno ? errno : ENOENT));
+                 strerror(errno));
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err->message, sizeof err->message, "evaluator %s is %s, not a program",
+                 cfg->evaluator_program, S_ISDIR(st.st_mode) ? "a folder" : "not a regular file");
         return NULL;
     }
     return kv_strdup(cfg->evaluator_program);

@@ -89,6 +89,13 @@ grep -q "is a file, not a folder" "$WORK/err.txt" || fail "output is a file: $(c
 mkdir -p "$WORK/a_dir"
 expect_exit 2 "$KV" run "$WORK/a_dir" --config "$WORK/config.yaml" --output "$WORK/o1" -q
 grep -q "Is a directory" "$WORK/err.txt" || fail "initial program is a folder: $(cat "$WORK/err.txt")"
+expect_exit 2 "$KV" run "$TINY/initial.py" "$WORK/a_dir" --config "$WORK/config.yaml" --output "$WORK/o2" -q
+grep -q "evaluator $WORK/a_dir is a folder, not a program" "$WORK/err.txt" ||
+    fail "evaluator is a folder: $(cat "$WORK/err.txt")"
+expect_exit 2 "$KV" run "$TINY/initial.py" "$WORK/a_dir" --config "$WORK/config.yaml" --dry-run
+grep -q "is a folder, not a program" "$WORK/err.txt" || fail "--dry-run, evaluator a folder: $(cat "$WORK/err.txt")"
+expect_exit 2 "$KV" run --config "$WORK/a_dir" --dry-run
+grep -q "Is a directory" "$WORK/err.txt" || fail "config is a folder: $(cat "$WORK/err.txt")"
 expect_exit 2 "$KV" resume "$WORK/a_dir"
 grep -q "holds no run" "$WORK/err.txt" || fail "resume of an empty folder: $(cat "$WORK/err.txt")"
 
