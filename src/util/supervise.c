@@ -471,7 +471,8 @@ _Noreturn void kv_supervise(const kv_sup_args *a)
         int wait_ms = -1;
         if (a->timeout_ms > 0) {
             double left = start + (double)a->timeout_ms / 1000.0 - now_s();
-            wait_ms = left <= 0 ? 0 : (int)(left * 1000.0) + 1;
+            /* At most a minute at a time: the loop recomputes it. */
+            wait_ms = left <= 0 ? 0 : left > 60.0 ? 60000 : (int)(left * 1000.0) + 1;
         }
         if (sfd < 0 && (wait_ms < 0 || wait_ms > 20)) wait_ms = 20; /* poll for exits */
         struct pollfd pf[2] = {{.fd = a->ctl_fd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
@@ -528,7 +529,7 @@ int kv_sup_argv(const kv_sup_args *a, char **out, size_t n, char *nums)
     out[k++] = KV_SUP_MAGIC;
     char *p = nums;
     for (int i = 0; i < 8; i++) {
-        int len = snprintf(p, 20, "%ld", vals[i]);
+        int len = snprintf(p, 24, "%ld", vals[i]);
         out[k++] = p;
         p += len + 1;
     }

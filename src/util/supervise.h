@@ -82,9 +82,10 @@ _Noreturn void kv_supervise(const kv_sup_args *a);
  * runs kv_supervise. Returns 2 when ARGV is not understood. */
 int kv_sup_main(int argc, char **argv, char **envp);
 
-/* Writes into OUT (room for N entries) the argument vector of the supervisor
- * program for A, borrowing A's strings and the digits from NUMS (room for
- * 160 bytes). Returns 0, or -1 when N is too small. */
+/* Writes into OUT (room for N entries: A's argc + 14 at least) the argument
+ * vector of the supervisor program for A, borrowing A's strings and writing
+ * its numbers into NUMS (room for 192 bytes). Returns 0, or -1 when N is too
+ * small. */
 int kv_sup_argv(const kv_sup_args *a, char **out, size_t n, char *nums);
 
 /* Freezes (SIGSTOP) and kills (SIGKILL) every descendant of this process,

@@ -722,6 +722,17 @@ static void a_program_that_kills_its_supervisor_still_leaves_nothing(void **stat
     kv_proc_free(p);
 }
 
+static void a_time_limit_of_weeks_is_kept_without_overflow(void **state)
+{
+    (void)state;
+    /* Three weeks in milliseconds is past INT_MAX: the waits must not wrap. */
+    char *argv[] = {"sh", "-c", "echo \"$KEVOLVE_TIMEOUT\"; sleep 0.2", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .timeout_s = 21 * 24 * 3600.0});
+    assert_string_equal(kv_proc_describe(p), "exit 0");
+    assert_string_equal(kv_proc_stdout(p), "1814400.000\n");
+    kv_proc_free(p);
+}
+
 /* Run as "test_proc --inner": inside a process started with a time limit,
  * a program asking for 100 s gets what is left of that limit. */
 static int inner_main(void)
@@ -805,6 +816,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(a_program_that_kills_its_supervisor_still_leaves_nothing),
         cmocka_unit_test(a_deadline_is_passed_down_to_what_a_program_starts),
         cmocka_unit_test(environment_carries_the_time_limit),
+        cmocka_unit_test(a_time_limit_of_weeks_is_kept_without_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
