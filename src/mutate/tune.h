@@ -5,7 +5,7 @@
  *
  * What is learnt: an axis whose moves never change the compiled artifact
  * (the kernel harness's artifact_hash) or never change the score is drawn
- * less; one whose moves improved the score is drawn more. Everything is
+ * less. Everything is
  * recomputed from the store on each draw, so a resumed run learns the same. */
 #ifndef KV_MUTATE_TUNE_H
 #define KV_MUTATE_TUNE_H
@@ -20,7 +20,8 @@
  * moved it (a child moving k axes counts 1/k for each when its outcome
  * cannot be pinned on one of them); INERT the moves that changed neither
  * the artifact nor the score; MATTERED the others; IMPROVED those that beat
- * their parent. VALUE is the axis's weight in the draw (1 without history). */
+ * their parent (kept for reports). VALUE is the axis's weight in the draw
+ * (1 without history). */
 typedef struct kv_tune_axis {
     char *name;
     double moves, inert, mattered, improved;

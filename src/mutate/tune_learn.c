@@ -7,13 +7,15 @@
  * KV_TUNE_SAME_SCORE: every axis it moved is then charged one inert move
  * (a move of several axes that changed nothing says so of each). It did
  * when the score moved or the child failed: each of its k axes gets 1/k of
- * a move that mattered (the outcome cannot be pinned on one of them), and
- * 1/k of an improvement when it beat its parent. An axis's value is
+ * a move that mattered (the outcome cannot be pinned on one of them). An
+ * axis's value is
  *
- *     (1 + mattered + improved) / (1 + moves),  at least KV_TUNE_MIN_WEIGHT,
+ *     (1 + mattered) / (1 + moves),  at least KV_TUNE_MIN_WEIGHT,
  *
- * 1 without history, falling towards the floor as inert moves pile up,
- * above 1 for axes that improved. Children of nearer ancestors count more
+ * 1 without history or while its moves matter, falling towards the floor
+ * as inert moves pile up. Whether a move helped is not rewarded here: the
+ * parent already holds the value that helped, and a switch that helped has
+ * only the way back left to move. Children of nearer ancestors count more
  * (each generation up weighs DECAY times less): an axis that mattered on
  * the naive kernel may be dead in the descendant that switched to another
  * structure. */
@@ -129,7 +131,7 @@ int kv_tune_learn(const char *src, const kv_tune_obs *obs, size_t n, kv_tune_wei
     }
     for (size_t i = 0; i < out->n; i++) {
         kv_tune_axis *x = &out->axis[i];
-        x->value = (1.0 + x->mattered + x->improved) / (1.0 + x->moves);
+        x->value = (1.0 + x->mattered) / (1.0 + x->moves);
         if (x->value < KV_TUNE_MIN_WEIGHT) x->value = KV_TUNE_MIN_WEIGHT;
     }
     return 0;
