@@ -263,8 +263,8 @@ static void tune_learns_which_axes_matter_from_the_lineage(void **state)
     kv_tune_weights w;
     assert_int_equal(kv_tune_learn(LEARN_SRC, obs, n, &w, &err), 0);
     double dead = value(&w, "DEAD"), flat = value(&w, "FLAT"), live = value(&w, "LIVE");
-    assert_true(dead < 0.3); /* the artifact never changed, though the score did (noise) */
-    assert_true(flat < 0.3); /* the score never changed */
+    assert_true(dead < 0.3);  /* the artifact never changed, though the score did (noise) */
+    assert_true(flat < 0.3);  /* the score never changed */
     assert_true(live > 0.99); /* it failed once and improved once: every move mattered */
     kv_tune_weights_free(&w);
     kv_tune_obs_free(obs, n);
