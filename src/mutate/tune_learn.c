@@ -3,9 +3,11 @@
  *
  * Each child of the lineage says, for the axes its summary names, whether
  * the move mattered. It did not when the compiled artifact is the parent's
- * (the kernel harness hashes it) or when the score moved by less than
- * KV_TUNE_SAME_SCORE: every axis it moved is then charged one inert move
- * (a move of several axes that changed nothing says so of each). It did
+ * (the kernel harness hashes it): every axis it moved is then charged one
+ * inert move (a move of several axes that compiled to the same artifact
+ * says so of each). Nor when the score moved by less than
+ * KV_TUNE_SAME_SCORE: each of its k axes is charged 1/k of an inert move
+ * (two moves may have cancelled out). It did
  * when the score moved or the child failed: each of its k axes gets 1/k of
  * a move that mattered (the outcome cannot be pinned on one of them). An
  * axis's value is
@@ -82,7 +84,8 @@ static size_t summary_axes(const kv_tune_weights *w, const char *summary, long *
     return n;
 }
 
-/* What child O says: 0 nothing usable, 1 inert, 2 mattered, 3 improved. */
+/* What child O says: 0 nothing usable, 1 the same artifact, 4 the same
+ * score, 2 mattered, 3 improved. */
 static int outcome(const kv_tune_obs *o)
 {
     if (o->artifact && o->parent_artifact && strcmp(o->artifact, o->parent_artifact) == 0) return 1;
@@ -91,7 +94,7 @@ static int outcome(const kv_tune_obs *o)
     if (!isfinite(o->fitness) || !isfinite(o->parent_fitness)) return 0;
     if (o->parent_fitness <= 0) return o->fitness > 0 ? 3 : 0;
     double rel = o->fitness / o->parent_fitness - 1.0;
-    if (fabs(rel) <= KV_TUNE_SAME_SCORE) return 1;
+    if (fabs(rel) <= KV_TUNE_SAME_SCORE) return 4;
     return rel > 0 ? 3 : 2;
 }
 
@@ -119,9 +122,10 @@ int kv_tune_learn(const char *src, const kv_tune_obs *obs, size_t n, kv_tune_wei
         for (size_t a = 0; a < k; a++) {
             if (axes[a] < 0) continue;
             kv_tune_axis *x = &out->axis[axes[a]];
-            if (what == 1) {
-                x->moves += age;
-                x->inert += age;
+            if (what == 1 || what == 4) {
+                double share = what == 1 ? age : age / (double)k;
+                x->moves += share;
+                x->inert += share;
             } else {
                 x->moves += age / (double)k;
                 x->mattered += age / (double)k;
@@ -158,6 +162,16 @@ int kv_mutate_tune_lineage(kv_store *store, const kv_program *parent, kv_rng *rn
     int rc = kv_tune_learn(parent->source, obs, n, &w, err);
     kv_tune_obs_free(obs, n);
     if (rc != 0) return -1;
+    if (n > 0) { /* what was learnt, for a DEBUG log */
+        kv_buf b = KV_BUF_INIT;
+        for (size_t i = 0; i < w.n; i++)
+            if (w.axis[i].moves > 0)
+                kv_buf_printf(&b, " %s %.2f (%.1f moves, %.1f inert)", w.axis[i].name,
+                              w.axis[i].value, w.axis[i].moves, w.axis[i].inert);
+        kv_debug("tune: parent #%lld, %zu tune children on its lineage:%s", (long long)parent->id,
+                 n, b.data ? b.data : " no axis moved");
+        kv_buf_free(&b);
+    }
     rc = kv_mutate_tune_weighted(parent->source, &w, rng, out, err);
     kv_tune_weights_free(&w);
     return rc;
