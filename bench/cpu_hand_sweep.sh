@@ -4,9 +4,10 @@
 # opencl one, which is what a machine set up by the README runs), side by
 # side in one run:
 #   1. the hand sweep: POINTS points of the seed's tune axes (the seed's own,
-#      every axis at its first and at its last value, then random ones; a
-#      fixed draw) each judged by `kevolve eval --quick` as the main job
-#      judges its children; the best is kept;
+#      then random ones, a fixed draw; not the corners, whose "every axis at
+#      its last value" is only a good guess because the lists happen to be
+#      ordered from naive to bold) each judged by `kevolve eval --quick` as
+#      the main job judges its children; the best is kept;
 #   2. the main job: examples/gqa_attention/config.yaml from the same seed
 #      for ITERATIONS children (run.sh's settings for that backend);
 #   3. both bests judged again, REPEAT times each, alternately, so the two
@@ -53,7 +54,7 @@ have_opencl() {
     command -v clinfo >/dev/null 2>&1 && clinfo -l 2>/dev/null | grep -q Platform
 }
 
-echo "kevolve $($KV --version 2>/dev/null | head -1), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)," \
+echo "$($KV --version 2>/dev/null | head -1), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)," \
     "load $(cut -d' ' -f1-3 /proc/loadavg)"
 for backend in $BACKENDS; do
     case $backend in
@@ -69,7 +70,7 @@ for backend in $BACKENDS; do
 
     # 1. The hand sweep.
     t0=$(date +%s)
-    python3 "$AXES" sample "$seed" "$POINTS" "$SEED" >"$dir/points.txt"
+    python3 "$AXES" random "$seed" "$POINTS" "$SEED" >"$dir/points.txt"
     best=0 best_point="" i=0
     while read -r point; do
         i=$((i + 1))

@@ -12,7 +12,10 @@
  * far, so one child can switch a structure on and tune an axis of it. Each
  * axis moves mostly (70%) to a neighbouring value in its list, so the
  * search can climb, otherwise to any other value; a value that is not in
- * the list moves to any listed one. */
+ * the list moves to any listed one. When the parent was itself made by a
+ * tune move that beat its own parent, half of its children repeat that
+ * move's steps once more, each axis one value further the same way (the
+ * pattern move of a direct search; tune_learn.c says why). */
 #include "mutate/mutator.h"
 #include "mutate/tune.h"
 #include "mutate/tune_internal.h"
@@ -83,6 +86,34 @@ static long draw_axis(const char *src, const tune_set *s, const int *moved,
     return pick;
 }
 
+/* Trend of axis NAME in W (0 when none). */
+static int trend_of(const kv_tune_weights *w, const char *name)
+{
+    for (size_t i = 0; w && i < w->n; i++)
+        if (strcmp(w->axis[i].name, name) == 0) return w->axis[i].trend;
+    return 0;
+}
+
+/* The pattern move's next step in SRC: the first axis of S not yet MOVED
+ * with a trend in W, whose condition holds and whose list goes on that way.
+ * Returns its index with *CHOICE the value one step along, or -1. */
+static long next_trend_axis(const char *src, const tune_set *s, const int *moved,
+                            const kv_tune_weights *w, size_t *choice)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        const tune_param *p = &s->p[i];
+        int t = trend_of(w, p->name);
+        long cur = t ? tune_current_index(src, p) : -1;
+        if (moved[i] || cur < 0 || !tune_cond_holds(src, s, i)) continue;
+        for (long k = cur + t; k >= 0 && k < (long)p->nchoice; k += t)
+            if (!tune_same_value(src + p->off, p->len, p->choice[k])) {
+                *choice = (size_t)k;
+                return (long)i;
+            }
+    }
+    return -1;
+}
+
 int kv_mutate_tune_weighted(const char *src, const kv_tune_weights *w, kv_rng *rng,
                             kv_mutation *out, char **err)
 {
@@ -93,6 +124,15 @@ int kv_mutate_tune_weighted(const char *src, const kv_tune_weights *w, kv_rng *r
     if (tune_parse(src, &s, err) != 0) return -1;
     int *moved = kv_calloc(s.n ? s.n : 1, sizeof *moved);
     size_t want = 1 + kv_rng_weighted(rng, axes_per_move, MAX_AXES_PER_MOVE), done = 0;
+    /* The pattern move: the trends of the move that made SRC, one step on. */
+    int pattern = 0;
+    for (size_t i = 0; w && i < w->n; i++)
+        pattern |= w->axis[i].trend != 0;
+    if (pattern && kv_rng_uniform(rng) < KV_TUNE_PATTERN_PROBABILITY) {
+        want = s.n;
+    } else {
+        pattern = 0;
+    }
     char *cur = kv_strdup(src);
     kv_buf summary = KV_BUF_INIT;
     int rc = kv_buf_puts(&summary, "tune: ") == 0 ? 0 : -1;
@@ -107,10 +147,21 @@ int kv_mutate_tune_weighted(const char *src, const kv_tune_weights *w, kv_rng *r
                 break;
             }
         }
-        long i = draw_axis(cur, &s, moved, w, rng);
-        if (i < 0) break;
+        size_t pick = 0;
+        long i = pattern ? next_trend_axis(cur, &s, moved, w, &pick) : -1;
+        if (pattern && i < 0) {
+            if (done > 0) break;
+            /* No trend can go on: an ordinary move instead. */
+            pattern = 0;
+            want = 1 + kv_rng_weighted(rng, axes_per_move, MAX_AXES_PER_MOVE);
+        }
+        if (!pattern) {
+            i = draw_axis(cur, &s, moved, w, rng);
+            if (i < 0) break;
+            pick = pick_choice(cur, &s.p[i], rng);
+        }
         const tune_param *p = &s.p[i];
-        const char *val = p->choice[pick_choice(cur, p, rng)];
+        const char *val = p->choice[pick];
         kv_buf b = KV_BUF_INIT;
         if (kv_buf_append(&b, cur, p->off) || kv_buf_puts(&b, val) ||
             kv_buf_puts(&b, cur + p->off + p->len) ||

@@ -26,6 +26,9 @@ typedef struct kv_tune_axis {
     char *name;
     double moves, inert, mattered, improved;
     double value;
+    /* +1 (-1) when the program itself was made by a tune move that took
+     * this axis up (down) its list of values and beat its parent; else 0. */
+    int trend;
 } kv_tune_axis;
 
 typedef struct kv_tune_weights {
@@ -43,15 +46,21 @@ double kv_tune_weight(const kv_tune_weights *w, const char *name);
 /* Least weight of an axis, so no axis starves however inert it looked. */
 #define KV_TUNE_MIN_WEIGHT 0.1
 
-/* Learns the axes named in SRC's annotations from OBS (N tune children of
- * the lineage, from kv_store_tune_history). Axes of SRC are matched to the
- * children's summaries by name. Returns 0, or -1 with *err when SRC's
- * annotations are malformed. */
-int kv_tune_learn(const char *src, const kv_tune_obs *obs, size_t n, kv_tune_weights *out,
-                  char **err);
+/* Learns the axes named in SRC's annotations (the source of program SELF,
+ * 0 when not stored) from OBS (N tune children of its lineage, from
+ * kv_store_tune_history; SELF's own record among them gives the trends).
+ * Axes of SRC are matched to the children's summaries by name. Returns 0,
+ * or -1 with *err when SRC's annotations are malformed. */
+int kv_tune_learn(const char *src, int64_t self, const kv_tune_obs *obs, size_t n,
+                  kv_tune_weights *out, char **err);
 
-/* kv_mutate_tune with axes drawn in proportion to W (NULL: all equal).
- * Same contract as kv_mutate_tune. */
+/* Chance that a child of a program with trends repeats them (one more step
+ * of each trending axis the same way) instead of a fresh draw. */
+#define KV_TUNE_PATTERN_PROBABILITY 0.5
+
+/* kv_mutate_tune with axes drawn in proportion to W (NULL: all equal) and,
+ * where W has trends, the pattern move half the time. Same contract as
+ * kv_mutate_tune. */
 int kv_mutate_tune_weighted(const char *src, const kv_tune_weights *w, kv_rng *rng,
                             kv_mutation *out, char **err);
 

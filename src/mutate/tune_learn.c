@@ -20,7 +20,14 @@
  * only the way back left to move. Children of nearer ancestors count more
  * (each generation up weighs DECAY times less): an axis that mattered on
  * the naive kernel may be dead in the descendant that switched to another
- * structure. */
+ * structure.
+ *
+ * The program's own record says one more thing: when it was made by a tune
+ * move that beat its parent, each axis of that move gets the direction it
+ * went along its list of values (its trend), and the draw (tune.c) often
+ * takes one more step the same way: the pattern move of a direct search,
+ * which climbs long lists of values (a tile size, a vector width) in a few
+ * children instead of waiting for each step to be drawn again. */
 #include "mutate/tune.h"
 #include "mutate/tune_internal.h"
 #include "util/buf.h"
@@ -68,20 +75,42 @@ static long entry_axis(const kv_tune_weights *w, const char *entry, size_t len)
 }
 
 /* The axes of W a tune SUMMARY names, into AXES (up to MAX, -1 for an axis
- * W does not know). Returns how many the summary lists. */
-static size_t summary_axes(const kv_tune_weights *w, const char *summary, long *axes, size_t max)
+ * W does not know), and where each entry starts in SUMMARY and how long it
+ * is (ENTRY, LEN: may be NULL). Returns how many the summary lists. */
+static size_t summary_axes(const kv_tune_weights *w, const char *summary, long *axes,
+                           const char **entry, size_t *len, size_t max)
 {
     if (!summary || !kv_starts_with(summary, "tune: ")) return 0;
     const char *e = summary + strlen("tune: ");
     size_t n = 0;
     while (*e && n < max) {
         const char *end = strstr(e, "; ");
-        size_t len = end ? (size_t)(end - e) : strlen(e);
-        axes[n++] = entry_axis(w, e, len);
+        size_t l = end ? (size_t)(end - e) : strlen(e);
+        if (entry) entry[n] = e;
+        if (len) len[n] = l;
+        axes[n++] = entry_axis(w, e, l);
         if (!end) break;
         e = end + 2;
     }
     return n;
+}
+
+/* Which way the move ENTRY (LEN bytes, "NAME OLD -> NEW (line N)") took
+ * parameter P along its list of values: +1 up, -1 down, 0 unknown. */
+static int entry_direction(const tune_param *p, const char *entry, size_t len)
+{
+    size_t nl = strlen(p->name);
+    const char *old = entry + nl + 1, *end = entry + len;
+    const char *arrow = strstr(old, " -> ");
+    if (!arrow || arrow >= end) return 0;
+    const char *nw = arrow + 4, *line = strstr(nw, " (line ");
+    if (!line || line > end) line = end;
+    long from = -1, to = -1;
+    for (size_t k = 0; k < p->nchoice; k++) {
+        if (from < 0 && tune_same_value(old, (size_t)(arrow - old), p->choice[k])) from = (long)k;
+        if (to < 0 && tune_same_value(nw, (size_t)(line - nw), p->choice[k])) to = (long)k;
+    }
+    return from < 0 || to < 0 || from == to ? 0 : to > from ? 1 : -1;
 }
 
 /* What child O says: 0 nothing usable, 1 the same artifact, 4 the same
@@ -98,8 +127,8 @@ static int outcome(const kv_tune_obs *o)
     return rel > 0 ? 3 : 2;
 }
 
-int kv_tune_learn(const char *src, const kv_tune_obs *obs, size_t n, kv_tune_weights *out,
-                  char **err)
+int kv_tune_learn(const char *src, int64_t self, const kv_tune_obs *obs, size_t n,
+                  kv_tune_weights *out, char **err)
 {
     out->axis = NULL;
     out->n = 0;
@@ -112,12 +141,20 @@ int kv_tune_learn(const char *src, const kv_tune_obs *obs, size_t n, kv_tune_wei
             seen |= strcmp(out->axis[k].name, s.p[i].name) == 0;
         if (!seen) out->axis[out->n++].name = kv_strdup(s.p[i].name);
     }
-    tune_set_free(&s);
     for (size_t j = 0; j < n; j++) {
         int what = outcome(&obs[j]);
         if (what == 0) continue;
         long axes[16];
-        size_t k = summary_axes(out, obs[j].summary, axes, sizeof axes / sizeof axes[0]);
+        const char *entry[16];
+        size_t len[16];
+        size_t k = summary_axes(out, obs[j].summary, axes, entry, len, 16);
+        if (self > 0 && obs[j].id == self && what == 3) /* SRC itself: a move that paid */
+            for (size_t a = 0; a < k; a++)
+                for (size_t i = 0; axes[a] >= 0 && i < s.n; i++)
+                    if (strcmp(s.p[i].name, out->axis[axes[a]].name) == 0) {
+                        out->axis[axes[a]].trend = entry_direction(&s.p[i], entry[a], len[a]);
+                        break;
+                    }
         double age = pow(DECAY, obs[j].depth > 0 ? obs[j].depth : 0);
         for (size_t a = 0; a < k; a++) {
             if (axes[a] < 0) continue;
@@ -138,6 +175,7 @@ int kv_tune_learn(const char *src, const kv_tune_obs *obs, size_t n, kv_tune_wei
         x->value = (1.0 + x->mattered) / (1.0 + x->moves);
         if (x->value < KV_TUNE_MIN_WEIGHT) x->value = KV_TUNE_MIN_WEIGHT;
     }
+    tune_set_free(&s);
     return 0;
 }
 
@@ -159,15 +197,18 @@ int kv_mutate_tune_lineage(kv_store *store, const kv_program *parent, kv_rng *rn
         n = 0;
     }
     kv_tune_weights w;
-    int rc = kv_tune_learn(parent->source, obs, n, &w, err);
+    int rc = kv_tune_learn(parent->source, parent->id, obs, n, &w, err);
     kv_tune_obs_free(obs, n);
     if (rc != 0) return -1;
     if (n > 0) { /* what was learnt, for a DEBUG log */
         kv_buf b = KV_BUF_INIT;
         for (size_t i = 0; i < w.n; i++)
             if (w.axis[i].moves > 0)
-                kv_buf_printf(&b, " %s %.2f (%.1f moves, %.1f inert)", w.axis[i].name,
-                              w.axis[i].value, w.axis[i].moves, w.axis[i].inert);
+                kv_buf_printf(&b, " %s %.2f (%.1f moves, %.1f inert%s)", w.axis[i].name,
+                              w.axis[i].value, w.axis[i].moves, w.axis[i].inert,
+                              w.axis[i].trend > 0   ? ", paid going up"
+                              : w.axis[i].trend < 0 ? ", paid going down"
+                                                    : "");
         kv_debug("tune: parent #%lld, %zu tune children on its lineage:%s", (long long)parent->id,
                  n, b.data ? b.data : " no axis moved");
         kv_buf_free(&b);

@@ -68,11 +68,11 @@ def main():
         open(sys.argv[3], "w").write(set_values(text, point))
     elif cmd == "last":
         print(" ".join(f"{a}={v[-1]}" for a, _, v in ax))
-    elif cmd == "sample":
+    elif cmd in ("sample", "random"):
         n, rng = int(sys.argv[3]), random.Random(int(sys.argv[4]))
-        points = [{a: d for a, d, _ in ax},
-                  {a: v[0] for a, _, v in ax},
-                  {a: v[-1] for a, _, v in ax}]
+        points = [{a: d for a, d, _ in ax}]
+        if cmd == "sample":
+            points += [{a: v[0] for a, _, v in ax}, {a: v[-1] for a, _, v in ax}]
         seen = set()
         while len(points) < 3 * n + 3:
             points.append({a: rng.choice(v) for a, _, v in ax})

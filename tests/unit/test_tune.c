@@ -261,7 +261,7 @@ static void tune_learns_which_axes_matter_from_the_lineage(void **state)
     assert_int_equal(kv_store_tune_history(st, leaf, &obs, &n), 0);
     assert_int_equal(n, 18); /* 9 tune children per generation, none of the other lineage */
     kv_tune_weights w;
-    assert_int_equal(kv_tune_learn(LEARN_SRC, obs, n, &w, &err), 0);
+    assert_int_equal(kv_tune_learn(LEARN_SRC, leaf, obs, n, &w, &err), 0);
     double dead = value(&w, "DEAD"), flat = value(&w, "FLAT"), live = value(&w, "LIVE");
     assert_true(dead < 0.3);  /* the artifact never changed, though the score did (noise) */
     assert_true(flat < 0.3);  /* the score never changed */
@@ -366,6 +366,77 @@ static void tune_learning_survives_reopening_the_store(void **state)
     free(shm);
 }
 
+/* Stores a program with source SRC; returns its id. */
+static int64_t put_src(kv_store *st, int64_t parent, const char *src, const char *summary,
+                       double fitness)
+{
+    kv_program *p = kv_program_new();
+    kv_program_set_source(p, src);
+    p->parent_id = parent;
+    p->mutator = strdup(parent ? "tune" : "initial");
+    p->change_summary = summary ? strdup(summary) : NULL;
+    p->fitness = fitness;
+    p->metrics = json_pack("{s:f}", "combined_score", fitness);
+    assert_int_equal(kv_store_insert_program(st, p), 0);
+    assert_int_equal(kv_store_update_placement(st, p), 0);
+    int64_t id = p->id;
+    kv_program_free(p);
+    return id;
+}
+
+/* Children of CHILD_SRC (stored as a tune child of a root, scoring
+ * CHILD_FITNESS against the root's 1.0) whose summary is exactly EXPECT,
+ * out of 400. */
+static int count_children(const char *root_src, const char *child_src, const char *summary,
+                          double child_fitness, const char *expect)
+{
+    kv_store *st;
+    char *err = NULL;
+    assert_int_equal(kv_store_open(":memory:", KV_STORE_CREATE, &st, &err), 0);
+    int64_t root = put_src(st, 0, root_src, NULL, 1.0);
+    int64_t child = put_src(st, root, child_src, summary, child_fitness);
+    kv_program *parent = kv_store_get_program(st, child);
+    int hits = 0;
+    for (uint64_t seed = 0; seed < 400; seed++) {
+        kv_rng rng;
+        kv_rng_seed(&rng, seed);
+        kv_mutation m;
+        assert_int_equal(kv_mutate_tune_lineage(st, parent, &rng, &m, &err), 0);
+        hits += strcmp(m.summary, expect) == 0;
+        kv_mutation_free(&m);
+    }
+    kv_program_free(parent);
+    kv_store_close(st);
+    return hits;
+}
+
+static void tune_repeats_a_move_that_paid_one_step_further(void **state)
+{
+    (void)state;
+    static const char *const root = "#define T 2 // kevolve: tune 1 2 3 4 5\n"
+                                    "#define U 8 // kevolve: tune 2 4 8 16\n"
+                                    "#define V 0 // kevolve: tune 0 1\n";
+    static const char *const up = "#define T 3 // kevolve: tune 1 2 3 4 5\n"
+                                  "#define U 4 // kevolve: tune 2 4 8 16\n"
+                                  "#define V 0 // kevolve: tune 0 1\n";
+    const char *moved = "tune: T 2 -> 3 (line 1); U 8 -> 4 (line 2)";
+    const char *again = "tune: T 3 -> 4 (line 1); U 4 -> 2 (line 2)";
+    /* It paid: about half of the children take both steps again. */
+    int paid = count_children(root, up, moved, 1.5, again);
+    assert_true(paid > 150 && paid < 260);
+    /* It did not pay: the same two steps only by chance (a two-axis move of
+     * these two, each to that neighbour: a few percent). */
+    int unpaid = count_children(root, up, moved, 0.7, again);
+    assert_true(unpaid < 40);
+    /* Lists that end: V went 0 -> 1 and paid, but cannot go further; T can. */
+    static const char *const v_on = "#define T 3 // kevolve: tune 1 2 3 4 5\n"
+                                    "#define U 8 // kevolve: tune 2 4 8 16\n"
+                                    "#define V 1 // kevolve: tune 0 1\n";
+    int partial = count_children(root, v_on, "tune: V 0 -> 1 (line 3); T 2 -> 3 (line 1)", 1.5,
+                                 "tune: T 3 -> 4 (line 1)");
+    assert_true(partial > 150);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -375,6 +446,7 @@ int main(void)
         cmocka_unit_test(tune_learns_which_axes_matter_from_the_lineage),
         cmocka_unit_test(tune_without_history_draws_every_axis_alike),
         cmocka_unit_test(tune_learning_survives_reopening_the_store),
+        cmocka_unit_test(tune_repeats_a_move_that_paid_one_step_further),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
