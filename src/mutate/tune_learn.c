@@ -27,7 +27,8 @@
  * went along its list of values (its trend), and the draw (tune.c) often
  * takes one more step the same way: the pattern move of a direct search,
  * which climbs long lists of values (a tile size, a vector width) in a few
- * children instead of waiting for each step to be drawn again. */
+ * children instead of waiting for each step to be drawn again. Once a child
+ * has taken those steps the pattern is spent (it would be the same child). */
 #include "mutate/tune.h"
 #include "mutate/tune_internal.h"
 #include "util/buf.h"
@@ -168,6 +169,30 @@ int kv_tune_learn(const char *src, int64_t self, const kv_tune_obs *obs, size_t 
                 x->mattered += age / (double)k;
                 if (what == 3) x->improved += age / (double)k;
             }
+        }
+    }
+    /* A pattern move is the same child each time: once a child of SRC has
+     * taken every trending axis one step on (and nothing else), the
+     * pattern is spent. */
+    for (size_t j = 0; self > 0 && j < n; j++) {
+        if (obs[j].depth != 0) continue;
+        long axes[16];
+        const char *entry[16];
+        size_t len[16];
+        size_t k = summary_axes(out, obs[j].summary, axes, entry, len, 16), same = 0, trends = 0;
+        for (size_t i = 0; i < out->n; i++)
+            trends += out->axis[i].trend != 0;
+        for (size_t a = 0; a < k; a++)
+            for (size_t i = 0; axes[a] >= 0 && i < s.n; i++)
+                if (strcmp(s.p[i].name, out->axis[axes[a]].name) == 0) {
+                    int t = out->axis[axes[a]].trend;
+                    same += t != 0 && entry_direction(&s.p[i], entry[a], len[a]) == t;
+                    break;
+                }
+        if (k > 0 && same == k && trends > 0) {
+            for (size_t i = 0; i < out->n; i++)
+                out->axis[i].trend = 0;
+            break;
         }
     }
     for (size_t i = 0; i < out->n; i++) {

@@ -385,16 +385,18 @@ static int64_t put_src(kv_store *st, int64_t parent, const char *src, const char
 }
 
 /* Children of CHILD_SRC (stored as a tune child of a root, scoring
- * CHILD_FITNESS against the root's 1.0) whose summary is exactly EXPECT,
- * out of 400. */
+ * CHILD_FITNESS against the root's 1.0; with EXPECT_EXISTS, with a child of
+ * its own made by EXPECT already) whose summary is exactly EXPECT, out of
+ * 400. */
 static int count_children(const char *root_src, const char *child_src, const char *summary,
-                          double child_fitness, const char *expect)
+                          double child_fitness, const char *expect, int expect_exists)
 {
     kv_store *st;
     char *err = NULL;
     assert_int_equal(kv_store_open(":memory:", KV_STORE_CREATE, &st, &err), 0);
     int64_t root = put_src(st, 0, root_src, NULL, 1.0);
     int64_t child = put_src(st, root, child_src, summary, child_fitness);
+    if (expect_exists) put_src(st, child, child_src, expect, child_fitness);
     kv_program *parent = kv_store_get_program(st, child);
     int hits = 0;
     for (uint64_t seed = 0; seed < 400; seed++) {
@@ -422,18 +424,22 @@ static void tune_repeats_a_move_that_paid_one_step_further(void **state)
     const char *moved = "tune: T 2 -> 3 (line 1); U 8 -> 4 (line 2)";
     const char *again = "tune: T 3 -> 4 (line 1); U 4 -> 2 (line 2)";
     /* It paid: about half of the children take both steps again. */
-    int paid = count_children(root, up, moved, 1.5, again);
+    int paid = count_children(root, up, moved, 1.5, again, 0);
     assert_true(paid > 150 && paid < 260);
     /* It did not pay: the same two steps only by chance (a two-axis move of
      * these two, each to that neighbour: a few percent). */
-    int unpaid = count_children(root, up, moved, 0.7, again);
+    int unpaid = count_children(root, up, moved, 0.7, again, 0);
+    /* It paid, but a child has taken those steps already: the same child
+     * again would be a duplicate, so only chance repeats it. */
+    int spent = count_children(root, up, moved, 1.5, again, 1);
+    assert_true(spent < 40);
     assert_true(unpaid < 40);
     /* Lists that end: V went 0 -> 1 and paid, but cannot go further; T can. */
     static const char *const v_on = "#define T 3 // kevolve: tune 1 2 3 4 5\n"
                                     "#define U 8 // kevolve: tune 2 4 8 16\n"
                                     "#define V 1 // kevolve: tune 0 1\n";
     int partial = count_children(root, v_on, "tune: V 0 -> 1 (line 3); T 2 -> 3 (line 1)", 1.5,
-                                 "tune: T 3 -> 4 (line 1)");
+                                 "tune: T 3 -> 4 (line 1)", 0);
     assert_true(partial > 150);
 }
 
