@@ -22,13 +22,16 @@ static void eval_usage(FILE *f)
     fprintf(f,
             "usage: kevolve eval --task NAME [--backend cpu|opencl|cuda|auto] [--stage N]\n"
             "                    [--quick] [--json] [--seed N] [--timeout S] [--kernel-timeout S]\n"
-            "                    [--cache-dir DIR] [--arch sm_XX] [--graph] [--cpu-reference]\n"
+            "                    [--cache-dir DIR] [--arch sm_XX] [--cpu-reference]\n"
+            "                    [--baseline-max-age S] [--fresh-baseline] [--lock-wait S]\n"
             "                    CANDIDATE\n"
             "  --stage 1: correctness only; 2: correctness and timing (default: both);\n"
             "  3: compute-sanitizer memcheck (cuda). --backend auto picks by extension\n"
             "  (.cu cuda, .cl opencl, else cpu). --cpu-reference: the task's CPU reference\n"
-            "  even where it has a GPU one (slow on big shapes). Prints\n"
-            "  {\"metrics\":...,\"artifacts\":...}.\n");
+            "  even where it has a GPU one (slow on big shapes). The baseline's timings\n"
+            "  are kept (in $KEVOLVE_RUN_DIR, else the cache) and timed again after\n"
+            "  --baseline-max-age seconds (900) or when the device moved. Prints\n"
+            "  {\"metrics\":...,\"artifacts\":...} on stdout and nothing else.\n");
 }
 
 /* Prints the one-line verdict of RESULT on stderr. */
@@ -81,8 +84,10 @@ int cmd_eval(int argc, char **argv)
                                              {"kernel-timeout", required_argument, NULL, 'K'},
                                              {"cache-dir", required_argument, NULL, 'c'},
                                              {"arch", required_argument, NULL, 'a'},
-                                             {"graph", no_argument, NULL, 'g'},
                                              {"cpu-reference", no_argument, NULL, 'R'},
+                                             {"baseline-max-age", required_argument, NULL, 'A'},
+                                             {"fresh-baseline", no_argument, NULL, 'F'},
+                                             {"lock-wait", required_argument, NULL, 'L'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     kv_kernel_opts o;
@@ -92,7 +97,7 @@ int cmd_eval(int argc, char **argv)
     optind = 1;
     opterr = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "t:b:s:qjS:T:K:c:a:gRh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:b:s:qjS:T:K:c:a:RA:FL:h", longopts, NULL)) != -1) {
         switch (c) {
         case 't':
             o.task = optarg;
@@ -124,8 +129,14 @@ int cmd_eval(int argc, char **argv)
         case 'a':
             o.arch = optarg;
             break;
-        case 'g':
-            o.graph = 1;
+        case 'A':
+            o.baseline_max_age_s = atof(optarg);
+            break;
+        case 'F':
+            o.fresh_baseline = 1;
+            break;
+        case 'L':
+            o.lock_wait_s = atof(optarg);
             break;
         case 'R':
             o.cpu_reference = 1;

@@ -1,6 +1,7 @@
 /* kevolve: entry point and subcommand table. */
 #include "cli/cli.h"
 #include "eval/pyeval.h"
+#include "kernel/runner.h"
 #include "util/log.h"
 
 #include <kevolve/kevolve.h>
@@ -65,6 +66,8 @@ int main(int argc, char **argv)
     kv_pyeval_enable_native_client();
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
+    /* The judge's runner (kernel/runner.h): not a user's command, so not listed. */
+    if (strcmp(argv[1], "__runner") == 0) return kv_runner_main(argc - 1, argv + 1);
     kv_error("unknown command '%s'", argv[1]);
     usage(stderr);
     return KV_EXIT_USAGE;

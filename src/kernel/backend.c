@@ -1,37 +1,27 @@
-/* Backend selection and helpers shared by the backends (see backend.h). */
+/* Backend selection (see backend.h). */
 #include "kernel/backend.h"
-#include "util/clock.h"
 #include "util/buf.h"
 
-#include <dirent.h>
 #include <stdlib.h>
-#include <time.h>
 
-kv_backend *kv_backend_new(kv_backend_kind kind, char **err)
+static const char *not_built(kv_backend_kind kind)
 {
-    kv_backend *b = NULL;
-    switch (kind) {
-    case KV_BACKEND_CPU:
-        b = kv_backend_cpu_new();
-        break;
-    case KV_BACKEND_OPENCL:
-        b = kv_backend_opencl_new();
-        break;
-    case KV_BACKEND_CUDA:
-        b = kv_backend_cuda_new();
-        break;
-    default:
-        break;
-    }
-    if (!b)
-        *err = kind == KV_BACKEND_OPENCL
-                   ? kv_strdup("the opencl backend is not built into this binary (OpenCL "
-                               "headers and ICD loader were not found at build time)")
-                   : kv_strdup("unknown backend");
+    return kind == KV_BACKEND_OPENCL ? "the opencl backend is not built into this binary (OpenCL "
+                                       "headers and ICD loader were not found at build time)"
+                                     : "unknown backend";
+}
+
+kv_jdev *kv_jdev_new(kv_backend_kind kind, char **err)
+{
+    kv_jdev *b = kind == KV_BACKEND_CPU      ? kv_jdev_cpu_new()
+                 : kind == KV_BACKEND_OPENCL ? kv_jdev_opencl_new()
+                 : kind == KV_BACKEND_CUDA   ? kv_jdev_cuda_new()
+                                             : NULL;
+    if (!b) *err = kv_strdup(not_built(kind));
     return b;
 }
 
-void kv_backend_free(kv_backend *b)
+void kv_jdev_free(kv_jdev *b)
 {
     if (!b) return;
     if (b->close) b->close(b);
@@ -39,14 +29,12 @@ void kv_backend_free(kv_backend *b)
     free(b);
 }
 
-int kv_thread_count(void)
+kv_rdev *kv_rdev_new(kv_backend_kind kind, char **err)
 {
-    DIR *d = opendir("/proc/self/task");
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n;
+    kv_rdev *b = kind == KV_BACKEND_CPU      ? kv_rdev_cpu_new()
+                 : kind == KV_BACKEND_OPENCL ? kv_rdev_opencl_new()
+                 : kind == KV_BACKEND_CUDA   ? kv_rdev_cuda_new()
+                                             : NULL;
+    if (!b) *err = kv_strdup(not_built(kind));
+    return b;
 }

@@ -1,15 +1,20 @@
 /* The harness's entry (see harness.h): in the caller's process it reads and
- * compiles the candidate and the baseline (cached), takes the device lock,
- * runs the worker child, and turns what the child reported into the
- * evaluator's JSON. */
+ * compiles the candidate, the baseline, the task's device reference and the
+ * judge's own kernels (cached), takes the device lock (waiting a bounded
+ * time), runs the judge in a forked child (judge.h), which runs the
+ * candidate in a sandboxed runner of its own, and turns the judge's report
+ * into the evaluator's JSON. */
 #include "kernel/harness.h"
 #include "kernel/backend.h"
+#include "kernel/baseline.h"
 #include "kernel/compile.h"
-#include "kernel/run.h"
+#include "kernel/judge.h"
+#include "kernel/sandbox.h"
 #include "kernel/tasks.h"
 #include "kernel/tool.h"
 #include "kernel/worker.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/fs.h"
 
 #include <errno.h>
@@ -26,6 +31,8 @@ void kv_kernel_opts_init(kv_kernel_opts *o)
     memset(o, 0, sizeof *o);
     o->backend = KV_BACKEND_CPU;
     o->total_timeout_s = 900;
+    o->baseline_max_age_s = 900;
+    o->lock_wait_s = 600;
 }
 
 const char *kv_backend_kind_name(kv_backend_kind k)
@@ -74,9 +81,9 @@ int kv_kernel_probe(kv_backend_kind backend, json_t **info, char **err)
     *info = NULL;
     kv_kernel_opts o;
     kv_kernel_opts_init(&o);
-    kv_run_ctx ctx = {.opts = &o, .kind = backend, .probe_only = 1};
+    kv_judge_ctx ctx = {.opts = &o, .kind = backend, .probe_only = 1};
     kv_worker_outcome w;
-    if (kv_worker_run(kv_run_child, &ctx, 120, &w, err) != 0) return -1;
+    if (kv_worker_run(kv_judge_main, &ctx, 120, &w, err) != 0) return -1;
     int rc = 0;
     if (w.result) {
         *info = json_incref(json_object_get(w.result, "device"));
@@ -115,7 +122,7 @@ static void add_resources(json_t *metrics, json_t *artifacts, const kv_compiled 
     json_object_foreach(c->resources, k, v) json_object_set(metrics, k, v);
 }
 
-/* Builds the final JSON from the child's result. */
+/* Builds the final JSON from the judge's result. */
 static json_t *accepted(const kv_task *task, int stage, json_t *res, json_t *artifacts)
 {
     json_t *metrics = json_object();
@@ -147,13 +154,17 @@ static json_t *accepted(const kv_task *task, int stage, json_t *res, json_t *art
     double score = stage == 1 || !timed ? 1.0 : exp(logsum / wsum);
     json_object_set_new(metrics, "combined_score", json_real(score));
     json_object_set_new(metrics, "correct", json_integer(1));
+    if (json_is_true(json_object_get(res, "memcheck_clean")))
+        json_object_set_new(metrics, "memcheck_clean", json_integer(1));
     if (timed) json_object_set_new(metrics, "speedup", json_real(exp(logsum / wsum)));
     json_object_set_new(artifacts, "verdict", json_string("correct"));
-    json_object_set(artifacts, "scenarios", scen);
-    json_object_set(artifacts, "held_out", json_object_get(res, "held_out"));
-    json_object_set(artifacts, "device", json_object_get(res, "device"));
-    json_t *prof = json_object_get(res, "profile_seconds");
-    if (prof) json_object_set(artifacts, "profile_seconds", prof);
+    static const char *copy[] = {"scenarios",     "held_out",      "device",
+                                 "profile_seconds", "isolation",   "baseline",
+                                 "baseline_kept", "runner_output", "memcheck_log"};
+    for (size_t k = 0; k < sizeof copy / sizeof copy[0]; k++) {
+        json_t *v = json_object_get(res, copy[k]);
+        if (v) json_object_set(artifacts, copy[k], v);
+    }
     json_t *logs = json_object_get(res, "build_logs");
     if (logs && json_object_size(logs)) json_object_set(artifacts, "build_logs", logs);
     return json_pack("{s:o,s:O}", "metrics", metrics, "artifacts", artifacts);
@@ -166,88 +177,119 @@ static char *read_source(const char *path, char **err)
     return src;
 }
 
-/* Runs compute-sanitizer memcheck on a correctness-only evaluation of the
- * candidate (stage 3, cuda). */
-static int memcheck_stage(const kv_kernel_opts *o, json_t *artifacts, json_t **result, char **err)
-{
-    char *cs = kv_tool_which("compute-sanitizer");
-    if (!cs) {
-        char *nvcc = kv_find_nvcc();
-        if (nvcc) {
-            char *dir = kv_path_dirname(nvcc);
-            char *p = kv_asprintf("%s/compute-sanitizer", dir);
-            if (access(p, X_OK) == 0)
-                cs = p;
-            else
-                free(p);
-            free(dir);
-            free(nvcc);
-        }
-    }
-    if (!cs) {
-        *err = kv_strdup("compute-sanitizer not found");
-        return -1;
-    }
-    /* The path of this binary, resolved here: "/proc/self/exe" handed to
-     * compute-sanitizer would name compute-sanitizer itself. */
-    char self[4096];
-    const char *exe = o->self_exe;
-    if (!exe) {
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n <= 0) {
-            free(cs);
-            *err = kv_asprintf("cannot find the kevolve binary: %s", strerror(errno));
-            return -1;
-        }
-        self[n] = '\0';
-        exe = self;
-    }
-    /* The CPU reference: memcheck slows a device reference as much as the
-     * candidate, and the check is of the candidate. */
-    char *argv[] = {cs,     "--tool",  "memcheck",        "--error-exitcode",   "86",   (char *)exe,
-                    "eval", "--task",  (char *)o->task,   "--backend",          "cuda", "--stage",
-                    "1",    "--quick", "--cpu-reference", (char *)o->candidate, NULL};
-    char *out = NULL;
-    setenv("KEVOLVE_WORKER_INLINE", "1", 1); /* memcheck follows one process */
-    int rc = kv_tool_run(argv, o->total_timeout_s, &out);
-    unsetenv("KEVOLVE_WORKER_INLINE");
-    free(cs);
-    size_t len = strlen(out);
-    json_object_set_new(artifacts, "memcheck_log",
-                        json_string(len > 20000 ? out + len - 20000 : out));
-    if (rc == 86 || (rc != 0 && strstr(out, "========= Invalid"))) {
-        const char *first = strstr(out, "========= Invalid");
-        char *line = kv_strndup(first ? first : out, 300);
-        *result = rejected("memcheck_error", line, artifacts);
-        free(line);
-    } else if (rc != 0) {
-        *err = kv_asprintf("compute-sanitizer failed (status %d): %.500s", rc, out);
-        free(out);
-        return -1;
-    } else {
-        json_t *metrics =
-            json_pack("{s:f,s:i,s:i}", "combined_score", 1.0, "correct", 1, "memcheck_clean", 1);
-        json_object_set_new(artifacts, "verdict", json_string("correct"));
-        *result = json_pack("{s:o,s:O}", "metrics", metrics, "artifacts", artifacts);
-    }
-    free(out);
-    return 0;
-}
-
-/* Opens (creating) CACHE/gpu.lock and takes it exclusively; returns the fd
- * or -1. Waiting is not counted in the worker's deadline. */
-static int take_lock(const char *cache)
+/* Opens (creating) CACHE/gpu.lock and takes it exclusively, waiting at most
+ * WAIT_S seconds. Returns the descriptor (close-on-exec: no process started
+ * later holds it), or -1 with *ERR ("device busy: ..."). Waiting is not
+ * counted in the judge's deadline. */
+static int take_lock(const char *cache, double wait_s, char **err)
 {
     char *path = kv_asprintf("%s/gpu.lock", cache);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    free(path);
-    if (fd < 0) return -1;
-    while (flock(fd, LOCK_EX) != 0)
-        if (errno != EINTR) {
+    if (fd < 0) {
+        *err = kv_asprintf("cannot open the device lock %s: %s", path, strerror(errno));
+        free(path);
+        return -1;
+    }
+    double deadline = kv_now_s() + wait_s;
+    for (;;) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) break;
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            *err = kv_asprintf("cannot lock %s: %s", path, strerror(errno));
             close(fd);
+            free(path);
             return -1;
         }
+        if (kv_now_s() >= deadline) {
+            *err = kv_asprintf("device busy: another evaluation held %s for more than %.0f s",
+                               path, wait_s);
+            close(fd);
+            free(path);
+            return -1;
+        }
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    free(path);
     return fd;
+}
+
+/* Compiles the task's own embedded source NAME (baseline, reference, the
+ * judge's kernels) for BACKEND into C. */
+static int compile_own(kv_backend_kind backend, const char *name, const char *what,
+                       const char *cache, const char *arch, kv_compiled *c, char **err)
+{
+    const char *text = name ? kv_embedded_text(name) : NULL;
+    if (!text) {
+        *err = kv_asprintf("%s %s is not embedded in this binary", what, name ? name : "(none)");
+        return -1;
+    }
+    if (kv_compile(backend, text, cache, arch, c, err) != 0) {
+        if (!*err) *err = kv_asprintf("%s %s does not compile: %s", what, name, c->log);
+        return -1;
+    }
+    return 0;
+}
+
+/* opencl: the device code of C, in a file beside its shared object, for the
+ * runner to build (malloc'd path), or NULL. */
+static char *device_source_file(const kv_compiled *c)
+{
+    if (!c->device_source) return NULL;
+    char *path = kv_asprintf("%s.cl", c->lib_path);
+    if (!kv_is_file(path)) {
+        char *tmp = kv_asprintf("%s.%d.tmp", path, (int)getpid());
+        if (kv_write_file(tmp, c->device_source, strlen(c->device_source)) != 0 ||
+            rename(tmp, path) != 0)
+            unlink(tmp);
+        free(tmp);
+    }
+    return path;
+}
+
+/* The kevolve binary the runners re-execute. */
+static const char *self_exe(const kv_kernel_opts *o)
+{
+    if (o->self_exe) return o->self_exe;
+    const char *env = getenv("KEVOLVE_BINARY");
+    return env && *env ? env : NULL; /* NULL: /proc/self/exe */
+}
+
+/* Turns the judge's outcome W into *RESULT (a verdict), or *ERR for the
+ * harness's own failures. Returns 0 or -1. */
+static int verdict(const kv_task *task, const kv_kernel_opts *o, kv_worker_outcome *w,
+                   double timeout, json_t *artifacts, json_t **result, char **err)
+{
+    if (w->phase) json_object_set_new(artifacts, "last_phase", json_string(w->phase));
+    json_object_set_new(artifacts, "worker_seconds", json_real(w->seconds));
+    if (w->fail_extra) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(w->fail_extra, k, v) json_object_set(artifacts, k, v);
+    }
+    if (w->result) {
+        *result = accepted(task, o->stage, w->result, artifacts);
+        return 0;
+    }
+    if (w->fail_code &&
+        (strcmp(w->fail_code, "no_device") == 0 || strcmp(w->fail_code, "not_built") == 0 ||
+         strcmp(w->fail_code, "harness_error") == 0)) {
+        *err = kv_asprintf("%s: %s", w->fail_code, w->fail_detail ? w->fail_detail : "");
+        return -1;
+    }
+    if (w->fail_code) {
+        *result = rejected(w->fail_code, w->fail_detail, artifacts);
+        return 0;
+    }
+    /* The judge itself died or overran: the harness's failure, not a verdict
+     * on the candidate (whose process is a runner the judge watches). */
+    if (w->timed_out)
+        *err = kv_asprintf("harness_error: the judge exceeded its %g s limit during %s", timeout,
+                           w->phase ? w->phase : "startup");
+    else
+        *err = kv_asprintf("harness_error: the judge died (%s %d) during %s",
+                           w->signal ? kv_worker_signal_name(w->signal) : "exit",
+                           w->signal ? 0 : w->exit_code, w->phase ? w->phase : "startup");
+    return -1;
 }
 
 int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
@@ -273,8 +315,10 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
     json_object_set_new(artifacts, "backend", json_string(kv_backend_kind_name(o->backend)));
     char *cache = o->cache_dir ? kv_strdup(o->cache_dir) : kv_cache_dir_default();
     char *arch = o->arch ? kv_strdup(o->arch) : NULL;
-    kv_compiled cand = {0}, base = {0}, ref = {0};
-    int rc = -1;
+    kv_compiled cand = {0}, base = {0}, ref = {0}, helpers = {0};
+    char *cand_cl = NULL, *base_cl = NULL, *base_path = NULL;
+    json_t *kept = NULL;
+    int lock = -1, rc = -1;
     if (o->backend == KV_BACKEND_CUDA) {
         json_t *info = NULL;
         if (kv_kernel_probe(KV_BACKEND_CUDA, &info, err) != 0) goto out;
@@ -298,95 +342,68 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
         rc = 0;
         goto out;
     }
-    if (o->stage == 3) {
-        rc = memcheck_stage(o, artifacts, result, err);
-        goto out;
-    }
-    if (o->stage != 1) {
-        const char *bname = task->baseline[o->backend];
-        const char *btext = bname ? kv_embedded_text(bname) : NULL;
-        if (!btext) {
-            *err = kv_asprintf("task %s has no %s baseline", task->name,
-                               kv_backend_kind_name(o->backend));
+    int timing = o->stage != 1 && o->stage != 3;
+    if (timing) {
+        if (compile_own(o->backend, task->baseline[o->backend], "the baseline", cache, arch, &base,
+                        err) != 0)
             goto out;
-        }
-        if (kv_compile(o->backend, btext, cache, arch, &base, err) != 0) {
-            if (!*err) *err = kv_asprintf("the %s baseline does not compile: %s", bname, base.log);
-            goto out;
-        }
+        base_cl = device_source_file(&base);
+        /* Kept only where the candidate cannot reach the file (Landlock). */
+        char *key = kv_asprintf("%s-%s-%s-%s", task->name, kv_backend_kind_name(o->backend),
+                                o->quick ? "quick" : "full", base.key);
+        base_path = kv_baseline_path(cache, key);
+        free(key);
+        if (kv_landlock_abi() > 0 && !o->fresh_baseline)
+            kept = kv_baseline_load(base_path, o->baseline_max_age_s);
     }
     /* The task's GPU reference (compiled once, then cached like the baseline). */
     int device_ref = o->backend == KV_BACKEND_CUDA && task->reference_cuda && !o->cpu_reference;
-    if (device_ref) {
-        const char *rtext = kv_embedded_text(task->reference_cuda);
-        if (!rtext) {
-            *err = kv_asprintf("task %s: its device reference %s is not embedded", task->name,
-                               task->reference_cuda);
-            goto out;
-        }
-        if (kv_compile(o->backend, rtext, cache, arch, &ref, err) != 0) {
-            if (!*err)
-                *err = kv_asprintf("the device reference %s does not compile: %s",
-                                   task->reference_cuda, ref.log);
-            goto out;
-        }
-    }
-    int lock = take_lock(cache);
-    kv_run_ctx ctx = {.task = task,
-                      .opts = o,
-                      .kind = o->backend,
-                      .cand = &cand,
-                      .base = o->stage == 1 ? NULL : &base,
-                      .ref = device_ref ? &ref : NULL,
-                      .seed =
-                          o->seed ? o->seed : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)};
+    if (device_ref && compile_own(o->backend, task->reference_cuda, "the device reference",
+                                  cache, arch, &ref, err) != 0)
+        goto out;
+    if (o->backend == KV_BACKEND_CUDA &&
+        compile_own(o->backend, "src/kernel/cuda/judge_kernels.cu", "the judge's kernels", cache,
+                    arch, &helpers, err) != 0)
+        goto out;
+    cand_cl = device_source_file(&cand);
+    lock = take_lock(cache, o->lock_wait_s > 0 ? o->lock_wait_s : 600, err);
+    if (lock < 0) goto out;
+    kv_judge_ctx ctx = {.task = task,
+                        .opts = o,
+                        .kind = o->backend,
+                        .cand = &cand,
+                        .base = timing ? &base : NULL,
+                        .ref = device_ref ? &ref : NULL,
+                        .helpers = o->backend == KV_BACKEND_CUDA ? &helpers : NULL,
+                        .self_exe = self_exe(o),
+                        .baseline = kept,
+                        .device_src = cand_cl,
+                        .base_device_src = base_cl,
+                        .memcheck = o->stage == 3,
+                        .seed = o->seed ? o->seed
+                                        : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)};
     kv_worker_outcome w;
     double timeout = o->total_timeout_s > 0 ? o->total_timeout_s : 900;
-    int wrc = kv_worker_run(kv_run_child, &ctx, timeout, &w, err);
-    if (lock >= 0) close(lock);
+    int wrc = kv_worker_run(kv_judge_main, &ctx, timeout, &w, err);
+    close(lock);
+    lock = -1;
     if (wrc != 0) goto out;
-    if (w.phase) json_object_set_new(artifacts, "last_phase", json_string(w.phase));
-    json_object_set_new(artifacts, "worker_seconds", json_real(w.seconds));
-    if (w.fail_extra) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(w.fail_extra, k, v) json_object_set(artifacts, k, v);
-    }
-    if (w.result) {
-        *result = accepted(task, o->stage, w.result, artifacts);
-        rc = 0;
-    } else if (w.fail_code &&
-               (strcmp(w.fail_code, "no_device") == 0 || strcmp(w.fail_code, "not_built") == 0 ||
-                strcmp(w.fail_code, "harness_error") == 0)) {
-        *err = kv_asprintf("%s: %s", w.fail_code, w.fail_detail ? w.fail_detail : "");
-    } else if (w.fail_code) {
-        *result = rejected(w.fail_code, w.fail_detail, artifacts);
-        rc = 0;
-    } else if (w.timed_out) {
-        char *d = kv_asprintf("the worker exceeded its %g s limit during %s", timeout,
-                              w.phase ? w.phase : "startup");
-        *result = rejected("timeout", d, artifacts);
-        free(d);
-        rc = 0;
-    } else {
-        char code[64];
-        if (w.signal)
-            snprintf(code, sizeof code, "crash: %s", kv_worker_signal_name(w.signal));
-        else
-            snprintf(code, sizeof code, "crash: exit %d", w.exit_code);
-        char *d =
-            kv_asprintf("the worker died (%s) during %s", code, w.phase ? w.phase : "startup");
-        *result = rejected(code, d, artifacts);
-        free(d);
-        rc = 0;
-    }
+    json_t *fresh = w.result ? json_object_get(w.result, "baseline") : NULL;
+    if (fresh && base_path && kv_landlock_abi() > 0) kv_baseline_save(base_path, fresh);
+    rc = verdict(task, o, &w, timeout, artifacts, result, err);
     if (*result) add_resources(json_object_get(*result, "metrics"), artifacts, &cand);
     kv_worker_outcome_clear(&w);
 out:
+    if (lock >= 0) close(lock);
+    if (kept) json_decref(kept);
     json_decref(artifacts);
     kv_compiled_clear(&cand);
     kv_compiled_clear(&base);
     kv_compiled_clear(&ref);
+    kv_compiled_clear(&helpers);
+    free(cand_cl);
+    free(base_cl);
+    free(base_path);
     free(cache);
     free(arch);
     free(src);

@@ -2,15 +2,17 @@
  * one backend and returns the external-evaluator JSON,
  * {"metrics": {...}, "artifacts": {...}}.
  *
- * The caller's process only compiles (in parallel with other workers,
- * cached by source hash); everything that runs candidate code happens in a
- * forked worker child under a hard deadline, so a crash, hang or sticky GPU
- * error ends only that child. Correctness and timing hold an exclusive
- * flock on $CACHE/gpu.lock, so concurrent workers never time at once.
+ * The caller's process only compiles (in parallel with other evaluations,
+ * cached by source hash). The verdict comes from the judge (judge.h), a
+ * forked child that never runs candidate code; the candidate runs in a
+ * sandboxed runner process the judge starts, watches and kills. Correctness
+ * and timing hold an exclusive flock on $CACHE/gpu.lock (waited for at most
+ * lock_wait_s: "device busy"), so concurrent evaluations never time at once.
  *
  * Verdicts: "correct" = 1 and combined_score = the weighted geometric mean
- * of speedups over the task's baseline (measured side by side in the same
- * worker), or "correct" = 0, combined_score = 0 and artifacts.reason naming
+ * of speedups over the task's baseline (timed by the same judge in a runner
+ * of its own, kept between evaluations: baseline.h), or "correct" = 0,
+ * combined_score = 0 and artifacts.reason naming
  * why: compile_error, load_error, missing_entry, launch_failed,
  * stale_or_unwritten_output, async_work_outside_harness_stream,
  * input_modified, out_of_bounds, out_of_bounds_write, nan_or_inf_output,
@@ -34,15 +36,18 @@ typedef struct kv_kernel_opts {
     int stage;               /* 0: everything; 1: correctness only (combined_score = correct);
                                 2: correctness and timing; 3: cuda compute-sanitizer memcheck */
     int quick;               /* fewer trials and repetitions (tests, smoke runs) */
-    double kernel_timeout_s; /* watchdog per launch; default 10 (quick: 5) */
+    double kernel_timeout_s; /* the judge's limit per call; default 10 (quick: 5) */
     double total_timeout_s;  /* whole worker; default 900 */
     const char *cache_dir;   /* NULL: kv_cache_dir_default() */
     const char *arch;        /* cuda: "sm_90a"; NULL: detected */
     double ceiling_gbps;     /* > 0: overrides the device's bandwidth ceiling (tests) */
-    int graph;               /* cuda: time by CUDA graph replay */
     int cpu_reference;       /* use the task's CPU reference even where it has a device one */
     uint64_t seed;           /* inputs; 0: from the clock (fresh every evaluation) */
-    const char *self_exe;    /* the kevolve binary, for stage 3; NULL: /proc/self/exe */
+    const char *self_exe;    /* the kevolve binary the runners re-execute; NULL:
+                                $KEVOLVE_BINARY, else /proc/self/exe */
+    double baseline_max_age_s; /* a kept baseline older than this is timed again (900) */
+    int fresh_baseline;        /* time the baseline now, whatever is kept */
+    double lock_wait_s;        /* longest wait for the device lock (600) */
 } kv_kernel_opts;
 
 void kv_kernel_opts_init(kv_kernel_opts *o);

@@ -18,18 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define KV_MAX_GUARDS 64
-
-/* Child state: the pipe to the parent, the phase, the watchdog message, and
- * the guard regions. Read by signal handlers, so plain static storage. */
+/* Child state: the pipe to the parent and the phase. Read by the crash
+ * handler, so plain static storage. */
 static int g_fd = -1;
 static char g_phase[256];
-static char g_timeout_msg[512];
-static size_t g_timeout_len;
-static struct {
-    uintptr_t lo, hi;
-    const char *name;
-} g_guards[KV_MAX_GUARDS];
 static char g_altstack[64 * 1024];
 
 void kv_worker_outcome_clear(kv_worker_outcome *o)
@@ -108,39 +100,19 @@ static const char *sig_name(int sig)
     }
 }
 
-static void on_alarm(int sig)
-{
-    (void)sig;
-    write_all(g_fd, g_timeout_msg, g_timeout_len);
-    _exit(4);
-}
-
+/* The judge's own crash: a harness error, reported with where it was. */
 static void on_crash(int sig, siginfo_t *info, void *uc)
 {
     (void)uc;
     static char msg[1024];
-    uintptr_t addr = (uintptr_t)info->si_addr;
-    const char *tensor = NULL;
-    for (int i = 0; i < KV_MAX_GUARDS; i++)
-        if (g_guards[i].name && addr >= g_guards[i].lo && addr < g_guards[i].hi)
-            tensor = g_guards[i].name;
-    size_t n = put(msg, 0, sizeof msg, "{\"type\":\"fail\",\"code\":\"");
-    if (tensor && (sig == SIGSEGV || sig == SIGBUS)) {
-        n = put(msg, n, sizeof msg, "out_of_bounds\",\"detail\":\"out of bounds access (");
-        n = put(msg, n, sizeof msg, sig_name(sig));
-        n = put(msg, n, sizeof msg, ") past the end of tensor ");
-        n = put(msg, n, sizeof msg, tensor);
-    } else {
-        n = put(msg, n, sizeof msg, "crash: ");
-        n = put(msg, n, sizeof msg, sig_name(sig));
-        n = put(msg, n, sizeof msg, "\",\"detail\":\"crash: ");
-        n = put(msg, n, sizeof msg, sig_name(sig));
-    }
+    size_t n = put(msg, 0, sizeof msg, "{\"type\":\"fail\",\"code\":\"harness_error\",");
+    n = put(msg, n, sizeof msg, "\"detail\":\"the judge crashed (");
+    n = put(msg, n, sizeof msg, sig_name(sig));
     if (sig == SIGSEGV || sig == SIGBUS) {
         n = put(msg, n, sizeof msg, " at address ");
-        n = put_hex(msg, n, sizeof msg, addr);
+        n = put_hex(msg, n, sizeof msg, (uintptr_t)info->si_addr);
     }
-    n = put(msg, n, sizeof msg, " during ");
+    n = put(msg, n, sizeof msg, ") during ");
     n = put(msg, n, sizeof msg, g_phase[0] ? g_phase : "startup");
     n = put(msg, n, sizeof msg, "\"}\n");
     write_all(g_fd, msg, n);
@@ -182,6 +154,11 @@ void kv_worker_phase(const char *fmt, ...)
     json_decref(o);
 }
 
+const char *kv_worker_current_phase(void)
+{
+    return g_phase;
+}
+
 void kv_worker_result(const json_t *result)
 {
     json_t *o = json_pack("{s:s,s:O}", "type", "result", "result", result);
@@ -205,55 +182,17 @@ void kv_worker_fail(const char *code, const json_t *extra, const char *fmt, ...)
     _exit(2);
 }
 
-void kv_worker_watchdog(double seconds)
-{
-    struct itimerval it = {0};
-    if (seconds > 0) {
-        char msg[512];
-        snprintf(msg, sizeof msg,
-                 "{\"type\":\"fail\",\"code\":\"timeout\",\"detail\":\"kernel exceeded %g s "
-                 "during %s\"}\n",
-                 seconds, g_phase[0] ? g_phase : "startup");
-        memcpy(g_timeout_msg, msg, sizeof msg);
-        g_timeout_len = strlen(g_timeout_msg);
-        it.it_value.tv_sec = (time_t)seconds;
-        it.it_value.tv_usec = (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6);
-        if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0) it.it_value.tv_usec = 1;
-    }
-    setitimer(ITIMER_REAL, &it, NULL);
-}
-
-int kv_worker_guard_add(const void *lo, size_t len, const char *name)
-{
-    for (int i = 0; i < KV_MAX_GUARDS; i++)
-        if (!g_guards[i].name) {
-            g_guards[i].lo = (uintptr_t)lo;
-            g_guards[i].hi = (uintptr_t)lo + len;
-            g_guards[i].name = name;
-            return 0;
-        }
-    return -1;
-}
-
-void kv_worker_guard_remove(const void *lo)
-{
-    for (int i = 0; i < KV_MAX_GUARDS; i++)
-        if (g_guards[i].name && g_guards[i].lo == (uintptr_t)lo) g_guards[i].name = NULL;
-}
-
-/* Child side: handlers and redirections for running a candidate. FORKED: a
- * real child (its own group, dies with its parent, no stdin). */
-static void child_setup(int fd, int forked)
+/* Child side: its own group, dies with its parent, no stdin, and nothing
+ * of it on the parent's stdout (which carries the verdict). */
+static void child_setup(int fd)
 {
     g_fd = fd;
     g_phase[0] = '\0';
-    if (forked) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        setpgid(0, 0);
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0) dup2(devnull, 0);
-    }
-    dup2(2, 1); /* candidates' prints must never reach the JSON on stdout */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setpgid(0, 0);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    dup2(2, 1);
     stack_t ss = {.ss_sp = g_altstack, .ss_size = sizeof g_altstack};
     sigaltstack(&ss, NULL);
     struct sigaction sa;
@@ -264,58 +203,17 @@ static void child_setup(int fd, int forked)
     int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         sigaction(sigs[i], &sa, NULL);
-    struct sigaction al;
-    memset(&al, 0, sizeof al);
-    al.sa_handler = on_alarm;
-    sigemptyset(&al.sa_mask);
-    sigaction(SIGALRM, &al, NULL);
 }
 
 /* The forked child: setup, then FN. Never returns. */
 static _Noreturn void child_main(int fd, void (*fn)(void *), void *ctx)
 {
-    child_setup(fd, 1);
+    child_setup(fd);
     fn(ctx);
     _exit(0);
 }
 
 static void parse_lines(const char *text, kv_worker_outcome *out);
-
-/* Runs FN in this very process (KEVOLVE_WORKER_INLINE, for compute-sanitizer,
- * which watches one process): messages go through a temporary file read
- * back when FN returns. A failure still ends the process, as it would end
- * the child. */
-static int run_inline(void (*fn)(void *), void *ctx, kv_worker_outcome *out, char **err)
-{
-    FILE *tf = tmpfile();
-    if (!tf) {
-        *err = kv_asprintf("tmpfile: %s", strerror(errno));
-        return -1;
-    }
-    fflush(NULL);
-    int saved_stdout = dup(1);
-    double t0 = kv_now_s();
-    child_setup(fileno(tf), 0);
-    fn(ctx);
-    g_fd = -1;
-    fflush(NULL);
-    if (saved_stdout >= 0) {
-        dup2(saved_stdout, 1);
-        close(saved_stdout);
-    }
-    out->seconds = kv_now_s() - t0;
-    out->exit_code = 0;
-    kv_buf text = KV_BUF_INIT;
-    char chunk[8192];
-    size_t n;
-    rewind(tf);
-    while ((n = fread(chunk, 1, sizeof chunk, tf)) > 0)
-        kv_buf_append(&text, chunk, n);
-    fclose(tf);
-    if (text.data) parse_lines(text.data, out);
-    kv_buf_free(&text);
-    return 0;
-}
 
 /* Parses the child's lines into OUT. */
 static void parse_lines(const char *text, kv_worker_outcome *out)
@@ -349,9 +247,6 @@ int kv_worker_run(void (*fn)(void *ctx), void *ctx, double timeout_s, kv_worker_
 {
     memset(out, 0, sizeof *out);
     out->exit_code = -1;
-    /* Under compute-sanitizer (the memcheck stage) the candidate must run in
-     * the process the tool watches: no fork. */
-    if (getenv("KEVOLVE_WORKER_INLINE")) return run_inline(fn, ctx, out, err);
     int fds[2];
     if (pipe(fds) != 0) {
         *err = kv_asprintf("pipe: %s", strerror(errno));

@@ -1,14 +1,9 @@
-/* Worker processes: every candidate runs in a forked child that dies with
- * it. The parent waits with a hard deadline and reads what the child says
- * over a pipe (one JSON object per line: the phase it is in, its result, or
- * why it failed). A crash, a hang, or a sticky GPU error ends only the
- * child; the parent reports it by name ("crash: SIGSEGV", "timeout",
- * "out_of_bounds") with the phase it happened in.
- *
- * In the child, a watchdog (kv_worker_watchdog) bounds each launch: when it
- * fires the child reports "kernel exceeded N s" and exits at once. Memory
- * ranges registered as guards turn a fault inside them into "out of bounds
- * access (SIGSEGV)" naming the tensor. */
+/* Worker processes: the judge runs in a forked child of `kevolve eval`, so
+ * that a crash, a hang or a sticky device error of the judge's own ends
+ * only that child. The parent waits with a hard deadline and reads what the
+ * child says over a pipe (one JSON object per line: the phase it is in, its
+ * result, or why it failed). The candidate never runs in this child: it
+ * runs in a runner process (runner.h) the child starts. */
 #ifndef KV_KERNEL_WORKER_H
 #define KV_KERNEL_WORKER_H
 
@@ -41,20 +36,14 @@ int kv_worker_run(void (*fn)(void *ctx), void *ctx, double timeout_s, kv_worker_
 /* Reports the phase it is in ("correctness decode trial 2"); used in the
  * messages of timeouts and crashes. */
 void kv_worker_phase(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The phase last reported ("" before any). */
+const char *kv_worker_current_phase(void);
 /* Sends the result (does not take ownership). */
 void kv_worker_result(const json_t *result);
 /* Sends a failure (CODE: a short name such as "wrong_result"; EXTRA: more
  * JSON, may be NULL, not taken) and exits the child. */
 _Noreturn void kv_worker_fail(const char *code, const json_t *extra, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Arms the watchdog: after SECONDS the child reports "timeout" ("kernel
- * exceeded N s during PHASE") and exits. 0 disarms it. */
-void kv_worker_watchdog(double seconds);
-/* Registers [LO, LO+LEN) as a guard region of tensor NAME (NAME must
- * outlive the registration); a fault there is reported as out of bounds.
- * Returns 0, or -1 when the table is full. */
-int kv_worker_guard_add(const void *lo, size_t len, const char *name);
-void kv_worker_guard_remove(const void *lo);
 /* Name of signal SIG ("SIGSEGV"). */
 const char *kv_worker_signal_name(int sig);
 /* 1 inside a worker child. */

@@ -1,10 +1,14 @@
-/* The cpu backend: candidates are C shared objects called on host buffers.
- * Every buffer is 64-byte aligned, its end followed within 64 bytes by an
- * unmapped guard page (a read or write past it faults and is reported as
- * out of bounds), and every other byte of its pages is a canary checked
- * after each run. Time is the monotonic clock around the call. */
+/* The cpu backend. Arenas are memfds: the judge maps them to fill and read
+ * them, the runner maps the same pages to run the candidate on them, with
+ * the page after each tensor mapped PROT_NONE (an overrun faults and is
+ * reported as out of bounds) and inputs read-only. Every other byte of a
+ * tensor's neighbourhood is a canary the judge checks. Candidates are C
+ * shared objects called with host pointers; the judge's clock is the
+ * monotonic clock around a block. */
+#define _GNU_SOURCE
 #include "kernel/backend.h"
-#include "kernel/worker.h"
+#include "kernel/memfd_arena.h"
+#include "kernel/runner.h"
 #include "util/buf.h"
 
 #include <dlfcn.h>
@@ -15,19 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define CANARY 0xa5
-
-typedef struct cpu_buf {
-    unsigned char *map; /* whole mapping: canary page, data pages, guard page */
-    size_t map_len;
-    unsigned char *guard;
-} cpu_buf;
-
-static size_t page_size(void)
-{
-    long p = sysconf(_SC_PAGESIZE);
-    return p > 0 ? (size_t)p : 4096;
-}
+/* ---- the judge's half ---- */
 
 /* Largest data cache of the machine, from sysfs (virtual machines often
  * report nonsense through sysconf), else sysconf; at most 64 MiB, since a
@@ -82,7 +74,7 @@ static double measure_memcpy_gbps(void)
     return 2.0 * (double)n / best / 1e9;
 }
 
-static int cpu_open(kv_backend *b, char **err)
+static int cpu_open(kv_jdev *b, char **err)
 {
     (void)err;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -97,160 +89,291 @@ static int cpu_open(kv_backend *b, char **err)
     return 0;
 }
 
-static void cpu_close(kv_backend *b)
+static void cpu_close(kv_jdev *b)
 {
     (void)b;
 }
 
-static int cpu_load(kv_backend *b, const kv_compiled *c, kv_module **out, char **build_log,
-                    char **err)
+int kv_memfd_arena_new(size_t bytes, unsigned char canary, kv_arena *out, char **err)
+{
+    memset(out, 0, sizeof *out);
+    out->fd = -1;
+    int fd = memfd_create("kevolve-arena", MFD_CLOEXEC);
+    if (fd < 0) {
+        *err = kv_asprintf("harness_error: memfd_create: %s", strerror(errno));
+        return -1;
+    }
+    if (ftruncate(fd, (off_t)bytes) != 0) {
+        *err = kv_asprintf("out_of_memory: an arena of %zu bytes: %s", bytes, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        *err = kv_asprintf("out_of_memory: mapping an arena of %zu bytes: %s", bytes,
+                           strerror(errno));
+        close(fd);
+        return -1;
+    }
+    memset(p, canary, bytes);
+    out->fd = fd;
+    out->host = p;
+    out->bytes = bytes;
+    return 0;
+}
+
+void kv_memfd_arena_free(kv_arena *a)
+{
+    if (a->host) munmap(a->host, a->bytes);
+    if (a->fd >= 0) close(a->fd);
+    memset(a, 0, sizeof *a);
+    a->fd = -1;
+}
+
+int kv_memfd_write(kv_arena *a, size_t off, const void *src, size_t n, char **err)
+{
+    if (off > a->bytes || n > a->bytes - off) {
+        *err = kv_asprintf("harness_error: write of %zu bytes at %zu past an arena of %zu", n, off,
+                           a->bytes);
+        return -1;
+    }
+    memcpy(a->host + off, src, n);
+    return 0;
+}
+
+int kv_memfd_read(kv_arena *a, size_t off, void *dst, size_t n, char **err)
+{
+    if (off > a->bytes || n > a->bytes - off) {
+        *err = kv_asprintf("harness_error: read of %zu bytes at %zu past an arena of %zu", n, off,
+                           a->bytes);
+        return -1;
+    }
+    memcpy(dst, a->host + off, n);
+    return 0;
+}
+
+int kv_memfd_fill(kv_arena *a, size_t off, size_t count, const void *pattern, size_t esize,
+                  char **err)
+{
+    if (off > a->bytes || count > (a->bytes - off) / esize) {
+        *err = kv_asprintf("harness_error: fill past an arena");
+        return -1;
+    }
+    unsigned char *p = a->host + off;
+    for (size_t i = 0; i < count; i++)
+        memcpy(p + i * esize, pattern, esize);
+    return 0;
+}
+
+static int cpu_arena_new(kv_jdev *b, size_t bytes, unsigned char canary, kv_arena *out, char **err)
 {
     (void)b;
-    *build_log = NULL;
-    void *so = dlopen(c->lib_path, RTLD_NOW | RTLD_LOCAL);
-    if (!so) {
+    return kv_memfd_arena_new(bytes, canary, out, err);
+}
+
+static void cpu_arena_free(kv_jdev *b, kv_arena *a)
+{
+    (void)b;
+    kv_memfd_arena_free(a);
+}
+
+static int cpu_write(kv_jdev *b, kv_arena *a, size_t off, const void *src, size_t n, char **err)
+{
+    (void)b;
+    return kv_memfd_write(a, off, src, n, err);
+}
+
+static int cpu_read(kv_jdev *b, kv_arena *a, size_t off, void *dst, size_t n, char **err)
+{
+    (void)b;
+    return kv_memfd_read(a, off, dst, n, err);
+}
+
+static int cpu_fill(kv_jdev *b, kv_arena *a, size_t off, size_t count, const void *pattern,
+                    size_t esize, char **err)
+{
+    (void)b;
+    return kv_memfd_fill(a, off, count, pattern, esize, err);
+}
+
+static void *cpu_ptr(kv_jdev *b, kv_arena *a, size_t off)
+{
+    (void)b;
+    return a->host + off;
+}
+
+static int cpu_sync(kv_jdev *b, char **err)
+{
+    (void)b;
+    (void)err;
+    return 0;
+}
+
+kv_jdev *kv_jdev_cpu_new(void)
+{
+    kv_jdev *b = kv_calloc(1, sizeof *b);
+    b->kind = KV_BACKEND_CPU;
+    b->name = "cpu";
+    b->align = 64;
+    b->margin = 64;
+    b->page_guards = 1;
+    b->open = cpu_open;
+    b->close = cpu_close;
+    b->arena_new = cpu_arena_new;
+    b->arena_free = cpu_arena_free;
+    b->write = cpu_write;
+    b->read = cpu_read;
+    b->fill = cpu_fill;
+    b->sync = cpu_sync;
+    b->ptr = cpu_ptr;
+    return b;
+}
+
+/* ---- the runner's half ---- */
+
+typedef struct rarena {
+    uint32_t id;
+    unsigned char *base;
+    size_t bytes;
+} rarena;
+
+typedef struct cpu_rstate {
+    rarena arenas[64];
+    void *so;
+    kv_launch_fn fn;
+} cpu_rstate;
+
+static rarena *find_arena(cpu_rstate *s, uint32_t id)
+{
+    for (int i = 0; i < 64; i++)
+        if (s->arenas[i].base && s->arenas[i].id == id) return &s->arenas[i];
+    return NULL;
+}
+
+static int cpu_ropen(kv_rdev *b, char **err)
+{
+    (void)err;
+    b->state = kv_calloc(1, sizeof(cpu_rstate));
+    return 0;
+}
+
+unsigned char *kv_memfd_map_guarded(const kv_rmsg_map *m, int fd, char **err)
+{
+    void *p = mmap(NULL, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        *err = kv_asprintf("harness_error: mapping arena %u: %s", m->arena, strerror(errno));
+        return NULL;
+    }
+    for (uint32_t g = 0; g < m->num_guards && g < KV_RMAX_GUARDS; g++) {
+        const kv_rguard *r = &m->guards[g];
+        if (r->offset > m->bytes || r->length > m->bytes - r->offset) continue;
+        int prot = r->prot == 1 ? PROT_READ : PROT_NONE;
+        if (mprotect((unsigned char *)p + r->offset, r->length, prot) != 0) {
+            *err = kv_asprintf("harness_error: protecting arena %u: %s", m->arena,
+                               strerror(errno));
+            munmap(p, m->bytes);
+            return NULL;
+        }
+        kv_runner_guard_add((unsigned char *)p + r->offset, r->length, r->tensor, r->prot == 1);
+    }
+    return p;
+}
+
+static int cpu_map(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err)
+{
+    cpu_rstate *s = b->state;
+    rarena *slot = NULL;
+    for (int i = 0; i < 64 && !slot; i++)
+        if (!s->arenas[i].base) slot = &s->arenas[i];
+    if (!slot || fd < 0) {
+        *err = kv_strdup(fd < 0 ? "harness_error: an arena came without its descriptor"
+                                : "harness_error: too many arenas");
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    unsigned char *p = kv_memfd_map_guarded(m, fd, err);
+    close(fd);
+    if (!p) return -1;
+    slot->id = m->arena;
+    slot->base = p;
+    slot->bytes = m->bytes;
+    return 0;
+}
+
+static void cpu_unmap(kv_rdev *b, uint32_t id)
+{
+    cpu_rstate *s = b->state;
+    rarena *a = find_arena(s, id);
+    if (!a) return;
+    munmap(a->base, a->bytes);
+    memset(a, 0, sizeof *a);
+}
+
+static int cpu_load(kv_rdev *b, const char *lib, const char *device_src, char **log, char **err)
+{
+    (void)device_src;
+    cpu_rstate *s = b->state;
+    *log = NULL;
+    s->so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!s->so) {
         *err = kv_asprintf("load_error: %s", dlerror());
         return -1;
     }
-    kv_launch_fn fn = (kv_launch_fn)(uintptr_t)dlsym(so, "kv_launch");
-    if (!fn) {
+    s->fn = (kv_launch_fn)(uintptr_t)dlsym(s->so, "kv_launch");
+    if (!s->fn) {
         *err = kv_strdup("missing_entry: the candidate does not export kv_launch");
-        dlclose(so);
-        return -1;
-    }
-    kv_module *m = kv_calloc(1, sizeof *m);
-    m->so = so;
-    m->fn = fn;
-    *out = m;
-    return 0;
-}
-
-static void cpu_unload(kv_backend *b, kv_module *m)
-{
-    (void)b;
-    if (!m) return;
-    dlclose(m->so);
-    free(m);
-}
-
-static int cpu_alloc(kv_backend *b, size_t bytes, const char *name, kv_dbuf *out, char **err)
-{
-    (void)b;
-    size_t ps = page_size();
-    size_t data = (bytes + 63) & ~(size_t)63;
-    if (data == 0) data = 64;
-    size_t data_pages = (data + ps - 1) / ps * ps;
-    size_t len = ps + data_pages + ps;
-    unsigned char *map =
-        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (map == MAP_FAILED) {
-        *err = kv_asprintf("out_of_memory: mmap of %zu bytes: %s", len, strerror(errno));
-        return -1;
-    }
-    unsigned char *guard = map + ps + data_pages;
-    if (mprotect(guard, ps, PROT_NONE) != 0) {
-        *err = kv_asprintf("harness_error: mprotect: %s", strerror(errno));
-        munmap(map, len);
-        return -1;
-    }
-    memset(map, CANARY, ps + data_pages);
-    cpu_buf *cb = kv_malloc(sizeof *cb);
-    cb->map = map;
-    cb->map_len = len;
-    cb->guard = guard;
-    out->handle = guard - data;
-    out->bytes = bytes;
-    out->priv = cb;
-    out->name = name;
-    kv_worker_guard_add(guard, ps, name);
-    return 0;
-}
-
-static void cpu_release(kv_backend *b, kv_dbuf *buf)
-{
-    (void)b;
-    cpu_buf *cb = buf->priv;
-    if (!cb) return;
-    kv_worker_guard_remove(cb->guard);
-    munmap(cb->map, cb->map_len);
-    free(cb);
-    memset(buf, 0, sizeof *buf);
-}
-
-static int cpu_write(kv_backend *b, kv_dbuf *buf, const void *src, char **err)
-{
-    (void)b;
-    (void)err;
-    memcpy(buf->handle, src, buf->bytes);
-    return 0;
-}
-
-static int cpu_read(kv_backend *b, kv_dbuf *buf, void *dst, char **err)
-{
-    (void)b;
-    (void)err;
-    memcpy(dst, buf->handle, buf->bytes);
-    return 0;
-}
-
-static int cpu_canary_ok(kv_backend *b, kv_dbuf *buf, char **err)
-{
-    (void)b;
-    (void)err;
-    cpu_buf *cb = buf->priv;
-    unsigned char *data = buf->handle;
-    for (unsigned char *p = cb->map; p < data; p++)
-        if (*p != CANARY) return 0;
-    for (unsigned char *p = data + buf->bytes; p < cb->guard; p++)
-        if (*p != CANARY) return 0;
-    return 1;
-}
-
-static int cpu_launch(kv_backend *b, kv_module *m, kv_launch_args *a, char **err)
-{
-    (void)b;
-    a->stream = a->context = a->device = NULL;
-    a->cl_kernel = NULL;
-    int rc = m->fn(a);
-    if (rc != 0) {
-        *err = kv_asprintf("launch_failed: kv_launch returned %d", rc);
         return -1;
     }
     return 0;
 }
 
-static int cpu_sync(kv_backend *b, char **err)
+void kv_rrun_args(const kv_rmsg_run *r, unsigned char *base, uint32_t i, kv_launch_args *a)
 {
-    (void)b;
-    (void)err;
+    memset(a, 0, sizeof *a);
+    a->abi_version = KV_TASK_ABI_VERSION;
+    uint32_t nt = r->num_tensors < KV_MAX_TENSORS ? r->num_tensors : KV_MAX_TENSORS;
+    uint32_t ns = r->num_syms < KV_MAX_SYMS ? r->num_syms : KV_MAX_SYMS;
+    uint64_t set = r->num_sets ? (r->first_set + i) % r->num_sets : 0;
+    a->num_tensors = nt;
+    for (uint32_t t = 0; t < nt; t++)
+        a->tensors[t] = base + r->offset[t] + set * r->stride[t];
+    a->num_syms = ns;
+    for (uint32_t k = 0; k < ns; k++)
+        a->syms[k] = r->syms[k];
+}
+
+static int cpu_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
+{
+    cpu_rstate *s = b->state;
+    rarena *ar = find_arena(s, r->arena);
+    int launch = r->ncalls > 0 && !(r->flags & KV_RUN_NO_LAUNCH);
+    if (!ar || (launch && !s->fn)) {
+        snprintf(reply->code, sizeof reply->code, "harness_error");
+        snprintf(reply->detail, sizeof reply->detail, "run before map or load");
+        return -1;
+    }
+    for (uint32_t i = 0; i < r->ncalls && !(r->flags & KV_RUN_NO_LAUNCH); i++) {
+        kv_launch_args a;
+        kv_rrun_args(r, ar->base, i, &a);
+        int rc = s->fn(&a);
+        if (rc != 0) {
+            reply->call = i;
+            snprintf(reply->code, sizeof reply->code, "launch_failed");
+            snprintf(reply->detail, sizeof reply->detail, "kv_launch returned %d", rc);
+            return -1;
+        }
+    }
     return 0;
 }
 
-static int cpu_time_launch(kv_backend *b, kv_module *m, kv_launch_args *a, double *us, char **err)
+kv_rdev *kv_rdev_cpu_new(void)
 {
-    double t0 = kv_now_s();
-    int rc = cpu_launch(b, m, a, err);
-    *us = (kv_now_s() - t0) * 1e6;
-    return rc;
-}
-
-kv_backend *kv_backend_cpu_new(void)
-{
-    kv_backend *b = kv_calloc(1, sizeof *b);
+    kv_rdev *b = kv_calloc(1, sizeof *b);
     b->kind = KV_BACKEND_CPU;
-    b->name = "cpu";
-    b->open = cpu_open;
-    b->close = cpu_close;
+    b->open = cpu_ropen;
+    b->map = cpu_map;
+    b->unmap = cpu_unmap;
     b->load = cpu_load;
-    b->unload = cpu_unload;
-    b->alloc = cpu_alloc;
-    b->release = cpu_release;
-    b->write = cpu_write;
-    b->read = cpu_read;
-    b->canary_ok = cpu_canary_ok;
-    b->launch = cpu_launch;
-    b->sync_stream = cpu_sync;
-    b->sync_device = cpu_sync;
-    b->time_launch = cpu_time_launch;
+    b->run = cpu_run;
     return b;
 }

@@ -1,23 +1,24 @@
-/* The cuda backend: the driver API (loaded at run time) on the device's
- * primary context, which the candidate's nvcc-built launcher (CUDA runtime)
- * shares. Candidates launch on the harness's stream; buffers carry 64 KiB
- * canary margins; data moves asynchronously on that stream only, so work a
- * candidate leaves on another stream shows up as late writes. A launch is
- * timed with events on the stream and a device-wide synchronisation, or
- * by replaying a captured CUDA graph ten times (use_graph). Without a
- * driver or a device, open fails with "no CUDA device: ...". */
+/* The cuda backend, through the driver API (loaded at run time) on the
+ * device's primary context.
+ *
+ * The judge allocates every arena in its own context, fills and reads it on
+ * its own stream, and hands the runner an IPC handle of it; the runner maps
+ * the handle into its own context, where the candidate's nvcc-built launcher
+ * (CUDA runtime) works on the same memory. Canary margins around each
+ * tensor are the judge's to check. The judge's helper kernels (judge_kernels
+ * .cu) write timed inputs and count poison and changed inputs on the device.
+ * Without a driver or a device, open fails with "no CUDA device: ...". */
 #include "kernel/backend.h"
 #include "kernel/cuda/cuda_api.h"
+#include "kernel/memfd_arena.h"
 #include "util/buf.h"
 
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MARGIN (64u * 1024u)
-#define CANARY 0xc3
-#define GRAPH_REPLAYS 10
+#include <unistd.h>
 
 enum {
     ATTR_CLOCK_RATE = 13,
@@ -29,6 +30,12 @@ enum {
     ATTR_CC_MINOR = 76,
 };
 
+typedef int (*gen_fn)(void *, void *, int, unsigned long long, unsigned long long);
+typedef int (*count_equal_fn)(void *, const void *, int, unsigned long long, unsigned int,
+                              unsigned long long *);
+typedef int (*count_changed_fn)(void *, const void *, int, unsigned long long, unsigned long long,
+                                unsigned long long *);
+
 typedef struct cu_state {
     kv_cu cu;
     CUdevice dev;
@@ -37,7 +44,12 @@ typedef struct cu_state {
     CUevent e0, e1;
     CUdeviceptr flush_buf;
     size_t flush_bytes;
+    CUdeviceptr counters; /* two counters for the helpers' answers */
     void *nvml;
+    void *helpers; /* the judge's helper kernels */
+    gen_fn gen;
+    count_equal_fn count_equal;
+    count_changed_fn count_changed;
 } cu_state;
 
 static char *cu_err(cu_state *s, CUresult rc, const char *what)
@@ -54,6 +66,30 @@ static char *cu_err(cu_state *s, CUresult rc, const char *what)
             return -1;                                                                             \
         }                                                                                          \
     } while (0)
+
+/* Opens the device named by $KEVOLVE_CUDA_DEVICE (default 0) and its primary
+ * context, current on this thread, with a stream of its own. */
+static int open_context(cu_state *s, char **err)
+{
+    if (kv_cu_load(&s->cu, err) != 0) return -1;
+    CUresult rc = s->cu.Init(0);
+    int count = 0;
+    if (rc == 0) rc = s->cu.DeviceGetCount(&count);
+    if (rc != 0 || count == 0) {
+        *err = kv_asprintf("no CUDA device: cuInit/cuDeviceGetCount: %s, %d devices",
+                           rc ? kv_cu_error_name(&s->cu, rc) : "ok", count);
+        return -1;
+    }
+    const char *want = getenv("KEVOLVE_CUDA_DEVICE");
+    int index = want ? atoi(want) : 0;
+    CHECK(s->cu.DeviceGet(&s->dev, index), "cuDeviceGet");
+    CHECK(s->cu.DevicePrimaryCtxRetain(&s->ctx, s->dev), "cuDevicePrimaryCtxRetain");
+    CHECK(s->cu.CtxSetCurrent(s->ctx), "cuCtxSetCurrent");
+    CHECK(s->cu.StreamCreate(&s->stream, 0), "cuStreamCreate");
+    return 0;
+}
+
+/* ---- the judge's half ---- */
 
 /* Device-to-device copy bandwidth (read plus write), GB/s, best of three. */
 static double measure_copy(cu_state *s)
@@ -80,25 +116,31 @@ static double measure_copy(cu_state *s)
     return best;
 }
 
-static int cuda_open(kv_backend *b, char **err)
+/* Loads the judge's helper kernels from the shared object HELPERS. */
+static int load_helpers(cu_state *s, const char *helpers, char **err)
 {
-    cu_state *s = kv_calloc(1, sizeof *s);
-    b->state = s;
-    if (kv_cu_load(&s->cu, err) != 0) return -1;
-    CUresult rc = s->cu.Init(0);
-    int count = 0;
-    if (rc == 0) rc = s->cu.DeviceGetCount(&count);
-    if (rc != 0 || count == 0) {
-        *err = kv_asprintf("no CUDA device: cuInit/cuDeviceGetCount: %s, %d devices",
-                           rc ? kv_cu_error_name(&s->cu, rc) : "ok", count);
+    s->helpers = dlopen(helpers, RTLD_NOW | RTLD_LOCAL);
+    if (!s->helpers) {
+        *err = kv_asprintf("harness_error: cannot load the judge's kernels: %s", dlerror());
         return -1;
     }
-    const char *want = getenv("KEVOLVE_CUDA_DEVICE");
-    int index = want ? atoi(want) : 0;
-    CHECK(s->cu.DeviceGet(&s->dev, index), "cuDeviceGet");
-    CHECK(s->cu.DevicePrimaryCtxRetain(&s->ctx, s->dev), "cuDevicePrimaryCtxRetain");
-    CHECK(s->cu.CtxSetCurrent(s->ctx), "cuCtxSetCurrent");
-    CHECK(s->cu.StreamCreate(&s->stream, 0), "cuStreamCreate");
+    void *g = dlsym(s->helpers, "kvj_gen_normal"), *e = dlsym(s->helpers, "kvj_count_equal"),
+         *c = dlsym(s->helpers, "kvj_count_changed");
+    if (!g || !e || !c) {
+        *err = kv_strdup("harness_error: the judge's kernels lack an entry");
+        return -1;
+    }
+    memcpy(&s->gen, &g, sizeof g);
+    memcpy(&s->count_equal, &e, sizeof e);
+    memcpy(&s->count_changed, &c, sizeof c);
+    CHECK(s->cu.MemAlloc(&s->counters, 2 * sizeof(unsigned long long)), "cuMemAlloc");
+    return 0;
+}
+
+static int cuda_open(kv_jdev *b, char **err)
+{
+    cu_state *s = b->state;
+    if (open_context(s, err) != 0) return -1;
     CHECK(s->cu.EventCreate(&s->e0, 0), "cuEventCreate");
     CHECK(s->cu.EventCreate(&s->e1, 0), "cuEventCreate");
     char name[256] = "", bus[64] = "";
@@ -130,121 +172,236 @@ static int cuda_open(kv_backend *b, char **err)
                           "pci_bus", bus, "sm_count", sms, "memory_bytes", (json_int_t)mem,
                           "l2_bytes", (json_int_t)l2, "sm_clock_khz", clk, "theoretical_gbps",
                           theory, "copy_gbps", copy, "nvml", s->nvml != NULL);
+    if (b->helpers && load_helpers(s, b->helpers, err) != 0) return -1;
     return 0;
 }
 
-static void cuda_close(kv_backend *b)
+static void cuda_close(kv_jdev *b)
 {
-    cu_state *s = b->state;
-    if (!s) return;
-    /* The process ends right after; the driver frees the context. */
-    free(s);
+    /* The process ends soon after; the driver frees the context. */
+    free(b->state);
     b->state = NULL;
 }
 
-static int cuda_load(kv_backend *b, const kv_compiled *c, kv_module **out, char **build_log,
-                     char **err)
+static int cuda_arena_new(kv_jdev *b, size_t bytes, unsigned char canary, kv_arena *out,
+                          char **err)
 {
     cu_state *s = b->state;
-    *build_log = NULL;
-    s->cu.CtxSetCurrent(s->ctx);
-    void *so = dlopen(c->lib_path, RTLD_NOW | RTLD_LOCAL);
-    if (!so) {
-        *err = kv_asprintf("load_error: %s", dlerror());
-        return -1;
-    }
-    kv_launch_fn fn = (kv_launch_fn)(uintptr_t)dlsym(so, "kv_launch");
-    if (!fn) {
-        *err = kv_strdup("missing_entry: the candidate does not export extern \"C\" kv_launch");
-        return -1;
-    }
-    kv_module *m = kv_calloc(1, sizeof *m);
-    m->so = so;
-    m->fn = fn;
-    *out = m;
+    memset(out, 0, sizeof *out);
+    out->fd = -1;
+    CUdeviceptr p = 0;
+    CHECK(s->cu.MemAlloc(&p, bytes), "cuMemAlloc");
+    out->dptr = p;
+    out->bytes = bytes;
+    CHECK(s->cu.MemsetD8Async(p, canary, bytes, s->stream), "cuMemsetD8");
+    CUipcMemHandle h;
+    CHECK(s->cu.IpcGetMemHandle(&h, p), "cuIpcGetMemHandle");
+    memcpy(out->ipc, h.reserved, sizeof out->ipc);
+    CHECK(s->cu.StreamSynchronize(s->stream), "cuStreamSynchronize");
     return 0;
 }
 
-static void cuda_unload(kv_backend *b, kv_module *m)
+static void cuda_arena_free(kv_jdev *b, kv_arena *a)
+{
+    cu_state *s = b->state;
+    if (a->dptr) s->cu.MemFree(a->dptr);
+    memset(a, 0, sizeof *a);
+    a->fd = -1;
+}
+
+static int in_arena(kv_arena *a, size_t off, size_t n, char **err)
+{
+    if (off <= a->bytes && n <= a->bytes - off) return 0;
+    *err = kv_asprintf("harness_error: %zu bytes at %zu past an arena of %zu", n, off, a->bytes);
+    return -1;
+}
+
+static int cuda_write(kv_jdev *b, kv_arena *a, size_t off, const void *src, size_t n, char **err)
+{
+    cu_state *s = b->state;
+    if (n == 0) return 0;
+    if (in_arena(a, off, n, err) != 0) return -1;
+    CHECK(s->cu.MemcpyHtoDAsync(a->dptr + off, src, n, s->stream), "cuMemcpyHtoD");
+    CHECK(s->cu.StreamSynchronize(s->stream), "cuStreamSynchronize");
+    return 0;
+}
+
+static int cuda_read(kv_jdev *b, kv_arena *a, size_t off, void *dst, size_t n, char **err)
+{
+    cu_state *s = b->state;
+    if (n == 0) return 0;
+    if (in_arena(a, off, n, err) != 0) return -1;
+    CHECK(s->cu.MemcpyDtoHAsync(dst, a->dptr + off, n, s->stream), "cuMemcpyDtoH");
+    CHECK(s->cu.StreamSynchronize(s->stream), "cuStreamSynchronize");
+    return 0;
+}
+
+static int cuda_fill(kv_jdev *b, kv_arena *a, size_t off, size_t count, const void *pattern,
+                     size_t esize, char **err)
+{
+    cu_state *s = b->state;
+    if (in_arena(a, off, count * esize, err) != 0) return -1;
+    CUdeviceptr p = a->dptr + off;
+    if (esize == 1) {
+        CHECK(s->cu.MemsetD8Async(p, *(const unsigned char *)pattern, count, s->stream),
+              "cuMemsetD8");
+    } else if (esize == 2) {
+        uint16_t v;
+        memcpy(&v, pattern, 2);
+        CHECK(s->cu.MemsetD16Async(p, v, count, s->stream), "cuMemsetD16");
+    } else if (esize == 4) {
+        uint32_t v;
+        memcpy(&v, pattern, 4);
+        CHECK(s->cu.MemsetD32Async(p, v, count, s->stream), "cuMemsetD32");
+    } else {
+        *err = kv_asprintf("harness_error: fill of %zu-byte elements", esize);
+        return -1;
+    }
+    return 0;
+}
+
+static int cuda_sync(kv_jdev *b, char **err)
+{
+    cu_state *s = b->state;
+    CHECK(s->cu.StreamSynchronize(s->stream), "the judge's stream");
+    return 0;
+}
+
+static void *cuda_ptr(kv_jdev *b, kv_arena *a, size_t off)
 {
     (void)b;
-    free(m); /* never dlclose a library holding a CUDA runtime */
+    return (void *)(uintptr_t)(a->dptr + off);
 }
 
-static int cuda_alloc(kv_backend *b, size_t bytes, const char *name, kv_dbuf *out, char **err)
+static int cuda_launch_local(kv_jdev *b, kv_launch_fn fn, kv_launch_args *a, char **err)
 {
     cu_state *s = b->state;
-    size_t data = (bytes + 255) & ~(size_t)255;
-    size_t total = MARGIN + (data ? data : 256) + MARGIN;
-    CUdeviceptr p = 0;
-    CHECK(s->cu.MemAlloc(&p, total), "cuMemAlloc");
-    CHECK(s->cu.MemsetD8Async(p, CANARY, total, s->stream), "cuMemsetD8");
-    CHECK(s->cu.StreamSynchronize(s->stream), "cuStreamSynchronize");
-    size_t *tot = kv_malloc(sizeof *tot);
-    *tot = total;
-    out->handle = (void *)(uintptr_t)(p + MARGIN);
-    out->bytes = bytes;
-    out->priv = tot;
-    out->name = name;
-    return 0;
-}
-
-static void cuda_release(kv_backend *b, kv_dbuf *buf)
-{
-    cu_state *s = b->state;
-    if (!buf->priv) return;
-    s->cu.MemFree((CUdeviceptr)(uintptr_t)buf->handle - MARGIN);
-    free(buf->priv);
-    memset(buf, 0, sizeof *buf);
-}
-
-static int cuda_write(kv_backend *b, kv_dbuf *buf, const void *src, char **err)
-{
-    cu_state *s = b->state;
-    if (buf->bytes == 0) return 0;
-    CHECK(s->cu.MemcpyHtoDAsync((CUdeviceptr)(uintptr_t)buf->handle, src, buf->bytes, s->stream),
-          "cuMemcpyHtoD");
-    CHECK(s->cu.StreamSynchronize(s->stream), "cuStreamSynchronize");
-    return 0;
-}
-
-static int cuda_read(kv_backend *b, kv_dbuf *buf, void *dst, char **err)
-{
-    cu_state *s = b->state;
-    if (buf->bytes == 0) return 0;
-    CHECK(s->cu.MemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)buf->handle, buf->bytes, s->stream),
-          "cuMemcpyDtoH");
-    CHECK(s->cu.StreamSynchronize(s->stream), "cuStreamSynchronize");
-    return 0;
-}
-
-static int cuda_canary_ok(kv_backend *b, kv_dbuf *buf, char **err)
-{
-    cu_state *s = b->state;
-    size_t total = *(size_t *)buf->priv;
-    CUdeviceptr base = (CUdeviceptr)(uintptr_t)buf->handle - MARGIN;
-    /* Only the margins travel: the data between them can be gigabytes. */
-    size_t after = total - MARGIN - buf->bytes;
-    unsigned char *m = kv_malloc(MARGIN + after);
-    CUresult rc = s->cu.MemcpyDtoHAsync(m, base, MARGIN, s->stream);
-    if (rc == 0)
-        rc = s->cu.MemcpyDtoHAsync(m + MARGIN, base + MARGIN + buf->bytes, after, s->stream);
-    if (rc == 0) rc = s->cu.StreamSynchronize(s->stream);
+    a->stream = s->stream;
+    a->context = s->ctx;
+    int rc = fn(a);
     if (rc != 0) {
-        free(m);
-        *err = cu_err(s, rc, "reading canaries");
+        *err = kv_asprintf("harness_error: the task's own kernel returned %d", rc);
         return -1;
     }
-    int ok = 1;
-    for (size_t i = 0; i < MARGIN + after && ok; i++)
-        ok = m[i] == CANARY;
-    free(m);
-    return ok;
+    CHECK(s->cu.StreamSynchronize(s->stream), "the task's own kernel");
+    return 0;
 }
 
-/* The harness's name for a CUDA runtime error that kv_launch returned (task.h
- * asks CUDA candidates to return cudaGetLastError()), or NULL. */
-static const char *runtime_error_code(int rc)
+static int cuda_flush(kv_jdev *b, char **err)
+{
+    cu_state *s = b->state;
+    if (!s->flush_buf) return 0;
+    CHECK(s->cu.MemsetD8Async(s->flush_buf, 0, s->flush_bytes, s->stream), "L2 flush");
+    return 0;
+}
+
+static json_t *cuda_telemetry(kv_jdev *b)
+{
+    cu_state *s = b->state;
+    return s->nvml ? kv_nvml_read(s->nvml) : NULL;
+}
+
+static size_t dtype_bytes(kv_dtype dt)
+{
+    return dt == KV_F16 || dt == KV_BF16 ? 2 : 4;
+}
+
+static int helper_rc(int rc, const char *what, char **err)
+{
+    if (rc == 0) return 0;
+    *err = kv_asprintf("harness_error: the judge's %s kernel failed with CUDA error %d", what, rc);
+    return -1;
+}
+
+static int cuda_gen_normal(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
+                           uint64_t seed, char **err)
+{
+    cu_state *s = b->state;
+    if (in_arena(a, off, count * dtype_bytes(dt), err) != 0) return -1;
+    return helper_rc(s->gen(s->stream, (void *)(uintptr_t)(a->dptr + off), (int)dt, count, seed),
+                     "input", err);
+}
+
+/* Reads the helpers' two counters after they ran. */
+static int read_counters(cu_state *s, size_t *n, size_t *first, char **err)
+{
+    unsigned long long c[2] = {0, 0};
+    CHECK(s->cu.MemcpyDtoHAsync(c, s->counters, sizeof c, s->stream), "cuMemcpyDtoH");
+    CHECK(s->cu.StreamSynchronize(s->stream), "the judge's check");
+    *n = (size_t)c[0];
+    if (first) *first = (size_t)c[1];
+    return 0;
+}
+
+static int cuda_count_poison(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
+                             const void *pattern, size_t *n, size_t *first, char **err)
+{
+    cu_state *s = b->state;
+    size_t es = dtype_bytes(dt);
+    if (in_arena(a, off, count * es, err) != 0) return -1;
+    uint32_t pat = 0;
+    memcpy(&pat, pattern, es); /* little-endian: the low bytes */
+    if (helper_rc(s->count_equal(s->stream, (const void *)(uintptr_t)(a->dptr + off), (int)es,
+                                 count, pat, (unsigned long long *)(uintptr_t)s->counters),
+                  "poison", err) != 0)
+        return -1;
+    return read_counters(s, n, first, err);
+}
+
+static int cuda_count_changed(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
+                              uint64_t seed, size_t *n, char **err)
+{
+    cu_state *s = b->state;
+    if (in_arena(a, off, count * dtype_bytes(dt), err) != 0) return -1;
+    if (helper_rc(s->count_changed(s->stream, (const void *)(uintptr_t)(a->dptr + off), (int)dt,
+                                   count, seed, (unsigned long long *)(uintptr_t)s->counters),
+                  "input check", err) != 0)
+        return -1;
+    return read_counters(s, n, NULL, err);
+}
+
+kv_jdev *kv_jdev_cuda_new(void)
+{
+    kv_jdev *b = kv_calloc(1, sizeof *b);
+    b->state = kv_calloc(1, sizeof(cu_state));
+    b->kind = KV_BACKEND_CUDA;
+    b->name = "cuda";
+    b->align = 256;
+    b->margin = 64u * 1024u;
+    b->device_inputs = 1;
+    b->open = cuda_open;
+    b->close = cuda_close;
+    b->arena_new = cuda_arena_new;
+    b->arena_free = cuda_arena_free;
+    b->write = cuda_write;
+    b->read = cuda_read;
+    b->fill = cuda_fill;
+    b->sync = cuda_sync;
+    b->ptr = cuda_ptr;
+    b->launch_local = cuda_launch_local;
+    b->flush = cuda_flush;
+    b->telemetry = cuda_telemetry;
+    b->gen_normal = cuda_gen_normal;
+    b->count_poison = cuda_count_poison;
+    b->count_changed = cuda_count_changed;
+    return b;
+}
+
+/* ---- the runner's half ---- */
+
+typedef struct cu_rarena {
+    uint32_t id;
+    CUdeviceptr base;
+} cu_rarena;
+
+typedef struct cu_rstate {
+    cu_state c;
+    cu_rarena arenas[64];
+    void *so;
+    kv_launch_fn fn;
+} cu_rstate;
+
+const char *kv_cuda_runtime_error_code(int rc)
 {
     switch (rc) {
     case 2:
@@ -264,120 +421,113 @@ static const char *runtime_error_code(int rc)
     }
 }
 
-static int cuda_launch(kv_backend *b, kv_module *m, kv_launch_args *a, char **err)
+static int cuda_ropen(kv_rdev *b, char **err)
 {
-    cu_state *s = b->state;
-    a->stream = s->stream;
-    a->context = s->ctx;
-    a->device = NULL;
-    a->cl_kernel = NULL;
-    int rc = m->fn(a);
+    cu_rstate *r = kv_calloc(1, sizeof *r);
+    b->state = r;
+    return open_context(&r->c, err);
+}
+
+static int cuda_map(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err)
+{
+    cu_rstate *r = b->state;
+    cu_state *s = &r->c;
+    if (fd >= 0) close(fd);
+    cu_rarena *slot = NULL;
+    for (int i = 0; i < 64 && !slot; i++)
+        if (!r->arenas[i].base) slot = &r->arenas[i];
+    if (!slot) {
+        *err = kv_strdup("harness_error: too many arenas");
+        return -1;
+    }
+    CUipcMemHandle h;
+    memcpy(h.reserved, m->ipc, sizeof h.reserved);
+    CUdeviceptr p = 0;
+    CHECK(s->cu.IpcOpenMemHandle(&p, h, 1 /* CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS */),
+          "cuIpcOpenMemHandle");
+    slot->id = m->arena;
+    slot->base = p;
+    return 0;
+}
+
+static void cuda_unmap(kv_rdev *b, uint32_t id)
+{
+    cu_rstate *r = b->state;
+    for (int i = 0; i < 64; i++)
+        if (r->arenas[i].base && r->arenas[i].id == id) {
+            r->c.cu.IpcCloseMemHandle(r->arenas[i].base);
+            memset(&r->arenas[i], 0, sizeof r->arenas[i]);
+        }
+}
+
+static int cuda_load(kv_rdev *b, const char *lib, const char *device_src, char **log, char **err)
+{
+    (void)device_src;
+    cu_rstate *r = b->state;
+    *log = NULL;
+    r->c.cu.CtxSetCurrent(r->c.ctx);
+    r->so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!r->so) {
+        *err = kv_asprintf("load_error: %s", dlerror());
+        return -1;
+    }
+    r->fn = (kv_launch_fn)(uintptr_t)dlsym(r->so, "kv_launch");
+    if (!r->fn) {
+        *err = kv_strdup("missing_entry: the candidate does not export extern \"C\" kv_launch");
+        return -1;
+    }
+    return 0;
+}
+
+static int cuda_run(kv_rdev *b, const kv_rmsg_run *m, kv_rmsg_reply *reply)
+{
+    cu_rstate *r = b->state;
+    cu_state *s = &r->c;
+    CUdeviceptr base = 0;
+    for (int i = 0; i < 64; i++)
+        if (r->arenas[i].base && r->arenas[i].id == m->arena) base = r->arenas[i].base;
+    int launch = m->ncalls > 0 && !(m->flags & KV_RUN_NO_LAUNCH);
+    if (!base || (launch && !r->fn)) {
+        snprintf(reply->code, sizeof reply->code, "harness_error");
+        snprintf(reply->detail, sizeof reply->detail, "run before map or load");
+        return -1;
+    }
+    for (uint32_t i = 0; i < m->ncalls && !(m->flags & KV_RUN_NO_LAUNCH); i++) {
+        kv_launch_args a;
+        kv_rrun_args(m, (unsigned char *)(uintptr_t)base, i, &a);
+        a.stream = s->stream;
+        a.context = s->ctx;
+        int rc = r->fn(&a);
+        if (rc != 0) {
+            const char *code = kv_cuda_runtime_error_code(rc);
+            reply->call = i;
+            snprintf(reply->code, sizeof reply->code, "%s", code ? code : "launch_failed");
+            snprintf(reply->detail, sizeof reply->detail, "kv_launch returned %s%d",
+                     code ? "CUDA runtime error " : "", rc);
+            return -1;
+        }
+    }
+    /* Everything of this context, every stream: the block is done when the
+     * device is idle, not when the launches are queued. */
+    CUresult rc = s->cu.CtxSynchronize();
     if (rc != 0) {
-        const char *code = runtime_error_code(rc);
-        *err = code ? kv_asprintf("%s: kv_launch returned CUDA runtime error %d", code, rc)
-                    : kv_asprintf("launch_failed: kv_launch returned %d", rc);
+        reply->call = m->ncalls ? m->ncalls - 1 : 0;
+        snprintf(reply->code, sizeof reply->code, "%s", kv_cu_error_code(&s->cu, rc));
+        snprintf(reply->detail, sizeof reply->detail, "the kernel (device synchronisation): %s",
+                 kv_cu_error_name(&s->cu, rc));
         return -1;
     }
     return 0;
 }
 
-static int cuda_sync_stream(kv_backend *b, char **err)
+kv_rdev *kv_rdev_cuda_new(void)
 {
-    cu_state *s = b->state;
-    CHECK(s->cu.StreamSynchronize(s->stream), "the kernel (stream synchronisation)");
-    return 0;
-}
-
-static int cuda_sync_device(kv_backend *b, char **err)
-{
-    cu_state *s = b->state;
-    CHECK(s->cu.CtxSynchronize(), "the kernel (device synchronisation)");
-    return 0;
-}
-
-/* Times GRAPH_REPLAYS replays of a graph captured from one launch; returns
- * 1 when capture is not possible (the caller times plainly). */
-static int time_graph(kv_backend *b, kv_module *m, kv_launch_args *a, double *us, char **err)
-{
-    cu_state *s = b->state;
-    if (s->cu.StreamBeginCapture(s->stream, 1 /* thread-local */) != 0) return 1;
-    char *lerr = NULL;
-    int lrc = cuda_launch(b, m, a, &lerr);
-    void *graph = NULL, *exec = NULL;
-    CUresult rc = s->cu.StreamEndCapture(s->stream, &graph);
-    if (lrc != 0) {
-        *err = lerr;
-        if (graph) s->cu.GraphDestroy(graph);
-        return -1;
-    }
-    if (rc != 0 || !graph || s->cu.GraphInstantiate(&exec, graph, 0) != 0) {
-        if (graph) s->cu.GraphDestroy(graph);
-        s->cu.CtxSynchronize(); /* clears a failed capture's state */
-        return 1;
-    }
-    CHECK(s->cu.EventRecord(s->e0, s->stream), "cuEventRecord");
-    for (int i = 0; i < GRAPH_REPLAYS; i++)
-        CHECK(s->cu.GraphLaunch(exec, s->stream), "cuGraphLaunch");
-    CHECK(s->cu.EventRecord(s->e1, s->stream), "cuEventRecord");
-    CHECK(s->cu.CtxSynchronize(), "the kernel (device synchronisation)");
-    float ms = 0;
-    CHECK(s->cu.EventElapsedTime(&ms, s->e0, s->e1), "cuEventElapsedTime");
-    *us = ms * 1e3 / GRAPH_REPLAYS;
-    s->cu.GraphExecDestroy(exec);
-    s->cu.GraphDestroy(graph);
-    return 0;
-}
-
-static int cuda_time_launch(kv_backend *b, kv_module *m, kv_launch_args *a, double *us, char **err)
-{
-    cu_state *s = b->state;
-    if (b->use_graph) {
-        int g = time_graph(b, m, a, us, err);
-        if (g <= 0) return g;
-    }
-    CHECK(s->cu.EventRecord(s->e0, s->stream), "cuEventRecord");
-    if (cuda_launch(b, m, a, err) != 0) return -1;
-    CHECK(s->cu.EventRecord(s->e1, s->stream), "cuEventRecord");
-    CHECK(s->cu.CtxSynchronize(), "the kernel (device synchronisation)");
-    float ms = 0;
-    CHECK(s->cu.EventElapsedTime(&ms, s->e0, s->e1), "cuEventElapsedTime");
-    *us = ms * 1e3;
-    return 0;
-}
-
-static int cuda_flush(kv_backend *b, char **err)
-{
-    cu_state *s = b->state;
-    if (!s->flush_buf) return 0;
-    CHECK(s->cu.MemsetD8Async(s->flush_buf, 0, s->flush_bytes, s->stream), "L2 flush");
-    return 0;
-}
-
-static json_t *cuda_telemetry(kv_backend *b)
-{
-    cu_state *s = b->state;
-    return s->nvml ? kv_nvml_read(s->nvml) : NULL;
-}
-
-kv_backend *kv_backend_cuda_new(void)
-{
-    kv_backend *b = kv_calloc(1, sizeof *b);
+    kv_rdev *b = kv_calloc(1, sizeof *b);
     b->kind = KV_BACKEND_CUDA;
-    b->name = "cuda";
-    b->open = cuda_open;
-    b->close = cuda_close;
+    b->open = cuda_ropen;
+    b->map = cuda_map;
+    b->unmap = cuda_unmap;
     b->load = cuda_load;
-    b->unload = cuda_unload;
-    b->alloc = cuda_alloc;
-    b->release = cuda_release;
-    b->write = cuda_write;
-    b->read = cuda_read;
-    b->canary_ok = cuda_canary_ok;
-    b->launch = cuda_launch;
-    b->sync_stream = cuda_sync_stream;
-    b->sync_device = cuda_sync_device;
-    b->time_launch = cuda_time_launch;
-    b->flush = cuda_flush;
-    b->telemetry = cuda_telemetry;
+    b->run = cuda_run;
     return b;
 }

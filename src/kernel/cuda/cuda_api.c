@@ -43,6 +43,11 @@ int kv_cu_load(kv_cu *cu, char **err)
     LOAD(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
     LOAD(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
     LOAD(MemsetD8Async, "cuMemsetD8Async");
+    LOAD(MemsetD16Async, "cuMemsetD16Async");
+    LOAD(MemsetD32Async, "cuMemsetD32Async");
+    LOAD(IpcGetMemHandle, "cuIpcGetMemHandle");
+    LOAD(IpcOpenMemHandle, "cuIpcOpenMemHandle_v2");
+    LOAD(IpcCloseMemHandle, "cuIpcCloseMemHandle");
     LOAD(EventCreate, "cuEventCreate");
     LOAD(EventRecord, "cuEventRecord");
     LOAD(EventSynchronize, "cuEventSynchronize");

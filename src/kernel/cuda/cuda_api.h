@@ -13,6 +13,9 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUipcMemHandle {
+    char reserved[64];
+} CUipcMemHandle;
 
 typedef struct kv_cu {
     void *lib;
@@ -34,6 +37,11 @@ typedef struct kv_cu {
     CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
     CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*MemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
+    CUresult (*MemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
+    CUresult (*IpcGetMemHandle)(CUipcMemHandle *, CUdeviceptr);
+    CUresult (*IpcOpenMemHandle)(CUdeviceptr *, CUipcMemHandle, unsigned);
+    CUresult (*IpcCloseMemHandle)(CUdeviceptr);
     CUresult (*EventCreate)(CUevent *, unsigned);
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*EventSynchronize)(CUevent);

@@ -1,41 +1,38 @@
-/* The opencl backend: the candidate's device half is built with
- * clBuildProgram (its log kept as an artifact), its host half is a shared
- * object whose kv_launch enqueues on the harness's in-order, profiling
- * queue. Every buffer is a sub-buffer of a larger one whose margins are
- * canaries, checked after each run for writes out of bounds. Time comes
- * from profiling events of markers around the launch (the device's clock),
- * with the queue finished after each launch. */
+/* The opencl backend.
+ *
+ * OpenCL has no way to share a device buffer between processes, so the
+ * device belongs to the runner: the judge's arenas are host staging memory
+ * (memfds, as on cpu) that both map, and for each block the runner copies
+ * the inputs and the poisoned outputs from the staging memory into device
+ * buffers of its own, launches, and copies the outputs back, all inside
+ * the judge's timed window (the judge subtracts what the same copies cost
+ * with no launch, measured before the candidate was loaded). The judge
+ * opens the device too, for its facts (bandwidth, cache).
+ *
+ * What this cannot promise, since the device and its copies are the
+ * candidate process's: canaries around device buffers are checked by the
+ * runner, so an overrun is caught only when the candidate has not patched
+ * the runner; inputs modified on the device are not seen by the judge (they
+ * only hurt the candidate: every call's inputs come fresh from the judge's
+ * memory, which the candidate cannot reach outside its mapping, and the
+ * judge checks the staging copy). The verdict, the reference, the checks and
+ * the clock stay the judge's. */
 #include "kernel/backend.h"
+#include "kernel/memfd_arena.h"
 #include "util/buf.h"
 
 #include <CL/cl.h>
 
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define CANARY 0x5a
-
-typedef struct ocl_state {
-    cl_platform_id platform;
-    cl_device_id device;
-    cl_context ctx;
-    cl_command_queue queue;
-    size_t margin; /* canary bytes before and after each buffer */
-} ocl_state;
-
-typedef struct ocl_module {
-    cl_program program;
-    cl_kernel *kernels;
-    char **names;
-    cl_uint n;
-} ocl_module;
-
-typedef struct ocl_buf {
-    cl_mem parent;
-    size_t total;
-} ocl_buf;
+#define MAX_BUFS 4096
 
 /* Short name of an OpenCL error code, as the code part of an error. */
 static const char *cl_code(cl_int e)
@@ -44,17 +41,12 @@ static const char *cl_code(cl_int e)
     case CL_OUT_OF_RESOURCES:
         return "out_of_resources";
     case CL_OUT_OF_HOST_MEMORY:
-        return "out_of_memory";
     case CL_MEM_OBJECT_ALLOCATION_FAILURE:
         return "out_of_memory";
     case CL_INVALID_KERNEL_ARGS:
-        return "launch_failed";
     case CL_INVALID_WORK_GROUP_SIZE:
-        return "launch_failed";
     case CL_INVALID_WORK_ITEM_SIZE:
-        return "launch_failed";
     case CL_INVALID_GLOBAL_WORK_SIZE:
-        return "launch_failed";
     case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST:
         return "launch_failed";
     default:
@@ -95,8 +87,35 @@ static cl_device_id pick_device(cl_platform_id *platform, char **err)
     return NULL;
 }
 
+typedef struct ocl_ctx {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context ctx;
+    cl_command_queue queue;
+} ocl_ctx;
+
+static int open_ctx(ocl_ctx *s, char **err)
+{
+    s->device = pick_device(&s->platform, err);
+    if (!s->device) return -1;
+    cl_int e;
+    s->ctx = clCreateContext(NULL, 1, &s->device, NULL, NULL, &e);
+    if (!s->ctx) {
+        *err = cl_err(e, "clCreateContext");
+        return -1;
+    }
+    s->queue = clCreateCommandQueue(s->ctx, s->device, 0, &e);
+    if (!s->queue) {
+        *err = cl_err(e, "clCreateCommandQueue");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the judge's half ---- */
+
 /* Copy bandwidth of the device in GB/s (bytes read plus written), best of three. */
-static double measure_copy(ocl_state *s)
+static double measure_copy(ocl_ctx *s)
 {
     size_t n = 32u << 20;
     cl_int e;
@@ -121,26 +140,14 @@ static double measure_copy(ocl_state *s)
     return best > 0 ? best : 10.0;
 }
 
-static int ocl_open(kv_backend *b, char **err)
+static int ocl_open(kv_jdev *b, char **err)
 {
-    ocl_state *s = kv_calloc(1, sizeof *s);
+    ocl_ctx *s = kv_calloc(1, sizeof *s);
     b->state = s;
-    s->device = pick_device(&s->platform, err);
-    if (!s->device) return -1;
-    cl_int e;
-    s->ctx = clCreateContext(NULL, 1, &s->device, NULL, NULL, &e);
-    if (!s->ctx) {
-        *err = cl_err(e, "clCreateContext");
-        return -1;
-    }
-    s->queue = clCreateCommandQueue(s->ctx, s->device, CL_QUEUE_PROFILING_ENABLE, &e);
-    if (!s->queue) {
-        *err = cl_err(e, "clCreateCommandQueue");
-        return -1;
-    }
+    if (open_ctx(s, err) != 0) return -1;
     char name[256] = "", vendor[256] = "", version[256] = "";
     cl_device_type type = 0;
-    cl_uint units = 1, align_bits = 1024;
+    cl_uint units = 1;
     cl_ulong cache = 0;
     clGetDeviceInfo(s->device, CL_DEVICE_NAME, sizeof name, name, NULL);
     clGetDeviceInfo(s->device, CL_DEVICE_VENDOR, sizeof vendor, vendor, NULL);
@@ -148,9 +155,6 @@ static int ocl_open(kv_backend *b, char **err)
     clGetDeviceInfo(s->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
     clGetDeviceInfo(s->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
     clGetDeviceInfo(s->device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, sizeof cache, &cache, NULL);
-    clGetDeviceInfo(s->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
-    /* Wide margins: on a CPU device a write past them would hit the heap. */
-    s->margin = align_bits / 8 > 65536 ? align_bits / 8 : 65536;
     b->cache_bytes = cache > (64u << 20) ? (64u << 20) : (cache ? (size_t)cache : (8u << 20));
     b->bandwidth_gbps = measure_copy(s);
     /* A CPU device may run every core at a copy's single-stream rate; a GPU
@@ -163,27 +167,236 @@ static int ocl_open(kv_backend *b, char **err)
                                                         : "other",
                           "compute_units", (json_int_t)units, "cache_bytes", (json_int_t)cache,
                           "copy_gbps", b->bandwidth_gbps);
+    /* The judge needs the device only for its facts. */
+    clReleaseCommandQueue(s->queue);
+    clReleaseContext(s->ctx);
+    s->queue = NULL;
+    s->ctx = NULL;
     return 0;
 }
 
-static void ocl_close(kv_backend *b)
+static void ocl_close(kv_jdev *b)
 {
-    ocl_state *s = b->state;
-    if (!s) return;
-    if (s->queue) clReleaseCommandQueue(s->queue);
-    if (s->ctx) clReleaseContext(s->ctx);
-    free(s);
+    free(b->state);
     b->state = NULL;
 }
 
-/* The kernel NAME of the module behind ARGS (kv_launch_args.cl_kernel). */
-static void *ocl_kernel_by_name(const kv_launch_args *args, const char *name)
+static int ocl_arena_new(kv_jdev *b, size_t bytes, unsigned char canary, kv_arena *out, char **err)
 {
-    ocl_module *om = args->harness;
-    if (!om || !name) return NULL;
-    for (cl_uint i = 0; i < om->n; i++)
-        if (strcmp(om->names[i], name) == 0) return om->kernels[i];
+    (void)b;
+    return kv_memfd_arena_new(bytes, canary, out, err);
+}
+
+static void ocl_arena_free(kv_jdev *b, kv_arena *a)
+{
+    (void)b;
+    kv_memfd_arena_free(a);
+}
+
+static int ocl_write(kv_jdev *b, kv_arena *a, size_t off, const void *src, size_t n, char **err)
+{
+    (void)b;
+    return kv_memfd_write(a, off, src, n, err);
+}
+
+static int ocl_read(kv_jdev *b, kv_arena *a, size_t off, void *dst, size_t n, char **err)
+{
+    (void)b;
+    return kv_memfd_read(a, off, dst, n, err);
+}
+
+static int ocl_fill(kv_jdev *b, kv_arena *a, size_t off, size_t count, const void *pattern,
+                    size_t esize, char **err)
+{
+    (void)b;
+    return kv_memfd_fill(a, off, count, pattern, esize, err);
+}
+
+static void *ocl_ptr(kv_jdev *b, kv_arena *a, size_t off)
+{
+    (void)b;
+    return a->host + off;
+}
+
+static int ocl_sync(kv_jdev *b, char **err)
+{
+    (void)b;
+    (void)err;
+    return 0;
+}
+
+kv_jdev *kv_jdev_opencl_new(void)
+{
+    kv_jdev *b = kv_calloc(1, sizeof *b);
+    b->kind = KV_BACKEND_OPENCL;
+    b->name = "opencl";
+    b->align = 64;
+    b->margin = 64;
+    b->open = ocl_open;
+    b->close = ocl_close;
+    b->arena_new = ocl_arena_new;
+    b->arena_free = ocl_arena_free;
+    b->write = ocl_write;
+    b->read = ocl_read;
+    b->fill = ocl_fill;
+    b->sync = ocl_sync;
+    b->ptr = ocl_ptr;
+    return b;
+}
+
+/* ---- the runner's half ---- */
+
+typedef struct ocl_module {
+    cl_program program;
+    cl_kernel *kernels;
+    char **names;
+    cl_uint n;
+} ocl_module;
+
+/* A device buffer standing for the tensor at OFFSET of arena ARENA: a
+ * sub-buffer of PARENT, whose margins are canaries. */
+typedef struct ocl_rbuf {
+    uint32_t arena;
+    uint64_t offset, bytes;
+    cl_mem parent, sub;
+} ocl_rbuf;
+
+typedef struct ocl_rarena {
+    uint32_t id;
+    unsigned char *base;
+    size_t bytes;
+} ocl_rarena;
+
+typedef struct ocl_rstate {
+    ocl_ctx c;
+    size_t margin;
+    ocl_rarena arenas[64];
+    ocl_rbuf *bufs;
+    size_t nbufs;
+    ocl_module *mod;
+    void *so;
+    kv_launch_fn fn;
+} ocl_rstate;
+
+static int ocl_ropen(kv_rdev *b, char **err)
+{
+    ocl_rstate *s = kv_calloc(1, sizeof *s);
+    b->state = s;
+    if (open_ctx(&s->c, err) != 0) return -1;
+    cl_uint align_bits = 1024;
+    clGetDeviceInfo(s->c.device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits,
+                    NULL);
+    /* Wide margins: on a CPU device a write past them would hit the heap. */
+    s->margin = align_bits / 8 > 65536 ? align_bits / 8 : 65536;
+    s->bufs = kv_calloc(MAX_BUFS, sizeof *s->bufs);
+    return 0;
+}
+
+static ocl_rarena *find_arena(ocl_rstate *s, uint32_t id)
+{
+    for (int i = 0; i < 64; i++)
+        if (s->arenas[i].base && s->arenas[i].id == id) return &s->arenas[i];
     return NULL;
+}
+
+static int ocl_map(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err)
+{
+    ocl_rstate *s = b->state;
+    ocl_rarena *slot = NULL;
+    for (int i = 0; i < 64 && !slot; i++)
+        if (!s->arenas[i].base) slot = &s->arenas[i];
+    if (!slot || fd < 0) {
+        *err = kv_strdup("harness_error: an arena without its descriptor, or too many arenas");
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    kv_rmsg_map plain = *m;
+    plain.num_guards = 0; /* staging memory: the device buffers carry the canaries */
+    unsigned char *p = kv_memfd_map_guarded(&plain, fd, err);
+    close(fd);
+    if (!p) return -1;
+    slot->id = m->arena;
+    slot->base = p;
+    slot->bytes = m->bytes;
+    return 0;
+}
+
+static void release_buf(ocl_rbuf *rb)
+{
+    if (rb->sub) clReleaseMemObject(rb->sub);
+    if (rb->parent) clReleaseMemObject(rb->parent);
+    memset(rb, 0, sizeof *rb);
+}
+
+static void ocl_unmap(kv_rdev *b, uint32_t id)
+{
+    ocl_rstate *s = b->state;
+    ocl_rarena *a = find_arena(s, id);
+    if (!a) return;
+    for (size_t i = 0; i < s->nbufs; i++)
+        if (s->bufs[i].parent && s->bufs[i].arena == id) release_buf(&s->bufs[i]);
+    munmap(a->base, a->bytes);
+    memset(a, 0, sizeof *a);
+}
+
+/* The device buffer for the tensor at OFFSET of arena ID, made on first use. */
+static ocl_rbuf *device_buf(ocl_rstate *s, uint32_t id, uint64_t offset, uint64_t bytes,
+                            char **err)
+{
+    ocl_rbuf *free_slot = NULL;
+    for (size_t i = 0; i < s->nbufs; i++) {
+        ocl_rbuf *rb = &s->bufs[i];
+        if (rb->parent && rb->arena == id && rb->offset == offset && rb->bytes == bytes) return rb;
+        if (!rb->parent && !free_slot) free_slot = rb;
+    }
+    if (!free_slot) {
+        if (s->nbufs == MAX_BUFS) {
+            *err = kv_strdup("harness_error: too many device buffers");
+            return NULL;
+        }
+        free_slot = &s->bufs[s->nbufs++];
+    }
+    size_t data = (bytes + 63) & ~(size_t)63;
+    size_t total = s->margin + (data ? data : 64) + s->margin;
+    cl_int e;
+    cl_mem parent = clCreateBuffer(s->c.ctx, CL_MEM_READ_WRITE, total, NULL, &e);
+    if (!parent) {
+        *err = cl_err(e, "clCreateBuffer");
+        return NULL;
+    }
+    unsigned char pat = CANARY;
+    e = clEnqueueFillBuffer(s->c.queue, parent, &pat, 1, 0, total, 0, NULL, NULL);
+    cl_buffer_region reg = {s->margin, bytes ? bytes : 1};
+    cl_mem sub = e == CL_SUCCESS ? clCreateSubBuffer(parent, CL_MEM_READ_WRITE,
+                                                     CL_BUFFER_CREATE_TYPE_REGION, &reg, &e)
+                                 : NULL;
+    if (!sub) {
+        *err = cl_err(e, "clCreateSubBuffer");
+        clReleaseMemObject(parent);
+        return NULL;
+    }
+    *free_slot = (ocl_rbuf){.arena = id, .offset = offset, .bytes = bytes, .parent = parent,
+                            .sub = sub};
+    return free_slot;
+}
+
+/* 1 when the canaries around RB are intact, 0 when not, -1 on error. */
+static int canary_ok(ocl_rstate *s, ocl_rbuf *rb)
+{
+    size_t data = (rb->bytes + 63) & ~(size_t)63;
+    size_t total = s->margin + (data ? data : 64) + s->margin;
+    size_t after = total - s->margin - rb->bytes;
+    unsigned char *m = kv_malloc(s->margin + after);
+    cl_int e =
+        clEnqueueReadBuffer(s->c.queue, rb->parent, CL_TRUE, 0, s->margin, m, 0, NULL, NULL);
+    if (e == CL_SUCCESS)
+        e = clEnqueueReadBuffer(s->c.queue, rb->parent, CL_TRUE, s->margin + rb->bytes, after,
+                                m + s->margin, 0, NULL, NULL);
+    int ok = e == CL_SUCCESS ? 1 : -1;
+    for (size_t i = 0; i < s->margin + after && ok == 1; i++)
+        ok = m[i] == CANARY;
+    free(m);
+    return ok;
 }
 
 static void free_module(ocl_module *om)
@@ -199,29 +412,38 @@ static void free_module(ocl_module *om)
     free(om);
 }
 
-static int ocl_load(kv_backend *b, const kv_compiled *c, kv_module **out, char **build_log,
-                    char **err)
+/* The kernel NAME of the module behind ARGS (kv_launch_args.cl_kernel). */
+static void *ocl_kernel_by_name(const kv_launch_args *args, const char *name)
 {
-    ocl_state *s = b->state;
-    *build_log = NULL;
+    ocl_module *om = args->harness;
+    if (!om || !name) return NULL;
+    for (cl_uint i = 0; i < om->n; i++)
+        if (strcmp(om->names[i], name) == 0) return om->kernels[i];
+    return NULL;
+}
+
+static int ocl_load(kv_rdev *b, const char *lib, const char *device_src, char **log, char **err)
+{
+    ocl_rstate *s = b->state;
+    *log = NULL;
     ocl_module *om = kv_calloc(1, sizeof *om);
-    const char *text = c->device_source ? c->device_source : "";
+    const char *text = device_src ? device_src : "";
     cl_int e;
-    om->program = clCreateProgramWithSource(s->ctx, 1, &text, NULL, &e);
+    om->program = clCreateProgramWithSource(s->c.ctx, 1, &text, NULL, &e);
     if (!om->program) {
         *err = cl_err(e, "clCreateProgramWithSource");
         free_module(om);
         return -1;
     }
-    cl_int be = clBuildProgram(om->program, 1, &s->device, "", NULL, NULL);
+    cl_int be = clBuildProgram(om->program, 1, &s->c.device, "", NULL, NULL);
     size_t len = 0;
-    clGetProgramBuildInfo(om->program, s->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &len);
-    char *log = kv_calloc(1, len + 1);
-    clGetProgramBuildInfo(om->program, s->device, CL_PROGRAM_BUILD_LOG, len, log, NULL);
-    *build_log = log;
+    clGetProgramBuildInfo(om->program, s->c.device, CL_PROGRAM_BUILD_LOG, 0, NULL, &len);
+    char *text_log = kv_calloc(1, len + 1);
+    clGetProgramBuildInfo(om->program, s->c.device, CL_PROGRAM_BUILD_LOG, len, text_log, NULL);
+    *log = text_log;
     if (be != CL_SUCCESS) {
-        *err = kv_asprintf("compile_error: the OpenCL device code does not build (error %d): %s",
-                           (int)be, log);
+        *err = kv_asprintf("compile_error: the OpenCL device code does not build (error %d)",
+                           (int)be);
         free_module(om);
         return -1;
     }
@@ -236,189 +458,139 @@ static int ocl_load(kv_backend *b, const kv_compiled *c, kv_module **out, char *
         clGetKernelInfo(om->kernels[i], CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
         om->names[i] = kv_strdup(name);
     }
-    void *so = dlopen(c->lib_path, RTLD_NOW | RTLD_LOCAL);
-    if (!so) {
+    s->mod = om;
+    s->so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!s->so) {
         *err = kv_asprintf("load_error: %s", dlerror());
-        free_module(om);
         return -1;
     }
-    kv_launch_fn fn = (kv_launch_fn)(uintptr_t)dlsym(so, "kv_launch");
-    if (!fn) {
+    s->fn = (kv_launch_fn)(uintptr_t)dlsym(s->so, "kv_launch");
+    if (!s->fn) {
         *err = kv_strdup("missing_entry: the candidate's host code does not export kv_launch");
-        dlclose(so);
-        free_module(om);
         return -1;
     }
-    kv_module *m = kv_calloc(1, sizeof *m);
-    m->so = so;
-    m->fn = fn;
-    m->priv = om;
-    *out = m;
     return 0;
 }
 
-static void ocl_unload(kv_backend *b, kv_module *m)
+static int fail(kv_rmsg_reply *reply, uint32_t call, const char *err)
 {
-    (void)b;
-    if (!m) return;
-    free_module(m->priv);
-    free(m);
-}
-
-static int ocl_alloc(kv_backend *b, size_t bytes, const char *name, kv_dbuf *out, char **err)
-{
-    ocl_state *s = b->state;
-    size_t data = (bytes + 63) & ~(size_t)63;
-    if (data == 0) data = 64;
-    size_t total = s->margin + data + s->margin;
-    cl_int e;
-    cl_mem parent = clCreateBuffer(s->ctx, CL_MEM_READ_WRITE, total, NULL, &e);
-    if (!parent) {
-        *err = cl_err(e, "clCreateBuffer");
-        return -1;
+    const char *colon = strstr(err, ": ");
+    size_t n = colon ? (size_t)(colon - err) : 0;
+    if (n == 0 || n >= sizeof reply->code) {
+        snprintf(reply->code, sizeof reply->code, "opencl_error");
+        snprintf(reply->detail, sizeof reply->detail, "%s", err);
+    } else {
+        memcpy(reply->code, err, n);
+        reply->code[n] = '\0';
+        snprintf(reply->detail, sizeof reply->detail, "%s", colon + 2);
     }
-    unsigned char pat = CANARY;
-    e = clEnqueueFillBuffer(s->queue, parent, &pat, 1, 0, total, 0, NULL, NULL);
-    if (e == CL_SUCCESS) e = clFinish(s->queue);
-    cl_buffer_region reg = {s->margin, bytes ? bytes : 1};
-    cl_mem sub = e == CL_SUCCESS ? clCreateSubBuffer(parent, CL_MEM_READ_WRITE,
-                                                     CL_BUFFER_CREATE_TYPE_REGION, &reg, &e)
-                                 : NULL;
-    if (!sub) {
-        *err = cl_err(e, "clCreateSubBuffer");
-        clReleaseMemObject(parent);
-        return -1;
+    reply->call = call;
+    return -1;
+}
+
+static int ocl_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
+{
+    ocl_rstate *s = b->state;
+    ocl_rarena *ar = find_arena(s, r->arena);
+    if (!ar || (r->ncalls > 0 && !(r->flags & KV_RUN_NO_LAUNCH) && !s->fn))
+        return fail(reply, 0, "harness_error: run before map or load");
+    uint32_t nt = r->num_tensors < KV_MAX_TENSORS ? r->num_tensors : KV_MAX_TENSORS;
+    char *err = NULL;
+    ocl_rbuf **used = kv_calloc((size_t)r->ncalls * nt + 1, sizeof *used);
+    int rc = 0;
+    /* In: every tensor of every call, the poisoned outputs too, so the
+     * device starts from what the judge wrote. */
+    for (uint32_t i = 0; i < r->ncalls && rc == 0; i++) {
+        kv_launch_args a;
+        kv_rrun_args(r, ar->base, i, &a);
+        for (uint32_t t = 0; t < nt && rc == 0; t++) {
+            uint64_t off = (uint64_t)((unsigned char *)a.tensors[t] - ar->base);
+            if (off > ar->bytes || r->bytes[t] > ar->bytes - off) {
+                rc = fail(reply, i, "harness_error: a tensor past its arena");
+                break;
+            }
+            ocl_rbuf *rb = device_buf(s, r->arena, off, r->bytes[t], &err);
+            if (!rb) {
+                rc = fail(reply, i, err);
+                break;
+            }
+            used[(size_t)i * nt + t] = rb;
+            if (r->flags & KV_RUN_DOWNLOAD_ONLY) continue;
+            cl_int e = r->bytes[t] ? clEnqueueWriteBuffer(s->c.queue, rb->sub, CL_FALSE, 0,
+                                                          r->bytes[t], a.tensors[t], 0, NULL, NULL)
+                                   : CL_SUCCESS;
+            if (e != CL_SUCCESS) {
+                char *m = cl_err(e, "clEnqueueWriteBuffer");
+                rc = fail(reply, i, m);
+                free(m);
+            }
+        }
     }
-    ocl_buf *ob = kv_malloc(sizeof *ob);
-    ob->parent = parent;
-    ob->total = total;
-    out->handle = sub;
-    out->bytes = bytes;
-    out->priv = ob;
-    out->name = name;
-    return 0;
-}
-
-static void ocl_release(kv_backend *b, kv_dbuf *buf)
-{
-    (void)b;
-    ocl_buf *ob = buf->priv;
-    if (!ob) return;
-    clReleaseMemObject((cl_mem)buf->handle);
-    clReleaseMemObject(ob->parent);
-    free(ob);
-    memset(buf, 0, sizeof *buf);
-}
-
-static int ocl_write(kv_backend *b, kv_dbuf *buf, const void *src, char **err)
-{
-    ocl_state *s = b->state;
-    if (buf->bytes == 0) return 0;
-    cl_int e = clEnqueueWriteBuffer(s->queue, (cl_mem)buf->handle, CL_TRUE, 0, buf->bytes, src, 0,
-                                    NULL, NULL);
-    if (e != CL_SUCCESS) *err = cl_err(e, "clEnqueueWriteBuffer");
-    return e == CL_SUCCESS ? 0 : -1;
-}
-
-static int ocl_read(kv_backend *b, kv_dbuf *buf, void *dst, char **err)
-{
-    ocl_state *s = b->state;
-    if (buf->bytes == 0) return 0;
-    cl_int e = clEnqueueReadBuffer(s->queue, (cl_mem)buf->handle, CL_TRUE, 0, buf->bytes, dst, 0,
-                                   NULL, NULL);
-    if (e != CL_SUCCESS) *err = cl_err(e, "clEnqueueReadBuffer");
-    return e == CL_SUCCESS ? 0 : -1;
-}
-
-static int ocl_canary_ok(kv_backend *b, kv_dbuf *buf, char **err)
-{
-    ocl_state *s = b->state;
-    ocl_buf *ob = buf->priv;
-    /* Only the margins travel: the data between them can be gigabytes. */
-    size_t after = ob->total - s->margin - buf->bytes;
-    unsigned char *m = kv_malloc(s->margin + after);
-    cl_int e = clEnqueueReadBuffer(s->queue, ob->parent, CL_TRUE, 0, s->margin, m, 0, NULL, NULL);
-    if (e == CL_SUCCESS)
-        e = clEnqueueReadBuffer(s->queue, ob->parent, CL_TRUE, s->margin + buf->bytes, after,
-                                m + s->margin, 0, NULL, NULL);
-    if (e != CL_SUCCESS) {
+    int launch = !(r->flags & (KV_RUN_NO_LAUNCH | KV_RUN_DOWNLOAD_ONLY));
+    for (uint32_t i = 0; i < r->ncalls && rc == 0 && launch; i++) {
+        kv_launch_args a;
+        memset(&a, 0, sizeof a);
+        a.abi_version = KV_TASK_ABI_VERSION;
+        a.num_tensors = nt;
+        for (uint32_t t = 0; t < nt; t++)
+            a.tensors[t] = used[(size_t)i * nt + t]->sub;
+        a.num_syms = r->num_syms < KV_MAX_SYMS ? r->num_syms : KV_MAX_SYMS;
+        for (uint32_t k = 0; k < a.num_syms; k++)
+            a.syms[k] = r->syms[k];
+        a.stream = s->c.queue;
+        a.context = s->c.ctx;
+        a.device = s->c.device;
+        a.cl_kernel = ocl_kernel_by_name;
+        a.harness = s->mod;
+        int lr = s->fn(&a);
+        if (lr != 0) {
+            char *m = kv_asprintf("launch_failed: kv_launch returned %d", lr);
+            rc = fail(reply, i, m);
+            free(m);
+        }
+    }
+    /* Out: the outputs back into the staging memory, and the inputs too, so
+     * that the judge sees an input the candidate wrote. */
+    for (uint32_t i = 0; i < r->ncalls && rc == 0; i++)
+        for (uint32_t t = 0; t < nt && rc == 0; t++) {
+            if (!r->bytes[t]) continue;
+            kv_launch_args a;
+            kv_rrun_args(r, ar->base, i, &a);
+            cl_int e = clEnqueueReadBuffer(s->c.queue, used[(size_t)i * nt + t]->sub, CL_FALSE, 0,
+                                           r->bytes[t], a.tensors[t], 0, NULL, NULL);
+            if (e != CL_SUCCESS) {
+                char *m = cl_err(e, "clEnqueueReadBuffer");
+                rc = fail(reply, i, m);
+                free(m);
+            }
+        }
+    cl_int e = clFinish(s->c.queue);
+    if (rc == 0 && e != CL_SUCCESS) {
+        char *m = cl_err(e, "clFinish after the kernel");
+        rc = fail(reply, r->ncalls ? r->ncalls - 1 : 0, m);
         free(m);
-        *err = cl_err(e, "clEnqueueReadBuffer (canaries)");
-        return -1;
     }
-    int ok = 1;
-    for (size_t i = 0; i < s->margin + after && ok; i++)
-        ok = m[i] == CANARY;
-    free(m);
-    return ok;
-}
-
-static int ocl_launch(kv_backend *b, kv_module *m, kv_launch_args *a, char **err)
-{
-    ocl_state *s = b->state;
-    a->stream = s->queue;
-    a->context = s->ctx;
-    a->device = s->device;
-    a->cl_kernel = ocl_kernel_by_name;
-    a->harness = m->priv;
-    int rc = m->fn(a);
-    if (rc != 0) {
-        *err = kv_asprintf("launch_failed: kv_launch returned %d", rc);
-        return -1;
+    for (size_t k = 0; k < (size_t)r->ncalls * nt && rc == 0; k++) {
+        int ok = canary_ok(s, used[k]);
+        /* A damaged canary names its tensor (by index: the judge knows names). */
+        if (ok != 1)
+            rc = fail(reply, (uint32_t)(k % nt),
+                      ok < 0 ? "opencl_error: reading canaries"
+                             : "out_of_bounds_write: bytes next to the tensor were overwritten "
+                               "(canary damaged)");
     }
-    return 0;
-}
-
-static int ocl_sync(kv_backend *b, char **err)
-{
-    ocl_state *s = b->state;
-    cl_int e = clFinish(s->queue);
-    if (e != CL_SUCCESS) *err = cl_err(e, "clFinish after the kernel");
-    return e == CL_SUCCESS ? 0 : -1;
-}
-
-static int ocl_time_launch(kv_backend *b, kv_module *m, kv_launch_args *a, double *us, char **err)
-{
-    ocl_state *s = b->state;
-    cl_event e0 = NULL, e1 = NULL;
-    double t0 = kv_now_s();
-    clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &e0);
-    if (ocl_launch(b, m, a, err) != 0) {
-        if (e0) clReleaseEvent(e0);
-        return -1;
-    }
-    clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &e1);
-    int rc = ocl_sync(b, err);
-    double wall = (kv_now_s() - t0) * 1e6;
-    cl_ulong a0 = 0, a1 = 0;
-    int have =
-        e0 && e1 &&
-        clGetEventProfilingInfo(e0, CL_PROFILING_COMMAND_END, sizeof a0, &a0, NULL) == CL_SUCCESS &&
-        clGetEventProfilingInfo(e1, CL_PROFILING_COMMAND_END, sizeof a1, &a1, NULL) == CL_SUCCESS &&
-        a1 > a0;
-    *us = have ? (double)(a1 - a0) / 1e3 : wall;
-    if (e0) clReleaseEvent(e0);
-    if (e1) clReleaseEvent(e1);
+    free(used);
     return rc;
 }
 
-kv_backend *kv_backend_opencl_new(void)
+kv_rdev *kv_rdev_opencl_new(void)
 {
-    kv_backend *b = kv_calloc(1, sizeof *b);
+    kv_rdev *b = kv_calloc(1, sizeof *b);
     b->kind = KV_BACKEND_OPENCL;
-    b->name = "opencl";
-    b->open = ocl_open;
-    b->close = ocl_close;
+    b->open = ocl_ropen;
+    b->map = ocl_map;
+    b->unmap = ocl_unmap;
     b->load = ocl_load;
-    b->unload = ocl_unload;
-    b->alloc = ocl_alloc;
-    b->release = ocl_release;
-    b->write = ocl_write;
-    b->read = ocl_read;
-    b->canary_ok = ocl_canary_ok;
-    b->launch = ocl_launch;
-    b->sync_stream = ocl_sync;
-    b->sync_device = ocl_sync;
-    b->time_launch = ocl_time_launch;
+    b->run = ocl_run;
     return b;
 }

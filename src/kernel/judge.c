@@ -1,0 +1,419 @@
+/* The judge's flow (see judge.h): the device, the baseline in a runner of
+ * its own when it is not kept, then the candidate's runner: calibration
+ * before its code is loaded, the correctness trials, the timed blocks. */
+#include "kernel/judge_internal.h"
+#include "kernel/baseline.h"
+#include "kernel/compile.h"
+#include "kernel/dtype.h"
+#include "kernel/tasks.h"
+#include "kernel/tool.h"
+#include "kernel/worker.h"
+#include "util/buf.h"
+#include "util/fs.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const prof_names[PROF_COUNT] = {"alloc", "fill",  "upload", "reference",
+                                                   "run",   "check", "timed",  "baseline"};
+
+static settings settings_for(const kv_kernel_opts *o, kv_backend_kind kind)
+{
+    settings s;
+    if (o->quick) {
+        s = (settings){.trials = 3,
+                       .held_trials = 1,
+                       .min_blocks = 5,
+                       .block_s = 0.002,
+                       .min_time_s = 0.02,
+                       .max_time_s = 0.5,
+                       .settle_s = 0.002,
+                       .kernel_timeout_s = 5,
+                       .budget_bytes = 128u << 20,
+                       .checks_per_block = 1};
+    } else {
+        s = (settings){.trials = 5,
+                       .held_trials = 3,
+                       .min_blocks = 15,
+                       .block_s = 0.005,
+                       .min_time_s = 0.3,
+                       .max_time_s = 3.0,
+                       .settle_s = 0.01,
+                       .kernel_timeout_s = 10,
+                       .budget_bytes = 1024u << 20,
+                       .checks_per_block = 2};
+    }
+    /* A GPU has the memory for enough distinct input sets that a block of
+     * long-context calls is long against the judge's own overhead. */
+    if (kind == KV_BACKEND_CUDA) s.budget_bytes = o->quick ? (4ull << 30) : (12ull << 30);
+    if (o->kernel_timeout_s > 0) s.kernel_timeout_s = o->kernel_timeout_s;
+    return s;
+}
+
+void kv_judge_lap(judge *j, enum prof_step step, double *t0)
+{
+    double now = kv_now_s();
+    j->prof[step] += now - *t0;
+    *t0 = now;
+}
+
+/* Stops the runner in use and keeps the tail of what it printed. */
+static void stop_runner(judge *j)
+{
+    if (!j->rn) return;
+    char *out = kv_runner_output(j->rn, 4000);
+    if (*out) json_object_set_new(j->extra, "runner_output", json_string(out));
+    free(out);
+    kv_runner_stop(j->rn);
+    j->rn = NULL;
+}
+
+static _Noreturn void vfail(judge *j, const char *code, const char *fmt, va_list ap)
+{
+    kv_buf b = KV_BUF_INIT;
+    kv_buf_vprintf(&b, fmt, ap);
+    stop_runner(j);
+    /* The task's own code failing is the harness's problem, not the candidate's. */
+    if (j->who && strcmp(j->who, "baseline") == 0 && strcmp(code, "harness_error") != 0)
+        kv_worker_fail("harness_error", j->extra, "the task's baseline failed: %s: %s", code,
+                       b.data ? b.data : "");
+    kv_worker_fail(code, j->extra, "%s", b.data ? b.data : "");
+}
+
+void kv_judge_fail(judge *j, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(j, code, fmt, ap);
+}
+
+void kv_judge_fail_err(judge *j, const char *err, const char *context)
+{
+    const char *colon = err ? strstr(err, ": ") : NULL;
+    char code[64] = "harness_error";
+    if (colon && (size_t)(colon - err) < sizeof code && !memchr(err, ' ', (size_t)(colon - err))) {
+        memcpy(code, err, (size_t)(colon - err));
+        code[colon - err] = '\0';
+    } else {
+        colon = NULL;
+    }
+    kv_judge_fail(j, code, "%s%s%s", context ? context : "", context ? ": " : "",
+                  colon ? colon + 2 : (err ? err : "unknown error"));
+}
+
+const char *kv_judge_shape_label(const kv_task *t, const kv_shape *sh, char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "%s (", sh->name);
+    for (int i = 0; i < t->num_syms && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s=%lld", i ? " " : "", t->syms[i],
+                              (long long)sh->syms[i]);
+    if (n < cap) snprintf(buf + n, cap - n, ")");
+    return buf;
+}
+
+const char *kv_judge_coords(const kv_task *t, int ti, const int64_t *syms, size_t idx, char *buf,
+                            size_t cap)
+{
+    const kv_tensor_spec *ts = &t->tensors[ti];
+    int64_t c[KV_MAX_RANK];
+    for (int d = ts->rank - 1; d >= 0; d--) {
+        int64_t ext = syms[ts->shape[d]];
+        c[d] = ext ? (int64_t)(idx % (size_t)ext) : 0;
+        idx = ext ? idx / (size_t)ext : 0;
+    }
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < ts->rank && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", d ? ", " : "", (long long)c[d]);
+    if (n < cap) snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+void kv_judge_fail_shape(judge *j, const shape_data *d, const char *code, const char *fmt, ...)
+{
+    kv_buf b = KV_BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    kv_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    int value_error = strcmp(code, "stale_or_unwritten_output") == 0 ||
+                      strcmp(code, "wrong_result") == 0 || strcmp(code, "nan_or_inf_output") == 0 ||
+                      strcmp(code, "result_cached_across_calls") == 0;
+    char label[160];
+    kv_judge_shape_label(j->task, d->shape, label, sizeof label);
+    if (d->held && value_error)
+        kv_judge_fail(j, "wrong_on_held_out_shape", "held-out shape %s: %s: %s", label, code,
+                      b.data);
+    kv_judge_fail(j, code, "%s %s: %s", d->held ? "held-out shape" : "scenario", label, b.data);
+}
+
+void kv_judge_fail_runner(judge *j, const kv_rfail *f, const char *context)
+{
+    /* A fault in a guarded range names its tensor by index: the judge knows
+     * the names. */
+    int guarded = strcmp(f->code, "input_modified") == 0 || strcmp(f->code, "out_of_bounds") == 0;
+    int canary = strcmp(f->code, "out_of_bounds_write") == 0;
+    if ((guarded || canary) && f->call < (uint32_t)j->task->num_tensors) {
+        const char *name = j->task->tensors[f->call].name;
+        if (canary)
+            kv_judge_fail(j, f->code, "%s: tensor %s: %s", context, name, f->detail);
+        if (f->code[0] == 'i')
+            kv_judge_fail(j, f->code, "%s: input %s changed: %s", context, name, f->detail);
+        kv_judge_fail(j, f->code, "%s: %s past the end of tensor %s", context, f->detail, name);
+    }
+    kv_judge_fail(j, f->code[0] ? f->code : "launch_failed", "%s: %s", context, f->detail);
+}
+
+double kv_judge_run_block(judge *j, const kv_rmsg_run *m, const char *context)
+{
+    double calls = m->ncalls ? (double)m->ncalls : 1.0;
+    double limit = j->s.kernel_timeout_s * calls;
+    if (limit > 120 + j->s.kernel_timeout_s) limit = 120 + j->s.kernel_timeout_s;
+    kv_rfail f;
+    char *err = NULL;
+    double secs = 0;
+    int rc = kv_runner_run(j->rn, m, limit, &secs, &f, &err);
+    if (rc < 0) kv_judge_fail_err(j, err, context);
+    if (rc > 0) kv_judge_fail_runner(j, &f, context);
+    j->idle_cpu = kv_runner_cpu_seconds(j->rn);
+    return secs;
+}
+
+void kv_judge_check_quiet(judge *j, const shape_data *d, const char *context)
+{
+    if (j->ctx->memcheck) return; /* the runner's process is compute-sanitizer's */
+    int threads = kv_runner_threads(j->rn);
+    int children = kv_runner_children(j->rn);
+    /* On cuda the runtime starts its own threads on first use: only
+     * processes count there. */
+    int extra = j->b->kind == KV_BACKEND_CUDA || threads < 0 ? 0 : threads - j->base_threads;
+    if (extra <= 0 && children <= 0) return;
+    const char *what = extra > 0 ? "thread(s)" : "process(es)";
+    int n = extra > 0 ? extra : children;
+    if (d)
+        kv_judge_fail_shape(j, d, "async_work_outside_harness_stream",
+                            "%d %s started by kv_launch were still running %s", n, what, context);
+    kv_judge_fail(j, "async_work_outside_harness_stream",
+                  "%d %s started by kv_launch were still running %s", n, what, context);
+}
+
+/* compute-sanitizer: on PATH or beside nvcc (malloc'd), or NULL. */
+static char *find_compute_sanitizer(void)
+{
+    char *cs = kv_tool_which("compute-sanitizer");
+    if (cs) return cs;
+    char *nvcc = kv_find_nvcc();
+    if (!nvcc) return NULL;
+    char *dir = kv_path_dirname(nvcc);
+    char *p = kv_asprintf("%s/compute-sanitizer", dir);
+    free(dir);
+    free(nvcc);
+    if (access(p, X_OK) == 0) return p;
+    free(p);
+    return NULL;
+}
+
+/* Starts a runner for the code C (the candidate or the baseline), calibrates
+ * the judge's clock against it, then loads the code. */
+static void start_runner(judge *j, const kv_compiled *c, const char *device_src, const char *who)
+{
+    kv_worker_phase("starting the %s's process", who);
+    j->who = who;
+    char *own = j->b->kind == KV_BACKEND_OPENCL ? kv_asprintf("%s.pocl", c->lib_path) : NULL;
+    kv_runner_spec spec = {.kind = j->b->kind,
+                           .self_exe = j->ctx->self_exe,
+                           .lib = c->lib_path,
+                           .device_src = device_src,
+                           .own_dir = own};
+    static char *memcheck_args[] = {"--tool", "memcheck", "--print-limit", "20", NULL};
+    char *cs = NULL;
+    if (j->ctx->memcheck) {
+        cs = find_compute_sanitizer();
+        if (!cs) kv_worker_fail("harness_error", j->extra, "compute-sanitizer not found");
+        spec.wrapper = cs;
+        spec.wrapper_args = memcheck_args;
+    }
+    char *isolation = NULL, *err = NULL;
+    double t0 = kv_now_s();
+    j->rn = kv_runner_start(&spec, 120, &isolation, &err);
+    free(cs);
+    free(own);
+    if (!j->rn) {
+        const char *e = err ? err : "";
+        /* A device the judge opened but the runner could not is still "no device". */
+        kv_worker_fail(kv_starts_with(e, "no ") ? "no_device" : "harness_error", j->extra, "%s",
+                       e);
+    }
+    json_object_set_new(j->extra, "isolation", json_string(isolation));
+    free(isolation);
+    j->base_threads = kv_runner_threads(j->rn);
+    kv_judge_calibrate(j);
+    kv_judge_lap(j, PROF_ALLOC, &t0);
+    kv_worker_phase("loading the %s", who);
+    kv_rfail f;
+    char *log = NULL;
+    int rc = kv_runner_load(j->rn, 120, &log, &f, &err);
+    if (log && *log) json_object_set_new(j->extra, "build_log", json_string(log));
+    if (rc < 0) kv_judge_fail_err(j, err, "loading");
+    if (rc > 0) kv_judge_fail(j, f.code, "%s%s%s", f.detail, log && *log ? ": " : "", log ? log : "");
+    free(log);
+    j->idle_cpu = kv_runner_cpu_seconds(j->rn);
+}
+
+/* Loads the task's device reference into the judge (cuda). */
+static void load_reference(judge *j, const kv_compiled *c)
+{
+    j->ref_so = dlopen(c->lib_path, RTLD_NOW | RTLD_LOCAL);
+    void *sym = j->ref_so ? dlsym(j->ref_so, "kv_launch") : NULL;
+    if (!sym)
+        kv_worker_fail("harness_error", j->extra, "the task's device reference does not load: %s",
+                       dlerror());
+    memcpy(&j->ref, &sym, sizeof sym);
+}
+
+/* Times every scenario of the baseline in a runner of its own: {"NAME":
+ * {"median_us":..,"iqr_us":..,"reps":..}, ...}. */
+static json_t *time_baseline(judge *j)
+{
+    double t0 = kv_now_s(), before[PROF_COUNT];
+    memcpy(before, j->prof, sizeof before);
+    start_runner(j, j->ctx->base, j->ctx->base_device_src, "baseline");
+    json_t *out = json_object();
+    for (int i = 0; i < j->task->num_scenarios; i++) {
+        json_t *s = json_object();
+        kv_worker_phase("timing the baseline on %s", j->task->scenarios[i].name);
+        kv_judge_time_shape(j, &j->task->scenarios[i], s);
+        json_object_set_new(out, j->task->scenarios[i].name, s);
+    }
+    stop_runner(j);
+    json_object_del(j->extra, "runner_output");
+    json_object_del(j->extra, "build_log");
+    j->who = NULL;
+    /* Its steps count as the baseline's, not as the candidate's. */
+    memcpy(j->prof, before, sizeof before);
+    j->prof[PROF_BASELINE] += kv_now_s() - t0;
+    return out;
+}
+
+/* The baseline's timings: the kept ones when they still describe this
+ * device, else timed now (and handed back in RESULT's "baseline" to keep,
+ * with how far they drifted from the kept ones). */
+static json_t *kept_or_timed_baseline(judge *j, json_t *result)
+{
+    const json_t *kept = j->ctx->baseline;
+    json_t *tele = j->b->telemetry ? j->b->telemetry(j->b) : NULL;
+    const char *why = "none kept";
+    if (kept && kv_baseline_still_valid(kept, j->b->device, tele, &why)) {
+        if (tele) json_decref(tele);
+        json_object_set_new(result, "baseline_kept", json_true());
+        return json_incref(json_object_get(kept, "scenarios"));
+    }
+    json_t *scen = time_baseline(j);
+    json_t *entry = json_pack("{s:I,s:O,s:O}", "saved_at", (json_int_t)time(NULL), "device",
+                              j->b->device, "scenarios", scen);
+    if (tele) json_object_set_new(entry, "telemetry", tele);
+    json_object_set_new(entry, "retimed_because", json_string(why));
+    /* Drift: the geometric mean of new over kept medians, where kept. */
+    const json_t *old = json_object_get(kept, "scenarios");
+    double logsum = 0;
+    int n = 0;
+    const char *name;
+    json_t *v;
+    json_object_foreach(scen, name, v)
+    {
+        double a = json_number_value(json_object_get(json_object_get(old, name), "median_us"));
+        double b = json_number_value(json_object_get(v, "median_us"));
+        if (a > 0 && b > 0) {
+            logsum += log(b / a);
+            n++;
+        }
+    }
+    if (n) json_object_set_new(entry, "drift", json_real(exp(logsum / n)));
+    json_object_set_new(result, "baseline", entry);
+    return scen;
+}
+
+/* Ends the memcheck stage: the runner exits so compute-sanitizer reports;
+ * an error it reports fails the candidate. */
+static void memcheck_verdict(judge *j, json_t *result)
+{
+    kv_runner_quit(j->rn, 60);
+    char *out = kv_runner_output(j->rn, 20000);
+    json_object_set_new(result, "memcheck_log", json_string(out));
+    const char *first = strstr(out, "========= Invalid");
+    if (!first) first = strstr(out, "========= Program hit");
+    if (first || (strstr(out, "ERROR SUMMARY:") && !strstr(out, "ERROR SUMMARY: 0 errors"))) {
+        json_object_set_new(j->extra, "memcheck_log", json_string(out));
+        char *line = kv_strndup(first ? first : strstr(out, "ERROR SUMMARY:"), 300);
+        free(out);
+        kv_judge_fail(j, "memcheck_error", "%s", line);
+    }
+    free(out);
+    json_object_set_new(result, "memcheck_clean", json_true());
+}
+
+void kv_judge_main(void *vctx)
+{
+    kv_judge_ctx *ctx = vctx;
+    judge j = {.task = ctx->task, .o = ctx->opts, .ctx = ctx};
+    j.s = settings_for(ctx->opts, ctx->kind);
+    kv_rng_seed(&j.rng, ctx->seed);
+    j.extra = json_object();
+    char *err = NULL;
+    kv_worker_phase("opening the %s device", kv_backend_kind_name(ctx->kind));
+    j.b = kv_jdev_new(ctx->kind, &err);
+    if (!j.b) kv_worker_fail("not_built", NULL, "%s", err);
+    j.b->helpers = ctx->helpers ? ctx->helpers->lib_path : NULL;
+    if (j.b->open(j.b, &err) != 0)
+        kv_worker_fail(kv_starts_with(err, "harness_error") ? "harness_error" : "no_device", NULL,
+                       "%s", err);
+    if (ctx->opts->ceiling_gbps > 0)
+        j.b->ceiling_gbps = j.b->bandwidth_gbps = ctx->opts->ceiling_gbps;
+    json_t *result = json_object();
+    json_object_set(result, "device", j.b->device);
+    json_object_set_new(result, "bandwidth_gbps", json_real(j.b->bandwidth_gbps));
+    json_object_set_new(result, "ceiling_gbps", json_real(j.b->ceiling_gbps));
+    if (ctx->probe_only) {
+        kv_worker_result(result);
+        return;
+    }
+    if (ctx->ref) load_reference(&j, ctx->ref);
+    json_t *baseline = ctx->base ? kept_or_timed_baseline(&j, result) : NULL;
+
+    start_runner(&j, ctx->cand, ctx->device_src, "candidate");
+    json_t *scen = NULL, *held = NULL;
+    kv_judge_correctness(&j, &scen, &held);
+    if (ctx->memcheck) memcheck_verdict(&j, result);
+    for (int i = 0; baseline && i < j.task->num_scenarios; i++) {
+        const kv_shape *sh = &j.task->scenarios[i];
+        json_t *s = json_array_get(scen, (size_t)i);
+        kv_worker_phase("timing %s", sh->name);
+        kv_judge_time_shape(&j, sh, s);
+        json_t *bs = json_object_get(baseline, sh->name);
+        double bmed = json_number_value(json_object_get(bs, "median_us"));
+        double med = json_number_value(json_object_get(s, "median_us"));
+        if (!(bmed > 0))
+            kv_judge_fail(&j, "harness_error", "no baseline time for scenario %s", sh->name);
+        json_object_set_new(s, "baseline_median_us", json_real(bmed));
+        json_object_set(s, "baseline_iqr_us", json_object_get(bs, "iqr_us"));
+        json_object_set_new(s, "speedup", json_real(bmed / med));
+    }
+    stop_runner(&j);
+    json_object_set_new(result, "scenarios", scen);
+    json_object_set_new(result, "held_out", held);
+    json_object_set(result, "isolation", json_object_get(j.extra, "isolation"));
+    json_object_set_new(result, "build_logs",
+                        json_pack("{s:O?}", "candidate", json_object_get(j.extra, "build_log")));
+    json_t *prof = json_object();
+    for (int i = 0; i < PROF_COUNT; i++)
+        json_object_set_new(prof, prof_names[i], json_real(j.prof[i]));
+    json_object_set_new(result, "profile_seconds", prof);
+    if (baseline) json_decref(baseline);
+    kv_worker_phase("done");
+    kv_worker_result(result);
+    /* The child exits right after; nothing to free that the OS will not. */
+}

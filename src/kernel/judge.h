@@ -1,0 +1,43 @@
+/* The judge: the process that decides a verdict and every number in it.
+ * It runs in a forked child of `kevolve eval` (worker.h: a crash or a
+ * sticky device error of the judge's own ends only that child) and never
+ * loads candidate code: the candidate runs in a runner process
+ * (runner_client.h) that holds only its inputs, outputs and workspace.
+ *
+ * The judge opens the device for itself, draws the inputs, computes the
+ * reference, poisons the outputs, hands the runner the memory and asks it
+ * for blocks of calls; it then reads the outputs and inputs with its own
+ * eyes and checks them, and times each block with its own clock, from the
+ * request to the reply. The baseline is timed the same way in a runner of
+ * its own, never beside the candidate's (baseline.h keeps it between
+ * evaluations). */
+#ifndef KV_KERNEL_JUDGE_H
+#define KV_KERNEL_JUDGE_H
+
+#include "kernel/compile.h"
+#include "kernel/harness.h"
+
+typedef struct kv_judge_ctx {
+    const kv_task *task;
+    const kv_kernel_opts *opts;
+    kv_backend_kind kind;
+    const kv_compiled *cand;
+    const kv_compiled *base;    /* NULL: correctness only */
+    const kv_compiled *ref;     /* the task's device reference, or NULL: the CPU's */
+    const kv_compiled *helpers; /* cuda: the judge's helper kernels */
+    const char *self_exe;       /* the kevolve binary, for the runners */
+    json_t *baseline;           /* the baseline's timings when still valid, else NULL */
+    const char *device_src;     /* opencl: a file with the candidate's device code */
+    const char *base_device_src;
+    int memcheck; /* correctness only, the runner under compute-sanitizer memcheck */
+    uint64_t seed;
+    int probe_only; /* open the device, report it, stop */
+} kv_judge_ctx;
+
+/* Worker entry (kv_worker_run's FN); CTX is a kv_judge_ctx. Reports through
+ * kv_worker_result / kv_worker_fail: the result holds "scenarios",
+ * "held_out", "device", "isolation", "profile_seconds" and, when the
+ * baseline was timed here, "baseline" (to keep for later evaluations). */
+void kv_judge_main(void *ctx);
+
+#endif

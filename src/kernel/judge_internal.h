@@ -1,0 +1,173 @@
+/* What the judge's files share (judge.c, judge_layout.c, judge_check.c,
+ * judge_time.c): the judge's state, arena layouts and the helpers that end
+ * an evaluation with a verdict. Private to src/kernel. */
+#ifndef KV_KERNEL_JUDGE_INTERNAL_H
+#define KV_KERNEL_JUDGE_INTERNAL_H
+
+#include "kernel/backend.h"
+#include "kernel/check.h"
+#include "kernel/judge.h"
+#include "kernel/runner_client.h"
+#include "util/rng.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+
+#define KV_CANARY 0xc3
+
+typedef struct settings {
+    int trials, held_trials;
+    int min_blocks;                  /* timed blocks per scenario, at least */
+    double block_s;                  /* a timed block's target length */
+    double min_time_s, max_time_s;   /* timing per scenario */
+    double settle_s, kernel_timeout_s;
+    size_t budget_bytes;             /* input sets of one scenario, at most */
+    int checks_per_block;            /* timed calls checked in full after each block */
+} settings;
+
+/* Where the judge's seconds go, summed over every shape: reported with the
+ * result so that a slow evaluation says which step to cut. */
+enum prof_step {
+    PROF_ALLOC,     /* arenas, mapping them into the runner */
+    PROF_FILL,      /* drawing the inputs */
+    PROF_UPLOAD,    /* copying inputs and poison to the device */
+    PROF_REFERENCE, /* the double-precision reference */
+    PROF_RUN,       /* correctness calls */
+    PROF_CHECK,     /* read-backs and comparisons */
+    PROF_TIMED,     /* timed blocks */
+    PROF_BASELINE,  /* timing the baseline (when it was not kept) */
+    PROF_COUNT
+};
+
+/* The fixed cost of a timed block, measured before the candidate's code was
+ * loaded, so that nothing the candidate does can move it: the request and
+ * reply (ROUND_TRIP_S) and, for the backends whose inputs travel inside the
+ * window, a cost per byte moved (PER_BYTE_S) above a constant (XFER_S). */
+typedef struct calib {
+    double round_trip_s;
+    double xfer_s, per_byte_s;
+    double flush_s;
+} calib;
+
+/* A tensor's place in an arena: set S of tensor T starts at
+ * OFF[T] + S * STRIDE[T]. Every byte outside the data is a canary. */
+typedef struct layout {
+    size_t bytes;
+    size_t nsets;
+    size_t off[KV_MAX_TENSORS], stride[KV_MAX_TENSORS], len[KV_MAX_TENSORS];
+    size_t canary_off[KV_MAX_TENSORS][2], canary_len[KV_MAX_TENSORS][2]; /* before, after */
+    kv_rguard guards[KV_RMAX_GUARDS];
+    int nguards;
+} layout;
+
+typedef struct judge {
+    double prof[PROF_COUNT];
+    const kv_task *task;
+    const kv_kernel_opts *o;
+    const kv_judge_ctx *ctx;
+    kv_jdev *b;
+    kv_runner *rn;      /* the runner in use (candidate or baseline) */
+    int base_threads;   /* the runner's threads before any call */
+    double idle_cpu;    /* its CPU seconds when its last step ended */
+    void *ref_so;       /* the task's device reference, loaded here */
+    kv_launch_fn ref;
+    settings s;
+    calib c;
+    kv_rng rng;
+    json_t *extra; /* sent with a failure: build log, isolation */
+    uint32_t next_arena;
+    const char *who; /* "candidate" or "baseline": the runner in use */
+} judge;
+
+/* Host-side images of one shape's tensors, for the correctness trials. */
+typedef struct shape_data {
+    const kv_shape *shape;
+    int held;
+    size_t count[KV_MAX_TENSORS], bytes[KV_MAX_TENSORS];
+    void *img[KV_MAX_TENSORS];          /* inputs: as uploaded; outputs: scratch */
+    double *val[KV_MAX_TENSORS];        /* inputs: values; outputs: the reference */
+    double *prev[KV_MAX_TENSORS];       /* outputs: the previous trial's reference */
+    double *scale[KV_MAX_TENSORS];      /* outputs: the reference's error scales (NULL: none) */
+    double *prev_scale[KV_MAX_TENSORS]; /* outputs: the previous trial's error scales */
+    void *got[2][KV_MAX_TENSORS];       /* outputs of run 0 and run 1 */
+    void *late[KV_MAX_TENSORS];         /* outputs read again after settling */
+    void *back; /* inputs read back after a run (the largest; on first use) */
+    unsigned char poison[KV_MAX_TENSORS][8];
+    int have_prev;
+    double max_abs, max_rel, rel_l2, max_ratio; /* worst errors over trials */
+} shape_data;
+
+void kv_shape_data_init(shape_data *d, const kv_task *t, const kv_shape *sh, int held);
+void kv_shape_data_free(shape_data *d, const kv_task *t);
+
+/* ---- ending with a verdict (the runner is stopped first) ---- */
+
+/* Fails with CODE and a formatted detail; never returns. */
+_Noreturn void kv_judge_fail(judge *j, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Fails with ERR ("code: detail"), prefixed with CONTEXT. */
+_Noreturn void kv_judge_fail_err(judge *j, const char *err, const char *context);
+/* Fails for shape D with CODE (value errors on a held-out shape become
+ * wrong_on_held_out_shape). */
+_Noreturn void kv_judge_fail_shape(judge *j, const shape_data *d, const char *code,
+                                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Fails with the runner's failure F (its report, its death, a deadline). */
+_Noreturn void kv_judge_fail_runner(judge *j, const kv_rfail *f, const char *context);
+
+/* Adds the time since *T0 to step STEP and moves *T0 to now. */
+void kv_judge_lap(judge *j, enum prof_step step, double *t0);
+/* "prefill (rows=4096 cols=256)" into BUF. */
+const char *kv_judge_shape_label(const kv_task *t, const kv_shape *sh, char *buf, size_t cap);
+/* Row-major coordinates of flat index IDX of tensor TI as "[r, c]". */
+const char *kv_judge_coords(const kv_task *t, int ti, const int64_t *syms, size_t idx, char *buf,
+                            size_t cap);
+
+/* ---- arenas (judge_layout.c) ---- */
+
+/* A layout of NSETS sets of shape SYMS. ONE_SET_GUARDED: the correctness
+ * layout (one set, every tensor with margins and, on cpu, a guard page
+ * after it and inputs read-only in the runner); else the timing layout
+ * (each tensor's sets packed back to back, margins around them). */
+void kv_judge_layout(const judge *j, const int64_t *syms, size_t nsets, int one_set_guarded,
+                     layout *l);
+/* A new arena for L, every byte a canary, mapped into the runner. */
+void kv_judge_arena_new(judge *j, const layout *l, kv_arena *a);
+/* Unmaps A from the runner and frees it. */
+void kv_judge_arena_free(judge *j, kv_arena *a);
+/* Fails (out_of_bounds_write) when a canary of A around a tensor of L
+ * changed; D names the shape. */
+void kv_judge_check_canaries(judge *j, const shape_data *d, kv_arena *a, const layout *l);
+/* A block request for NCALLS calls of shape SYMS on sets FIRST.. of A. */
+void kv_judge_block(const judge *j, const kv_arena *a, const layout *l, const int64_t *syms,
+                    uint32_t first, uint32_t ncalls, kv_rmsg_run *m);
+
+/* ---- the runner's steps, failing the candidate on its failures ---- */
+
+/* Runs block M under the judge's deadline; returns the judge's seconds. */
+double kv_judge_run_block(judge *j, const kv_rmsg_run *m, const char *context);
+/* Fails (async_work_outside_harness_stream) when the runner has threads or
+ * processes left running after a step; CONTEXT says after what. */
+void kv_judge_check_quiet(judge *j, const shape_data *d, const char *context);
+
+/* ---- correctness (judge_check.c) ---- */
+
+/* The reference of one set (inputs at their place in A): into VAL[i] and
+ * SCALE[i] (host, per output tensor i); from the device when the task has a
+ * device reference and DEVICE is set, else from the CPU on the values IN[i]
+ * (inputs as doubles). */
+void kv_judge_reference(judge *j, const int64_t *syms, kv_arena *a, const layout *l, size_t set,
+                        double *const *in, double **val, double **scale, int device);
+/* Checks every scenario and held-out shape; the scenarios' summaries in
+ * *SCEN (one object each, in order), the held-out ones in *HELD. */
+void kv_judge_correctness(judge *j, json_t **scen, json_t **held);
+
+/* ---- timing (judge_time.c) ---- */
+
+/* Measures the runner's fixed costs before the candidate is loaded. */
+void kv_judge_calibrate(judge *j);
+/* Times scenario SH in the runner in use: fills SUMMARY with median_us,
+ * iqr_us, reps, roofline figures; with CHECK set, every timed call's
+ * output is checked as the judge's rules say. */
+void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary);
+
+#endif

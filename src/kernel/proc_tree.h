@@ -1,0 +1,18 @@
+/* What /proc says about a process and the processes below it: used by the
+ * judge to see what the candidate's process started and how much CPU it
+ * used while it should have been idle. */
+#ifndef KV_KERNEL_PROC_TREE_H
+#define KV_KERNEL_PROC_TREE_H
+
+#include <sys/types.h>
+
+/* The descendants of ROOT now (children, their children, ...), at most CAP
+ * of them into PIDS (which may be NULL with CAP 0). Returns how many there
+ * are (possibly more than CAP). */
+int kv_proc_descendants(pid_t root, pid_t *pids, int cap);
+
+/* CPU time PID's threads have run, in seconds (schedstat, nanosecond
+ * resolution; the stat ticks where schedstat is missing), -1 when unknown. */
+double kv_proc_cpu_seconds(pid_t pid);
+
+#endif

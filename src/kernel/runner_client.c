@@ -1,0 +1,477 @@
+/* The judge's handle on a runner (see runner_client.h). */
+#define _GNU_SOURCE
+#include "kernel/runner_client.h"
+#include "kernel/harness.h"
+#include "kernel/proc_tree.h"
+#include "kernel/worker.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/fs.h"
+#include "util/proc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+struct kv_runner {
+    pid_t pid;
+    int sock;
+    int status; /* its wait status, once reaped */
+    int reaped;
+    uint64_t seq;
+    char *scratch;
+    char *log_path;
+    pid_t *before; /* this process's descendants before the runner started */
+    int nbefore;
+    kv_rmsg_reply *reply;
+};
+
+pid_t kv_runner_pid(const kv_runner *r)
+{
+    return r && !r->reaped ? r->pid : -1;
+}
+
+/* The environment a runner gets: ours without secrets, TMPDIR its scratch,
+ * PoCL's cache in OWN_DIR or the scratch (OWNED: the two entries to free). */
+static char **runner_env(const char *scratch, const char *own_dir, char *owned[2])
+{
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    char **env = kv_calloc(n + 3, sizeof *env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *eq = strchr(environ[i], '=');
+        if (!eq) continue;
+        char *name = kv_strndup(environ[i], (size_t)(eq - environ[i]));
+        int drop = kv_env_is_secret(name) || strcmp(name, "TMPDIR") == 0 ||
+                   strcmp(name, "POCL_CACHE_DIR") == 0;
+        free(name);
+        if (!drop) env[k++] = environ[i];
+    }
+    env[k++] = owned[0] = kv_asprintf("TMPDIR=%s", scratch);
+    /* PoCL's kernel cache, the program's own: a shared one could be
+     * poisoned for the next evaluation's baseline. */
+    env[k++] = owned[1] = own_dir ? kv_asprintf("POCL_CACHE_DIR=%s", own_dir)
+                                  : kv_asprintf("POCL_CACHE_DIR=%s/pocl", scratch);
+    env[k] = NULL;
+    return env;
+}
+
+/* In the child: descriptors in place (the socket at 3, the log at 1 and 2),
+ * every other one closed, its own process group; then the runner. */
+static _Noreturn void exec_runner(char **argv, char **env, int sock, int logfd)
+{
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    dup2(logfd, 1);
+    dup2(logfd, 2);
+    if (sock != 3) dup2(sock, 3);
+    else
+        fcntl(3, F_SETFD, 0);
+    for (int fd = 4; fd < 1024; fd++)
+        close(fd);
+    setpgid(0, 0);
+    execve(argv[0], argv, env);
+    dprintf(2, "kevolve: cannot start the runner %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+/* Fills F from the way the runner ended (it must have been reaped). */
+static void fail_from_death(kv_runner *r, const char *during, kv_rfail *f)
+{
+    if (WIFSIGNALED(r->status)) {
+        const char *name = sigabbrev_np(WTERMSIG(r->status));
+        snprintf(f->code, sizeof f->code, "crash: SIG%s", name ? name : "?");
+        snprintf(f->detail, sizeof f->detail, "the candidate's process died (%s) during %s",
+                 f->code, during);
+    } else {
+        int code = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1;
+        snprintf(f->code, sizeof f->code, "crash: exit %d", code);
+        snprintf(f->detail, sizeof f->detail,
+                 "the candidate's process exited (status %d) during %s", code, during);
+    }
+}
+
+/* Reaps the runner when it has ended; 1 when it has. */
+static int reap(kv_runner *r, int block)
+{
+    if (r->reaped) return 1;
+    pid_t w;
+    while ((w = waitpid(r->pid, &r->status, block ? 0 : WNOHANG)) < 0 && errno == EINTR) {
+    }
+    if (w == r->pid) r->reaped = 1;
+    return r->reaped;
+}
+
+/* Waits at most TIMEOUT_S for the reply to request SEQ into r->reply.
+ * Returns 0 with it, 1 with F filled (a failure claimed, a death or the
+ * deadline; DURING names the step), -1 with *ERR. */
+static int wait_reply(kv_runner *r, uint64_t seq, double timeout_s, const char *during, kv_rfail *f,
+                      char **err)
+{
+    double deadline = kv_now_s() + timeout_s;
+    for (;;) {
+        double left = deadline - kv_now_s();
+        if (left <= 0) {
+            kill(r->pid, SIGKILL);
+            snprintf(f->code, sizeof f->code, "timeout");
+            snprintf(f->detail, sizeof f->detail, "the kernel exceeded %g s during %s",
+                     timeout_s, during);
+            return 1;
+        }
+        int ms = left > 0.05 ? 50 : (int)(left * 1000) + 1;
+        struct pollfd p = {.fd = r->sock, .events = POLLIN};
+        int pr = poll(&p, 1, ms);
+        if (pr < 0 && errno != EINTR) {
+            *err = kv_asprintf("harness_error: poll: %s", strerror(errno));
+            return -1;
+        }
+        if (pr > 0 && (p.revents & POLLIN)) {
+            memset(r->reply, 0, sizeof *r->reply);
+            ssize_t n = recv(r->sock, r->reply, sizeof *r->reply, MSG_DONTWAIT);
+            if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+            uint32_t want = seq ? KV_RMSG_REPLY : KV_RMSG_HELLO;
+            if (n >= (ssize_t)offsetof(kv_rmsg_reply, log) && r->reply->h.type == want &&
+                r->reply->h.seq == seq) {
+                r->reply->code[sizeof r->reply->code - 1] = '\0';
+                r->reply->detail[sizeof r->reply->detail - 1] = '\0';
+                r->reply->log[sizeof r->reply->log - 1] = '\0';
+                if (r->reply->status == 0) return 0;
+                snprintf(f->code, sizeof f->code, "%s",
+                         r->reply->code[0] ? r->reply->code : "launch_failed");
+                snprintf(f->detail, sizeof f->detail, "%s during %s", r->reply->detail, during);
+                f->call = r->reply->call;
+                /* A crash report comes just before the death: wait for it. */
+                if (strncmp(f->code, "crash", 5) == 0 || strcmp(f->code, "out_of_bounds") == 0)
+                    kill(r->pid, SIGKILL);
+                return 1;
+            }
+            if (n > 0) continue; /* a stale or malformed message: not the answer */
+            /* n == 0: the runner closed its end; it is dying or dead. */
+            reap(r, 1);
+            fail_from_death(r, during, f);
+            return 1;
+        }
+        if ((pr == 0 || (p.revents & (POLLHUP | POLLERR))) && reap(r, 0)) {
+            fail_from_death(r, during, f);
+            return 1;
+        }
+    }
+}
+
+kv_runner *kv_runner_start(const kv_runner_spec *spec, double timeout_s, char **isolation,
+                           char **err)
+{
+    *isolation = NULL;
+    /* Orphans of the runner's processes (setsid, double forks) come back to
+     * this process, so that stop can find and kill them. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    /* The candidate's process may not read this one's memory. */
+    prctl(PR_SET_DUMPABLE, 0);
+    kv_runner *r = kv_calloc(1, sizeof *r);
+    r->pid = -1;
+    r->sock = -1;
+    r->reply = kv_calloc(1, sizeof *r->reply);
+    const char *tmp = getenv("TMPDIR");
+    char *tmpl = kv_asprintf("%s/kevolve-runner-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(tmpl)) {
+        *err = kv_asprintf("harness_error: cannot make a scratch folder %s: %s", tmpl,
+                           strerror(errno));
+        free(tmpl);
+        kv_runner_stop(r);
+        return NULL;
+    }
+    r->scratch = tmpl;
+    r->log_path = kv_asprintf("%s/runner.log", r->scratch);
+    int logfd = open(r->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int sv[2];
+    if (logfd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        *err = kv_asprintf("harness_error: runner channel: %s", strerror(errno));
+        if (logfd >= 0) close(logfd);
+        kv_runner_stop(r);
+        return NULL;
+    }
+    char self[4096];
+    const char *exe = spec->self_exe;
+    if (!exe) {
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        self[n > 0 ? n : 0] = '\0';
+        exe = self;
+    }
+    char *argv[40];
+    int a = 0;
+    if (spec->wrapper) {
+        argv[a++] = (char *)spec->wrapper;
+        for (int i = 0; spec->wrapper_args && spec->wrapper_args[i] && a < 24; i++)
+            argv[a++] = spec->wrapper_args[i];
+    }
+    argv[a++] = (char *)exe;
+    argv[a++] = "__runner";
+    argv[a++] = "--backend";
+    argv[a++] = (char *)kv_backend_kind_name(spec->kind);
+    argv[a++] = "--lib";
+    argv[a++] = (char *)spec->lib;
+    if (spec->device_src) {
+        argv[a++] = "--device-src";
+        argv[a++] = (char *)spec->device_src;
+    }
+    argv[a++] = "--scratch";
+    argv[a++] = r->scratch;
+    if (spec->own_dir) {
+        kv_mkdir_p(spec->own_dir, 0755);
+        argv[a++] = "--own-dir";
+        argv[a++] = (char *)spec->own_dir;
+    }
+    argv[a] = NULL;
+    char *owned[2] = {NULL, NULL};
+    char **env = runner_env(r->scratch, spec->own_dir, owned);
+    r->nbefore = kv_proc_descendants(getpid(), NULL, 0);
+    if (r->nbefore > 0) {
+        r->before = kv_calloc((size_t)r->nbefore, sizeof *r->before);
+        r->nbefore = kv_proc_descendants(getpid(), r->before, r->nbefore);
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(sv[0]);
+        exec_runner(argv, env, sv[1], logfd);
+    }
+    free(owned[0]);
+    free(owned[1]);
+    free(env);
+    close(sv[1]);
+    close(logfd);
+    if (pid < 0) {
+        *err = kv_asprintf("harness_error: fork: %s", strerror(errno));
+        close(sv[0]);
+        kv_runner_stop(r);
+        return NULL;
+    }
+    setpgid(pid, pid);
+    r->pid = pid;
+    r->sock = sv[0];
+    /* Hello: the device opened and the sandbox applied, no candidate yet. */
+    kv_rfail f = {{0}};
+    int rc = wait_reply(r, 0, timeout_s, "the runner's start", &f, err);
+    if (rc == 0 && r->reply->h.type != KV_RMSG_HELLO) rc = 1;
+    if (rc != 0) {
+        if (rc > 0) {
+            char *out = kv_runner_output(r, 2000);
+            *err = r->reply->h.type == KV_RMSG_HELLO && r->reply->code[0]
+                       ? kv_asprintf("%s: %s", r->reply->code, r->reply->detail)
+                       : kv_asprintf("harness_error: the runner did not start (%s: %s)%s%s",
+                                     f.code, f.detail, *out ? ": " : "", out);
+            free(out);
+        }
+        kv_runner_stop(r);
+        return NULL;
+    }
+    *isolation = kv_strdup(r->reply->detail);
+    return r;
+}
+
+/* Sends MSG (its header's seq set to the next one) with FD beside it when
+ * FD >= 0. */
+static int send_msg(kv_runner *r, void *msg, size_t len, int fd, char **err)
+{
+    kv_rmsg_hdr *h = msg;
+    h->version = KV_RPROTO_VERSION;
+    h->seq = ++r->seq;
+    struct iovec iov = {.iov_base = msg, .iov_len = len};
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (fd >= 0) {
+        memset(cbuf, 0, sizeof cbuf);
+        m.msg_control = cbuf;
+        m.msg_controllen = sizeof cbuf;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    }
+    ssize_t n;
+    while ((n = sendmsg(r->sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+    }
+    if (n < 0 && errno != EPIPE && errno != ECONNRESET) {
+        *err = kv_asprintf("harness_error: sending to the runner: %s", strerror(errno));
+        return -1;
+    }
+    return 0; /* a dead runner shows in the wait for its reply */
+}
+
+static int step(kv_runner *r, void *msg, size_t len, int fd, double timeout_s, const char *during,
+                kv_rfail *f, char **err)
+{
+    memset(f, 0, sizeof *f);
+    if (send_msg(r, msg, len, fd, err) != 0) return -1;
+    return wait_reply(r, r->seq, timeout_s, during, f, err);
+}
+
+int kv_runner_map(kv_runner *r, const kv_arena *a, const kv_rguard *guards, int nguards,
+                  double timeout_s, kv_rfail *f, char **err)
+{
+    kv_rmsg_map *m = kv_calloc(1, sizeof *m);
+    m->h.type = KV_RMSG_MAP;
+    m->arena = a->id;
+    m->bytes = a->bytes;
+    memcpy(m->ipc, a->ipc, sizeof m->ipc);
+    m->num_guards = (uint32_t)(nguards < KV_RMAX_GUARDS ? nguards : KV_RMAX_GUARDS);
+    for (uint32_t i = 0; i < m->num_guards; i++)
+        m->guards[i] = guards[i];
+    int rc = step(r, m, sizeof *m, a->fd, timeout_s, "mapping the tensors", f, err);
+    free(m);
+    return rc;
+}
+
+int kv_runner_unmap(kv_runner *r, uint32_t arena, double timeout_s, kv_rfail *f, char **err)
+{
+    kv_rmsg_unmap m = {.h.type = KV_RMSG_UNMAP, .arena = arena};
+    return step(r, &m, sizeof m, -1, timeout_s, "unmapping the tensors", f, err);
+}
+
+int kv_runner_load(kv_runner *r, double timeout_s, char **log, kv_rfail *f, char **err)
+{
+    kv_rmsg_hdr h = {.type = KV_RMSG_LOAD};
+    int rc = step(r, &h, sizeof h, -1, timeout_s, "loading the candidate", f, err);
+    *log = rc >= 0 ? kv_strdup(r->reply->log) : NULL;
+    return rc;
+}
+
+int kv_runner_run(kv_runner *r, const kv_rmsg_run *m, double timeout_s, double *seconds,
+                  kv_rfail *f, char **err)
+{
+    kv_rmsg_run copy = *m;
+    copy.h.type = KV_RMSG_RUN;
+    memset(f, 0, sizeof *f);
+    double t0 = kv_now_s();
+    if (send_msg(r, &copy, sizeof copy, -1, err) != 0) return -1;
+    const char *phase = kv_worker_current_phase();
+    int rc = wait_reply(r, r->seq, timeout_s, *phase ? phase : "a block of calls", f, err);
+    *seconds = kv_now_s() - t0;
+    return rc;
+}
+
+int kv_runner_threads(const kv_runner *r)
+{
+    if (!r || r->reaped) return -1;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)r->pid);
+    DIR *d = opendir(path);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n;
+}
+
+double kv_runner_cpu_seconds(const kv_runner *r)
+{
+    if (!r || r->reaped) return -1;
+    return kv_proc_cpu_seconds(r->pid);
+}
+
+int kv_runner_children(const kv_runner *r)
+{
+    if (!r || r->reaped) return 0;
+    int n = kv_proc_descendants(r->pid, NULL, 0);
+    /* Orphans that came back to this process: new descendants of ours other
+     * than the runner itself. */
+    int mine = kv_proc_descendants(getpid(), NULL, 0);
+    return n + (mine - r->nbefore - 1 - n > 0 ? mine - r->nbefore - 1 - n : 0);
+}
+
+char *kv_runner_output(const kv_runner *r, size_t max)
+{
+    size_t len = 0;
+    char *text = r && r->log_path ? kv_read_file(r->log_path, &len) : NULL;
+    if (!text) return kv_strdup("");
+    if (len > max) {
+        char *tail = kv_strdup(text + len - max);
+        free(text);
+        return tail;
+    }
+    return text;
+}
+
+/* 1 when PID is among the N pids of LIST. */
+static int listed(const pid_t *list, int n, pid_t pid)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] == pid) return 1;
+    return 0;
+}
+
+/* Stops and kills every descendant of this process that was not there
+ * before the runner started (the runner's whole tree, orphans included),
+ * until none is left. */
+static void kill_tree(kv_runner *r)
+{
+    for (int round = 0; round < 50; round++) {
+        pid_t pids[4096];
+        int n = kv_proc_descendants(getpid(), pids, 4096);
+        int killed = 0;
+        for (int i = 0; i < n; i++)
+            if (!listed(r->before, r->nbefore, pids[i])) {
+                kill(pids[i], SIGSTOP);
+                killed++;
+            }
+        for (int i = 0; i < n; i++)
+            if (!listed(r->before, r->nbefore, pids[i])) kill(pids[i], SIGKILL);
+        /* Reap what came back to us (orphans are our children now). */
+        for (int i = 0; i < n; i++)
+            if (!listed(r->before, r->nbefore, pids[i])) waitpid(pids[i], NULL, WNOHANG);
+        if (!killed) break;
+        usleep(2000);
+    }
+}
+
+int kv_runner_quit(kv_runner *r, double timeout_s)
+{
+    if (!r || r->reaped) return 0;
+    kv_rmsg_hdr h = {.type = KV_RMSG_QUIT};
+    char *err = NULL;
+    if (send_msg(r, &h, sizeof h, -1, &err) != 0) free(err);
+    double deadline = kv_now_s() + timeout_s;
+    while (!reap(r, 0) && kv_now_s() < deadline)
+        usleep(10000);
+    if (r->reaped) return 0;
+    kill(r->pid, SIGKILL);
+    reap(r, 1);
+    return -1;
+}
+
+void kv_runner_stop(kv_runner *r)
+{
+    if (!r) return;
+    if (r->pid > 0) {
+        if (!r->reaped) {
+            kill(-r->pid, SIGKILL);
+            kill(r->pid, SIGKILL);
+            reap(r, 1);
+        }
+        kill_tree(r);
+    }
+    if (r->sock >= 0) close(r->sock);
+    if (r->scratch) kv_remove_tree(r->scratch);
+    free(r->scratch);
+    free(r->log_path);
+    free(r->before);
+    free(r->reply);
+    free(r);
+}

@@ -1,0 +1,25 @@
+/* The runner's sandbox, applied before the candidate's code is loaded:
+ * what a hostile candidate's process may no longer do.
+ *
+ * With Landlock (Linux 5.13+): no file may be written, created or removed
+ * outside the runner's scratch folder, its program's own folder and /dev (the GPU's device nodes);
+ * no process outside the sandbox may be traced or have its memory read
+ * (/proc/PID/mem); from Landlock ABI 4 no TCP bind or connect; from ABI 6
+ * no signal to a process outside the sandbox and no abstract unix socket
+ * outside it. Always: no new privileges (setuid binaries stay powerless),
+ * every capability dropped (a root runner keeps uid 0 but loses
+ * CAP_SYS_PTRACE, CAP_KILL, CAP_DAC_OVERRIDE, ...), no core dumps. */
+#ifndef KV_KERNEL_SANDBOX_H
+#define KV_KERNEL_SANDBOX_H
+
+/* Applies the sandbox to this process, with SCRATCH and OWN_DIR (may be
+ * NULL) the writable folders. Returns 0 with *WHAT (static) naming what was applied
+ * ("landlock abi 7: files, ptrace, tcp, signals; no capabilities"), or -1
+ * with *ERR when a step that must work failed. A kernel without Landlock
+ * is not an error: *WHAT then says so. */
+int kv_sandbox_apply(const char *scratch, const char *own_dir, const char **what, char **err);
+
+/* The Landlock ABI version of this kernel, 0 without Landlock. */
+int kv_landlock_abi(void);
+
+#endif
