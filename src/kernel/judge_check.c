@@ -266,9 +266,9 @@ static void check_run(judge *j, shape_data *d, kv_arena *a, const layout *l, int
             for (size_t k = 0; k < d->count[i] && !unwritten; k++)
                 unwritten =
                     kv_dtype_is_poison(t->tensors[i].dtype, d->got[runno][i], k, d->poison[i]);
-    int looks = unwritten ? 10 : 1, changed = -1;
+    int looks = unwritten ? 20 : 1, changed = -1;
     for (int look = 0; look < looks && changed < 0; look++) {
-        sleep_s(unwritten ? 0.02 : j->s.settle_s);
+        sleep_s(unwritten ? 0.02 * (look + 1) : j->s.settle_s); /* up to 4 s in all */
         read_outputs(j, d, a, l, d->late);
         for (int i = 0; i < t->num_tensors && changed < 0; i++)
             if (t->tensors[i].role == KV_OUT &&

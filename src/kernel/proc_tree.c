@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The parent of PID from /proc/PID/stat, -1 when gone. The command name
- * may hold spaces and parentheses: the fields follow the last ')'. */
-static pid_t parent_of(pid_t pid)
+/* From /proc/PID/stat. The command name may hold spaces and parentheses:
+ * the fields follow the last ')'. */
+pid_t kv_proc_parent(pid_t pid)
 {
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -43,7 +43,7 @@ int kv_proc_descendants(pid_t root, pid_t *pids, int cap)
             par = kv_realloc(par, alloc * sizeof *par);
         }
         all[n] = (pid_t)v;
-        par[n] = parent_of((pid_t)v);
+        par[n] = kv_proc_parent((pid_t)v);
         n++;
     }
     closedir(d);

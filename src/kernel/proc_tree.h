@@ -11,6 +11,9 @@
  * are (possibly more than CAP). */
 int kv_proc_descendants(pid_t root, pid_t *pids, int cap);
 
+/* The parent of PID, -1 when it is gone. */
+pid_t kv_proc_parent(pid_t pid);
+
 /* CPU time PID's threads have run, in seconds (schedstat, nanosecond
  * resolution; the stat ticks where schedstat is missing), -1 when unknown. */
 double kv_proc_cpu_seconds(pid_t pid);

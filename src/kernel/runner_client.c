@@ -23,97 +23,59 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
-
 struct kv_runner {
+    kv_proc *proc; /* under its supervisor: its whole tree dies with it */
     pid_t pid;
     int sock;
-    int status; /* its wait status, once reaped */
-    int reaped;
+    int ended;
     uint64_t seq;
     char *scratch;
-    char *log_path;
-    pid_t *before; /* this process's descendants before the runner started */
-    int nbefore;
     kv_rmsg_reply *reply;
 };
 
 pid_t kv_runner_pid(const kv_runner *r)
 {
-    return r && !r->reaped ? r->pid : -1;
+    return r && !r->ended ? r->pid : -1;
 }
 
-/* The environment a runner gets: ours without secrets, TMPDIR its scratch,
- * PoCL's cache in OWN_DIR or the scratch (OWNED: the two entries to free). */
-static char **runner_env(const char *scratch, const char *own_dir, char *owned[2])
+/* What a runner's environment adds to kv_proc's scrubbed one: TMPDIR its
+ * scratch, PoCL's cache in OWN_DIR or the scratch (OWNED: free both). */
+static void runner_env(const char *scratch, const char *own_dir, char *owned[3])
 {
-    size_t n = 0;
-    while (environ && environ[n])
-        n++;
-    char **env = kv_calloc(n + 3, sizeof *env);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *eq = strchr(environ[i], '=');
-        if (!eq) continue;
-        char *name = kv_strndup(environ[i], (size_t)(eq - environ[i]));
-        int drop = kv_env_is_secret(name) || strcmp(name, "TMPDIR") == 0 ||
-                   strcmp(name, "POCL_CACHE_DIR") == 0;
-        free(name);
-        if (!drop) env[k++] = environ[i];
-    }
-    env[k++] = owned[0] = kv_asprintf("TMPDIR=%s", scratch);
+    owned[0] = kv_asprintf("TMPDIR=%s", scratch);
     /* PoCL's kernel cache, the program's own: a shared one could be
      * poisoned for the next evaluation's baseline. */
-    env[k++] = owned[1] = own_dir ? kv_asprintf("POCL_CACHE_DIR=%s", own_dir)
-                                  : kv_asprintf("POCL_CACHE_DIR=%s/pocl", scratch);
-    env[k] = NULL;
-    return env;
+    owned[1] = own_dir ? kv_asprintf("POCL_CACHE_DIR=%s", own_dir)
+                       : kv_asprintf("POCL_CACHE_DIR=%s/pocl", scratch);
+    owned[2] = NULL;
 }
 
-/* In the child: descriptors in place (the socket at 3, the log at 1 and 2),
- * every other one closed, its own process group; then the runner. */
-static _Noreturn void exec_runner(char **argv, char **env, int sock, int logfd)
-{
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
-    dup2(logfd, 1);
-    dup2(logfd, 2);
-    if (sock != 3) dup2(sock, 3);
-    else
-        fcntl(3, F_SETFD, 0);
-    for (int fd = 4; fd < 1024; fd++)
-        close(fd);
-    setpgid(0, 0);
-    execve(argv[0], argv, env);
-    dprintf(2, "kevolve: cannot start the runner %s: %s\n", argv[0], strerror(errno));
-    _exit(127);
-}
-
-/* Fills F from the way the runner ended (it must have been reaped). */
+/* Fills F from the way the runner ended (it must have ended). */
 static void fail_from_death(kv_runner *r, const char *during, kv_rfail *f)
 {
-    if (WIFSIGNALED(r->status)) {
-        const char *name = sigabbrev_np(WTERMSIG(r->status));
+    if (kv_proc_how(r->proc) == KV_PROC_SIGNALED) {
+        const char *name = sigabbrev_np(kv_proc_signal(r->proc));
         snprintf(f->code, sizeof f->code, "crash: SIG%s", name ? name : "?");
         snprintf(f->detail, sizeof f->detail, "the candidate's process died (%s) during %s",
                  f->code, during);
+    } else if (kv_proc_how(r->proc) == KV_PROC_TIMED_OUT) {
+        snprintf(f->code, sizeof f->code, "timeout");
+        snprintf(f->detail, sizeof f->detail, "the candidate's process outlived its limit during %s",
+                 during);
     } else {
-        int code = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1;
+        int code = kv_proc_exit_code(r->proc);
         snprintf(f->code, sizeof f->code, "crash: exit %d", code);
         snprintf(f->detail, sizeof f->detail,
                  "the candidate's process exited (status %d) during %s", code, during);
     }
 }
 
-/* Reaps the runner when it has ended; 1 when it has. */
-static int reap(kv_runner *r, int block)
+/* Pumps the runner's output and notes its end; 1 when it has ended. WAIT_MS
+ * as kv_proc_poll's. */
+static int reap(kv_runner *r, int wait_ms)
 {
-    if (r->reaped) return 1;
-    pid_t w;
-    while ((w = waitpid(r->pid, &r->status, block ? 0 : WNOHANG)) < 0 && errno == EINTR) {
-    }
-    if (w == r->pid) r->reaped = 1;
-    return r->reaped;
+    if (!r->ended && kv_proc_poll(r->proc, wait_ms)) r->ended = 1;
+    return r->ended;
 }
 
 /* Waits at most TIMEOUT_S for the reply to request SEQ into r->reply.
@@ -126,7 +88,7 @@ static int wait_reply(kv_runner *r, uint64_t seq, double timeout_s, const char *
     for (;;) {
         double left = deadline - kv_now_s();
         if (left <= 0) {
-            kill(r->pid, SIGKILL);
+            kv_proc_kill(r->proc);
             snprintf(f->code, sizeof f->code, "timeout");
             snprintf(f->detail, sizeof f->detail, "the kernel exceeded %g s during %s",
                      timeout_s, during);
@@ -155,17 +117,19 @@ static int wait_reply(kv_runner *r, uint64_t seq, double timeout_s, const char *
                 snprintf(f->detail, sizeof f->detail, "%s during %s", r->reply->detail, during);
                 f->call = r->reply->call;
                 /* A crash report comes just before the death: wait for it. */
-                if (strncmp(f->code, "crash", 5) == 0 || strcmp(f->code, "out_of_bounds") == 0)
-                    kill(r->pid, SIGKILL);
+                if (strncmp(f->code, "crash", 5) == 0 || strcmp(f->code, "out_of_bounds") == 0 ||
+                    strcmp(f->code, "input_modified") == 0)
+                    kv_proc_kill(r->proc);
                 return 1;
             }
             if (n > 0) continue; /* a stale or malformed message: not the answer */
             /* n == 0: the runner closed its end; it is dying or dead. */
-            reap(r, 1);
+            while (!reap(r, 100)) {
+            }
             fail_from_death(r, during, f);
             return 1;
         }
-        if ((pr == 0 || (p.revents & (POLLHUP | POLLERR))) && reap(r, 0)) {
+        if (reap(r, 0)) {
             fail_from_death(r, during, f);
             return 1;
         }
@@ -176,9 +140,6 @@ kv_runner *kv_runner_start(const kv_runner_spec *spec, double timeout_s, char **
                            char **err)
 {
     *isolation = NULL;
-    /* Orphans of the runner's processes (setsid, double forks) come back to
-     * this process, so that stop can find and kill them. */
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
     /* The candidate's process may not read this one's memory. */
     prctl(PR_SET_DUMPABLE, 0);
     kv_runner *r = kv_calloc(1, sizeof *r);
@@ -195,12 +156,9 @@ kv_runner *kv_runner_start(const kv_runner_spec *spec, double timeout_s, char **
         return NULL;
     }
     r->scratch = tmpl;
-    r->log_path = kv_asprintf("%s/runner.log", r->scratch);
-    int logfd = open(r->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     int sv[2];
-    if (logfd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
         *err = kv_asprintf("harness_error: runner channel: %s", strerror(errno));
-        if (logfd >= 0) close(logfd);
         kv_runner_stop(r);
         return NULL;
     }
@@ -236,33 +194,27 @@ kv_runner *kv_runner_start(const kv_runner_spec *spec, double timeout_s, char **
         argv[a++] = (char *)spec->own_dir;
     }
     argv[a] = NULL;
-    char *owned[2] = {NULL, NULL};
-    char **env = runner_env(r->scratch, spec->own_dir, owned);
-    r->nbefore = kv_proc_descendants(getpid(), NULL, 0);
-    if (r->nbefore > 0) {
-        r->before = kv_calloc((size_t)r->nbefore, sizeof *r->before);
-        r->nbefore = kv_proc_descendants(getpid(), r->before, r->nbefore);
-    }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(sv[0]);
-        exec_runner(argv, env, sv[1], logfd);
-    }
-    free(owned[0]);
-    free(owned[1]);
-    free(env);
+    char *env[3];
+    runner_env(r->scratch, spec->own_dir, env);
+    kv_proc_spec ps = {.argv = argv,
+                       .cwd = r->scratch,
+                       .extra_env = env,
+                       .max_output = 64 * 1024,
+                       .fds = &sv[1],
+                       .n_fds = 1};
+    r->proc = kv_proc_start(&ps, err);
+    free(env[0]);
+    free(env[1]);
     close(sv[1]);
-    close(logfd);
-    if (pid < 0) {
-        *err = kv_asprintf("harness_error: fork: %s", strerror(errno));
-        close(sv[0]);
+    r->sock = sv[0];
+    if (!r->proc) {
+        char *e = *err;
+        *err = kv_asprintf("harness_error: cannot start the runner: %s", e ? e : "");
+        free(e);
         kv_runner_stop(r);
         return NULL;
     }
-    setpgid(pid, pid);
-    r->pid = pid;
-    r->sock = sv[0];
+    r->pid = kv_proc_pid(r->proc);
     /* Hello: the device opened and the sandbox applied, no candidate yet. */
     kv_rfail f = {{0}};
     int rc = wait_reply(r, 0, timeout_s, "the runner's start", &f, err);
@@ -367,7 +319,7 @@ int kv_runner_run(kv_runner *r, const kv_rmsg_run *m, double timeout_s, double *
 
 int kv_runner_threads(const kv_runner *r)
 {
-    if (!r || r->reaped) return -1;
+    if (!r || r->ended) return -1;
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", (int)r->pid);
     DIR *d = opendir(path);
@@ -382,96 +334,61 @@ int kv_runner_threads(const kv_runner *r)
 
 double kv_runner_cpu_seconds(const kv_runner *r)
 {
-    if (!r || r->reaped) return -1;
+    if (!r || r->ended) return -1;
     return kv_proc_cpu_seconds(r->pid);
 }
 
 int kv_runner_children(const kv_runner *r)
 {
-    if (!r || r->reaped) return 0;
-    int n = kv_proc_descendants(r->pid, NULL, 0);
-    /* Orphans that came back to this process: new descendants of ours other
-     * than the runner itself. */
-    int mine = kv_proc_descendants(getpid(), NULL, 0);
-    return n + (mine - r->nbefore - 1 - n > 0 ? mine - r->nbefore - 1 - n : 0);
+    if (!r || r->ended) return 0;
+    /* Its supervisor is its parent and a subreaper: what the runner started,
+     * orphans included, descends from the supervisor. */
+    pid_t sup = kv_proc_parent(r->pid);
+    int n = sup > 1 ? kv_proc_descendants(sup, NULL, 0) - 1 : kv_proc_descendants(r->pid, NULL, 0);
+    return n > 0 ? n : 0;
 }
 
 char *kv_runner_output(const kv_runner *r, size_t max)
 {
-    size_t len = 0;
-    char *text = r && r->log_path ? kv_read_file(r->log_path, &len) : NULL;
-    if (!text) return kv_strdup("");
-    if (len > max) {
-        char *tail = kv_strdup(text + len - max);
-        free(text);
+    if (!r || !r->proc) return kv_strdup("");
+    kv_proc_poll(r->proc, 0);
+    kv_buf b = KV_BUF_INIT;
+    kv_buf_puts(&b, kv_proc_stdout(r->proc));
+    kv_buf_puts(&b, kv_proc_stderr(r->proc));
+    if (!b.data) return kv_strdup("");
+    if (b.len > max) {
+        char *tail = kv_strdup(b.data + b.len - max);
+        kv_buf_free(&b);
         return tail;
     }
-    return text;
-}
-
-/* 1 when PID is among the N pids of LIST. */
-static int listed(const pid_t *list, int n, pid_t pid)
-{
-    for (int i = 0; i < n; i++)
-        if (list[i] == pid) return 1;
-    return 0;
-}
-
-/* Stops and kills every descendant of this process that was not there
- * before the runner started (the runner's whole tree, orphans included),
- * until none is left. */
-static void kill_tree(kv_runner *r)
-{
-    for (int round = 0; round < 50; round++) {
-        pid_t pids[4096];
-        int n = kv_proc_descendants(getpid(), pids, 4096);
-        int killed = 0;
-        for (int i = 0; i < n; i++)
-            if (!listed(r->before, r->nbefore, pids[i])) {
-                kill(pids[i], SIGSTOP);
-                killed++;
-            }
-        for (int i = 0; i < n; i++)
-            if (!listed(r->before, r->nbefore, pids[i])) kill(pids[i], SIGKILL);
-        /* Reap what came back to us (orphans are our children now). */
-        for (int i = 0; i < n; i++)
-            if (!listed(r->before, r->nbefore, pids[i])) waitpid(pids[i], NULL, WNOHANG);
-        if (!killed) break;
-        usleep(2000);
-    }
+    return kv_buf_steal(&b);
 }
 
 int kv_runner_quit(kv_runner *r, double timeout_s)
 {
-    if (!r || r->reaped) return 0;
+    if (!r || r->ended) return 0;
     kv_rmsg_hdr h = {.type = KV_RMSG_QUIT};
     char *err = NULL;
     if (send_msg(r, &h, sizeof h, -1, &err) != 0) free(err);
     double deadline = kv_now_s() + timeout_s;
-    while (!reap(r, 0) && kv_now_s() < deadline)
-        usleep(10000);
-    if (r->reaped) return 0;
-    kill(r->pid, SIGKILL);
-    reap(r, 1);
-    return -1;
+    while (!reap(r, 50) && kv_now_s() < deadline) {
+    }
+    return r->ended ? 0 : -1;
 }
 
 void kv_runner_stop(kv_runner *r)
 {
     if (!r) return;
-    if (r->pid > 0) {
-        if (!r->reaped) {
-            kill(-r->pid, SIGKILL);
-            kill(r->pid, SIGKILL);
-            reap(r, 1);
+    if (r->proc) {
+        /* Its supervisor kills everything it started before reporting the end. */
+        kv_proc_kill(r->proc);
+        while (!reap(r, 100)) {
         }
-        kill_tree(r);
+        kv_proc_free(r->proc);
     }
     if (r->sock >= 0) close(r->sock);
     if (r->scratch) kv_remove_tree(r->scratch);
     free(r->scratch);
-    free(r->log_path);
-    free(r->before);
     free(r->reply);
     free(r);
 }

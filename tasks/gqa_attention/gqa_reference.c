@@ -106,7 +106,7 @@ GQA_CLONES static void item(const job *j, int64_t it, double *sc, double *acc, d
             if (os) {
                 double *sa = sacc + r * D;
                 for (int64_t d = 0; d < D; d++)
-                    sa[d] += p * fabs(vr[d]);
+                    sa[d] += p * p * vr[d] * vr[d];
             }
         }
     }
@@ -116,7 +116,7 @@ GQA_CLONES static void item(const job *j, int64_t it, double *sc, double *acc, d
     if (os)
         for (int64_t r = 0; r < nr; r++)
             for (int64_t d = 0; d < D; d++)
-                os[r * D + d] = sacc[r * D + d] / sum[r];
+                os[r * D + d] = sqrt(sacc[r * D + d]) / sum[r];
 }
 
 /* A thread: takes work items until none are left. */

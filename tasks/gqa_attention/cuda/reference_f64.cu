@@ -80,7 +80,7 @@ __global__ void gqa_reference_f64(const uint16_t *q, const uint16_t *k, const ui
     m = red[0];
     __syncthreads();
 
-    // pass 2: p, its sum, p v and p |v|; each thread owns dimensions t, t + nt, ...
+    // pass 2: p, its sum, p v and p^2 v^2; each thread owns dimensions t, t + nt, ...
     double z = 0.0, acc[4] = {0, 0, 0, 0}, sacc[4] = {0, 0, 0, 0};
     for (int64_t j0 = 0; j0 < keys; j0 += nt) {
         int64_t j = j0 + t;
@@ -95,7 +95,7 @@ __global__ void gqa_reference_f64(const uint16_t *q, const uint16_t *k, const ui
             for (int c = 0, d = t; d < D && c < 4; c++, d += nt) {
                 double x = bf(vr[d]);
                 acc[c] += pj * x;
-                sacc[c] += pj * fabs(x);
+                sacc[c] += pj * pj * x * x;
             }
         }
         __syncthreads();
@@ -114,7 +114,7 @@ __global__ void gqa_reference_f64(const uint16_t *q, const uint16_t *k, const ui
     z = red[0];
     for (int c = 0, d = t; d < D && c < 4; c++, d += nt) {
         o[row * D + d] = acc[c] / z;
-        os[row * D + d] = sacc[c] / z;
+        os[row * D + d] = sqrt(sacc[c]) / z;
     }
 }
 
