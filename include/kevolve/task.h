@@ -121,8 +121,9 @@ typedef struct kv_shape {
  * stol must set reference_scale). It admits a kernel's roundings of
  * intermediate values whose error is proportional to a magnitude other than
  * |ref|: attention rounding its softmax weights p to bf16 before p.v errs by
- * up to ~2^-9 * sum p|v| / sum p, which positive and negative v that cancel
- * make much larger than |ref|. Designated initialisers leave stol at 0. */
+ * a sum of independent terms p_j d_j v_j (|d_j| <= 2^-8), whose spread is
+ * sqrt(sum p^2 v^2) / sum p, which positive and negative v that cancel make
+ * much larger than |ref|. Designated initialisers leave stol at 0. */
 typedef struct kv_tolerance {
     double atol;
     double rtol;

@@ -173,11 +173,18 @@ double kv_judge_run_block(judge *j, const kv_rmsg_run *m, const char *context)
     double calls = m->ncalls ? (double)m->ncalls : 1.0;
     double limit = j->s.kernel_timeout_s * calls;
     if (limit > 120 + j->s.kernel_timeout_s) limit = 120 + j->s.kernel_timeout_s;
+    double grace = j->grace_s;
+    j->grace_s = 0;
     kv_rfail f;
     char *err = NULL;
     double secs = 0;
-    int rc = kv_runner_run(j->rn, m, limit, &secs, &f, &err);
+    int rc = kv_runner_run(j->rn, m, limit + grace, &secs, &f, &err);
     if (rc < 0) kv_judge_fail_err(j, err, context);
+    if (rc > 0 && grace > 0 && strcmp(f.code, "timeout") == 0)
+        kv_judge_fail(j, "timeout",
+                      "%s: the kernel exceeded %g s (with %g s more for the driver's first build "
+                      "of it) during %s",
+                      context, limit, grace, kv_worker_current_phase());
     if (rc > 0) kv_judge_fail_runner(j, &f, context);
     j->idle_cpu = kv_runner_cpu_seconds(j->rn);
     return secs;

@@ -77,6 +77,7 @@ typedef struct judge {
     json_t *extra; /* sent with a failure: build log, isolation */
     uint32_t next_arena;
     const char *who; /* "candidate" or "baseline": the runner in use */
+    double grace_s;  /* extra time for the next block (opencl: the driver's first build) */
 } judge;
 
 /* Host-side images of one shape's tensors, for the correctness trials. */

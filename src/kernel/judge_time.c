@@ -358,14 +358,10 @@ static void check_inputs(judge *j, timing *tm, size_t n)
         size_t changed = 0;
         if (j->b->count_changed) {
             size_t es = kv_dtype_size(ts->dtype);
+            /* The whole region as written, the padding between sets too. */
             if (j->b->count_changed(j->b, &tm->a, tm->l.off[i], ts->dtype, region(tm, i, n) / es,
                                     tm->seeds[i], &changed, &err) != 0)
                 kv_judge_fail_err(j, err, "checking timed inputs");
-            /* The padding between sets is canary, not input: counted as changed. */
-            if (tm->l.stride[i] != tm->l.len[i]) {
-                size_t pad = (n - 1) * (tm->l.stride[i] - tm->l.len[i]) / es;
-                changed = changed > pad ? changed - pad : 0;
-            }
         } else {
             size_t r = region(tm, i, n);
             changed = memcmp(j->b->ptr(j->b, &tm->a, tm->l.off[i]), tm->copy + at, r) != 0;
@@ -462,22 +458,32 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
     size_t nmax = j->s.budget_bytes / (set_bytes ? set_bytes : 1);
     if (nmax < 1) nmax = 1;
     if (nmax > 1024) nmax = 1024;
-    tm.nmax = nmax;
-    kv_judge_layout(j, sh->syms, nmax, 0, &tm.l);
-    kv_worker_phase("timing %s: %zu input sets", sh->name, nmax);
-    kv_judge_arena_new(j, &tm.l, &tm.a);
-    if (!j->b->device_inputs) {
-        for (int i = 0; i < t->num_tensors; i++)
-            if (t->tensors[i].role == KV_IN) tm.copy_bytes += region(&tm, i, nmax);
-        tm.copy = kv_malloc(tm.copy_bytes + 8);
-    }
-    kv_judge_lap(j, PROF_ALLOC, &t0);
+    /* A short block first, in an arena of its own, to size the others:
+     * their arena holds just the sets a block needs. */
     double last_reply = kv_now_s();
-    /* A short block first, to size the others. */
     size_t n = nmax < 2 ? nmax : 2;
-    double est = timed_block(j, &tm, n, &last_reply);
-    size_t want = (size_t)ceil(j->s.block_s / (est > 1e-7 ? est : 1e-7));
-    n = want < 1 ? 1 : want > nmax ? nmax : want;
+    double est = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        tm.nmax = n;
+        kv_judge_layout(j, sh->syms, n, 0, &tm.l);
+        kv_worker_phase("timing %s: %zu input sets", sh->name, n);
+        kv_judge_arena_new(j, &tm.l, &tm.a);
+        if (!j->b->device_inputs) {
+            tm.copy_bytes = 0;
+            for (int i = 0; i < t->num_tensors; i++)
+                if (t->tensors[i].role == KV_IN) tm.copy_bytes += region(&tm, i, n);
+            tm.copy = kv_realloc(tm.copy, tm.copy_bytes + 8);
+        }
+        kv_judge_lap(j, PROF_ALLOC, &t0);
+        if (pass == 1) break;
+        est = timed_block(j, &tm, n, &last_reply);
+        size_t want = (size_t)ceil(j->s.block_s / (est > 1e-7 ? est : 1e-7));
+        size_t next = want < 1 ? 1 : want > nmax ? nmax : want;
+        if (next == n) break; /* the sizing arena will do */
+        t0 = kv_now_s();
+        kv_judge_arena_free(j, &tm.a);
+        n = next;
+    }
     double *samples = kv_malloc(4096 * sizeof *samples);
     size_t ns = 0, reps = 0;
     json_t *tele0 = j->b->telemetry ? j->b->telemetry(j->b) : NULL;
@@ -515,7 +521,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
     json_object_set_new(summary, "roofline_fraction", json_real(ideal_us / med));
     json_object_set_new(summary, "bytes", json_real(rf.bytes));
     json_object_set_new(summary, "flops", json_real(rf.flops));
-    json_object_set_new(summary, "input_sets", json_integer((json_int_t)nmax));
+    json_object_set_new(summary, "input_sets", json_integer((json_int_t)tm.nmax));
     json_object_set_new(summary, "weight", json_real(sh->weight > 0 ? sh->weight : 1.0));
     json_object_set_new(summary, "tags", json_string(sh->tags ? sh->tags : ""));
     json_object_set_new(summary, "correct", json_integer(1));
