@@ -24,13 +24,17 @@ static void eval_usage(FILE *f)
             "                    [--quick] [--json] [--seed N] [--timeout S] [--kernel-timeout S]\n"
             "                    [--cache-dir DIR] [--arch sm_XX] [--cpu-reference]\n"
             "                    [--baseline-max-age S] [--fresh-baseline] [--lock-wait S]\n"
+            "                    [--screen] [--screen-keep F]\n"
             "                    CANDIDATE\n"
             "  --stage 1: correctness only; 2: correctness and timing (default: both);\n"
             "  3: compute-sanitizer memcheck (cuda). --backend auto picks by extension\n"
             "  (.cu cuda, .cl opencl, else cpu). --cpu-reference: the task's CPU reference\n"
             "  even where it has a GPU one (slow on big shapes). The baseline's timings\n"
             "  are kept (in $KEVOLVE_RUN_DIR, else the cache) and timed again after\n"
-            "  --baseline-max-age seconds (900) or when the device moved. Prints\n"
+            "  --baseline-max-age seconds (900) or when the device moved. --screen: with\n"
+            "  $KEVOLVE_PARENT_METRICS (the parent's metrics, as kevolve run sets it),\n"
+            "  time one scenario of each class first and stop when slower than\n"
+            "  --screen-keep (0.95) times the parent there. Prints\n"
             "  {\"metrics\":...,\"artifacts\":...} on stdout and nothing else.\n");
 }
 
@@ -88,6 +92,8 @@ int cmd_eval(int argc, char **argv)
                                              {"baseline-max-age", required_argument, NULL, 'A'},
                                              {"fresh-baseline", no_argument, NULL, 'F'},
                                              {"lock-wait", required_argument, NULL, 'L'},
+                                             {"screen", no_argument, NULL, 'P'},
+                                             {"screen-keep", required_argument, NULL, 'k'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     kv_kernel_opts o;
@@ -97,7 +103,7 @@ int cmd_eval(int argc, char **argv)
     optind = 1;
     opterr = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "t:b:s:qjS:T:K:c:a:RA:FL:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:b:s:qjS:T:K:c:a:RA:FL:Pk:h", longopts, NULL)) != -1) {
         switch (c) {
         case 't':
             o.task = optarg;
@@ -137,6 +143,12 @@ int cmd_eval(int argc, char **argv)
             break;
         case 'L':
             o.lock_wait_s = atof(optarg);
+            break;
+        case 'P':
+            o.parent_metrics = getenv("KEVOLVE_PARENT_METRICS");
+            break;
+        case 'k':
+            o.screen_keep = atof(optarg);
             break;
         case 'R':
             o.cpu_reference = 1;

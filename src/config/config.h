@@ -135,8 +135,10 @@ typedef struct kv_evaluator_config {
     long memory_limit_mb;       /* kevolve: RLIMIT_AS of an evaluation; 0 = none; default 0 */
     char *task;                 /* kevolve: built-in kernel task name, instead of a command */
     char *backend;              /* kevolve: kernel backend: auto, cpu, opencl, cuda; default auto */
-    int quick; /* kevolve: the harness's quick mode (fewer trials, shorter timing); default 0 */
-    int distributed;   /* OpenEvolve's flag; not supported (warned when true) */
+    int quick;     /* kevolve: the harness's quick mode (fewer trials, shorter timing); default 0 */
+    int screening; /* kevolve: the harness stops children slower than their parent; 1 */
+    double screen_keep; /* kevolve: the fraction of the parent's speed to go on; 0.95 */
+    int distributed;    /* OpenEvolve's flag; not supported (warned when true) */
     int python_module; /* kevolve: -1 auto, 1/0: run the evaluator as an OpenEvolve module or not */
     char *python;      /* kevolve: interpreter of OpenEvolve modules; default "python3" */
     int python_pool;   /* kevolve: warm interpreters that import the module once; default 0 */

@@ -412,6 +412,13 @@ const kv_key kv_config_key_table[] = {
     {"evaluator", "quick", KV_KEY_BOOL, C(evaluator.quick), 0, "false", NULL,
      "With evaluator.task: the harness's quick mode for every child (fewer trials, shorter "
      "timing); evaluate the best in full afterwards with kevolve eval."},
+    {"evaluator", "screening", KV_KEY_BOOL, C(evaluator.screening), 0, "true", NULL,
+     "With evaluator.task: the harness times one scenario of each class first and stops a "
+     "child slower than evaluator.screen_keep times its parent there (its score is then the "
+     "parent's times that ratio, marked screened_out)."},
+    {"evaluator", "screen_keep", KV_KEY_DOUBLE, C(evaluator.screen_keep), 0, "0.95", NULL,
+     "With evaluator.screening: the least fraction of its parent's speed, on the "
+     "representative scenarios, that a child needs to be evaluated in full."},
     {"evaluator", "distributed", KV_KEY_BOOL, C(evaluator.distributed), 0, "false", NULL,
      "OpenEvolve's flag; not supported.",
      "not supported; kevolve evaluates on this machine's worker pool"},

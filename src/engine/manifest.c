@@ -40,11 +40,14 @@ static char *write_task_evaluator(const kv_config *cfg, const char *output_dir,
             return NULL;
         }
     }
-    char *script =
-        kv_asprintf("#!/bin/sh\n# Written by kevolve: the built-in kernel harness as "
-                    "this run's evaluator.\nexec '%s' eval --task %s --backend %s%s "
-                    "\"$@\"\n",
-                    self, cfg->evaluator.task, backend, cfg->evaluator.quick ? " --quick" : "");
+    char keep[64] = "";
+    if (cfg->evaluator.screening)
+        snprintf(keep, sizeof keep, " --screen --screen-keep %.4g", cfg->evaluator.screen_keep);
+    char *script = kv_asprintf("#!/bin/sh\n# Written by kevolve: the built-in kernel harness as "
+                               "this run's evaluator.\nexec '%s' eval --task %s --backend %s%s%s "
+                               "\"$@\"\n",
+                               self, cfg->evaluator.task, backend,
+                               cfg->evaluator.quick ? " --quick" : "", keep);
     char *path = kv_path_join(output_dir, "evaluate.sh");
     int rc = kv_write_file(path, script, strlen(script));
     free(script);

@@ -85,8 +85,8 @@ struct kv_jdev {
      * function of (SEED, index). count_poison: elements equal to PATTERN
      * (the first at *FIRST). count_changed: elements that differ from what
      * gen_normal(SEED) wrote. */
-    int (*gen_normal)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
-                      uint64_t seed, char **err);
+    int (*gen_normal)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count, uint64_t seed,
+                      char **err);
     int (*count_poison)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
                         const void *pattern, size_t *n, size_t *first, char **err);
     int (*count_changed)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,

@@ -5,6 +5,7 @@
  * candidate in a sandboxed runner of its own, and turns the judge's report
  * into the evaluator's JSON. */
 #include "kernel/harness.h"
+#include "kernel/artifact.h"
 #include "kernel/backend.h"
 #include "kernel/baseline.h"
 #include "kernel/compile.h"
@@ -16,6 +17,7 @@
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/fs.h"
+#include "util/json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -122,8 +124,10 @@ static void add_resources(json_t *metrics, json_t *artifacts, const kv_compiled 
     json_object_foreach(c->resources, k, v) json_object_set(metrics, k, v);
 }
 
-/* Builds the final JSON from the judge's result. */
-static json_t *accepted(const kv_task *task, int stage, json_t *res, json_t *artifacts)
+/* Builds the final JSON from the judge's result: every timed scenario's
+ * figures as metrics, combined_score their weighted geometric mean (or, for
+ * a child the screen stopped, its parent's score times its ratio there). */
+static json_t *accepted(int stage, json_t *res, json_t *artifacts)
 {
     json_t *metrics = json_object();
     json_t *scen = json_object_get(res, "scenarios");
@@ -134,8 +138,9 @@ static json_t *accepted(const kv_task *task, int stage, json_t *res, json_t *art
     json_array_foreach(scen, i, s)
     {
         const char *name = json_string_value(json_object_get(s, "name"));
-        static const char *keys[] = {"median_us",   "iqr_us",      "speedup",   "roofline_fraction",
-                                     "max_abs_err", "max_rel_err", "rel_l2_err"};
+        static const char *keys[] = {"median_us",         "iqr_us",      "speedup",
+                                     "roofline_fraction", "max_abs_err", "max_rel_err",
+                                     "rel_l2_err",        "tol_ratio"};
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             json_t *v = json_object_get(s, keys[k]);
             if (!v) continue;
@@ -145,22 +150,30 @@ static json_t *accepted(const kv_task *task, int stage, json_t *res, json_t *art
         }
         json_t *sp = json_object_get(s, "speedup");
         if (sp) {
-            double w = task->scenarios[i].weight > 0 ? task->scenarios[i].weight : 1.0;
+            double w = json_number_value(json_object_get(s, "weight"));
+            w = w > 0 ? w : 1.0;
             logsum += w * log(json_number_value(sp));
             wsum += w;
             timed = 1;
         }
     }
     double score = stage == 1 || !timed ? 1.0 : exp(logsum / wsum);
+    const json_t *scr = json_object_get(res, "screened");
+    if (json_is_true(json_object_get(scr, "stopped"))) {
+        double p = json_number_value(json_object_get(scr, "parent_score"));
+        double ratio = json_number_value(json_object_get(scr, "ratio_to_parent"));
+        if (p > 0 && ratio > 0) score = p * ratio;
+        json_object_set_new(metrics, "screened_out", json_integer(1));
+    }
     json_object_set_new(metrics, "combined_score", json_real(score));
     json_object_set_new(metrics, "correct", json_integer(1));
     if (json_is_true(json_object_get(res, "memcheck_clean")))
         json_object_set_new(metrics, "memcheck_clean", json_integer(1));
     if (timed) json_object_set_new(metrics, "speedup", json_real(exp(logsum / wsum)));
     json_object_set_new(artifacts, "verdict", json_string("correct"));
-    static const char *copy[] = {"scenarios",     "held_out",      "device",
-                                 "profile_seconds", "isolation",   "baseline",
-                                 "baseline_kept", "runner_output", "memcheck_log"};
+    static const char *copy[] = {"scenarios",    "held_out", "device",        "profile_seconds",
+                                 "isolation",    "baseline", "baseline_kept", "runner_output",
+                                 "memcheck_log", "screened"};
     for (size_t k = 0; k < sizeof copy / sizeof copy[0]; k++) {
         json_t *v = json_object_get(res, copy[k]);
         if (v) json_object_set(artifacts, copy[k], v);
@@ -200,8 +213,8 @@ static int take_lock(const char *cache, double wait_s, char **err)
             return -1;
         }
         if (kv_now_s() >= deadline) {
-            *err = kv_asprintf("device busy: another evaluation held %s for more than %.0f s",
-                               path, wait_s);
+            *err = kv_asprintf("device busy: another evaluation held %s for more than %.0f s", path,
+                               wait_s);
             close(fd);
             free(path);
             return -1;
@@ -256,8 +269,8 @@ static const char *self_exe(const kv_kernel_opts *o)
 
 /* Turns the judge's outcome W into *RESULT (a verdict), or *ERR for the
  * harness's own failures. Returns 0 or -1. */
-static int verdict(const kv_task *task, const kv_kernel_opts *o, kv_worker_outcome *w,
-                   double timeout, json_t *artifacts, json_t **result, char **err)
+static int verdict(const kv_kernel_opts *o, kv_worker_outcome *w, double timeout, json_t *artifacts,
+                   json_t **result, char **err)
 {
     if (w->phase) json_object_set_new(artifacts, "last_phase", json_string(w->phase));
     json_object_set_new(artifacts, "worker_seconds", json_real(w->seconds));
@@ -267,7 +280,7 @@ static int verdict(const kv_task *task, const kv_kernel_opts *o, kv_worker_outco
         json_object_foreach(w->fail_extra, k, v) json_object_set(artifacts, k, v);
     }
     if (w->result) {
-        *result = accepted(task, o->stage, w->result, artifacts);
+        *result = accepted(o->stage, w->result, artifacts);
         return 0;
     }
     if (w->fail_code &&
@@ -316,6 +329,8 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
     char *cache = o->cache_dir ? kv_strdup(o->cache_dir) : kv_cache_dir_default();
     char *arch = o->arch ? kv_strdup(o->arch) : NULL;
     kv_compiled cand = {0}, base = {0}, ref = {0}, helpers = {0};
+    char *hash = NULL, *vkey = NULL;
+    json_t *parent = NULL;
     char *cand_cl = NULL, *base_cl = NULL, *base_path = NULL;
     json_t *kept = NULL;
     int lock = -1, rc = -1;
@@ -342,6 +357,26 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
         rc = 0;
         goto out;
     }
+    /* The same compiled code as a program judged earlier in this run: its
+     * verdict, at the cost of this compile. */
+    char *aerr = NULL;
+    hash = kv_artifact_hash(o->backend, &cand, &aerr);
+    if (!hash) {
+        json_object_set_new(artifacts, "artifact_hash_error", json_string(aerr));
+        free(aerr);
+    } else {
+        json_object_set_new(artifacts, "artifact_hash", json_string(hash));
+        vkey = kv_asprintf("%s-%s-%s-s%d", task->name, kv_backend_kind_name(o->backend),
+                           o->quick ? "quick" : "full", o->stage);
+        json_t *seen = kv_artifact_verdict_load(vkey, hash);
+        if (seen) {
+            json_t *a = json_object_get(seen, "artifacts");
+            json_object_set_new(a, "duplicate_of_artifact", json_string(hash));
+            *result = seen;
+            rc = 0;
+            goto out;
+        }
+    }
     int timing = o->stage != 1 && o->stage != 3;
     if (timing) {
         if (compile_own(o->backend, task->baseline[o->backend], "the baseline", cache, arch, &base,
@@ -358,14 +393,23 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
     }
     /* The task's GPU reference (compiled once, then cached like the baseline). */
     int device_ref = o->backend == KV_BACKEND_CUDA && task->reference_cuda && !o->cpu_reference;
-    if (device_ref && compile_own(o->backend, task->reference_cuda, "the device reference",
-                                  cache, arch, &ref, err) != 0)
+    if (device_ref && compile_own(o->backend, task->reference_cuda, "the device reference", cache,
+                                  arch, &ref, err) != 0)
         goto out;
     if (o->backend == KV_BACKEND_CUDA &&
         compile_own(o->backend, "src/kernel/cuda/judge_kernels.cu", "the judge's kernels", cache,
                     arch, &helpers, err) != 0)
         goto out;
     cand_cl = device_source_file(&cand);
+    if (timing && o->parent_metrics) {
+        char *text = kv_read_file(o->parent_metrics, NULL);
+        parent = text ? kv_json_loads(text) : NULL;
+        free(text);
+        if (parent && !json_is_object(parent)) {
+            json_decref(parent);
+            parent = NULL;
+        }
+    }
     lock = take_lock(cache, o->lock_wait_s > 0 ? o->lock_wait_s : 600, err);
     if (lock < 0) goto out;
     kv_judge_ctx ctx = {.task = task,
@@ -380,8 +424,9 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
                         .device_src = cand_cl,
                         .base_device_src = base_cl,
                         .memcheck = o->stage == 3,
-                        .seed = o->seed ? o->seed
-                                        : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)};
+                        .parent = parent,
+                        .seed =
+                            o->seed ? o->seed : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)};
     kv_worker_outcome w;
     double timeout = o->total_timeout_s > 0 ? o->total_timeout_s : 900;
     int wrc = kv_worker_run(kv_judge_main, &ctx, timeout, &w, err);
@@ -390,12 +435,19 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
     if (wrc != 0) goto out;
     json_t *fresh = w.result ? json_object_get(w.result, "baseline") : NULL;
     if (fresh && base_path && kv_landlock_abi() > 0) kv_baseline_save(base_path, fresh);
-    rc = verdict(task, o, &w, timeout, artifacts, result, err);
+    rc = verdict(o, &w, timeout, artifacts, result, err);
     if (*result) add_resources(json_object_get(*result, "metrics"), artifacts, &cand);
+    /* A verdict the screen cut short is an estimate against one parent: not kept. */
+    if (*result && hash && vkey &&
+        !json_object_get(json_object_get(*result, "metrics"), "screened_out"))
+        kv_artifact_verdict_save(vkey, hash, *result);
     kv_worker_outcome_clear(&w);
 out:
     if (lock >= 0) close(lock);
     if (kept) json_decref(kept);
+    if (parent) json_decref(parent);
+    free(hash);
+    free(vkey);
     json_decref(artifacts);
     kv_compiled_clear(&cand);
     kv_compiled_clear(&base);

@@ -32,22 +32,29 @@
 typedef struct kv_kernel_opts {
     const char *task; /* built-in task name */
     kv_backend_kind backend;
-    const char *candidate;   /* path of the candidate source */
-    int stage;               /* 0: everything; 1: correctness only (combined_score = correct);
-                                2: correctness and timing; 3: cuda compute-sanitizer memcheck */
-    int quick;               /* fewer trials and repetitions (tests, smoke runs) */
-    double kernel_timeout_s; /* the judge's limit per call; default 10 (quick: 5) */
-    double total_timeout_s;  /* whole worker; default 900 */
-    const char *cache_dir;   /* NULL: kv_cache_dir_default() */
-    const char *arch;        /* cuda: "sm_90a"; NULL: detected */
-    double ceiling_gbps;     /* > 0: overrides the device's bandwidth ceiling (tests) */
-    int cpu_reference;       /* use the task's CPU reference even where it has a device one */
-    uint64_t seed;           /* inputs; 0: from the clock (fresh every evaluation) */
-    const char *self_exe;    /* the kevolve binary the runners re-execute; NULL:
-                                $KEVOLVE_BINARY, else /proc/self/exe */
+    const char *candidate;     /* path of the candidate source */
+    int stage;                 /* 0: everything; 1: correctness only (combined_score = correct);
+                                  2: correctness and timing; 3: cuda compute-sanitizer memcheck */
+    int quick;                 /* fewer trials and repetitions (tests, smoke runs) */
+    double kernel_timeout_s;   /* the judge's limit per call; default 10 (quick: 5) */
+    double total_timeout_s;    /* whole worker; default 900 */
+    const char *cache_dir;     /* NULL: kv_cache_dir_default() */
+    const char *arch;          /* cuda: "sm_90a"; NULL: detected */
+    double ceiling_gbps;       /* > 0: overrides the device's bandwidth ceiling (tests) */
+    int cpu_reference;         /* use the task's CPU reference even where it has a device one */
+    uint64_t seed;             /* inputs; 0: from the clock (fresh every evaluation) */
+    const char *self_exe;      /* the kevolve binary the runners re-execute; NULL:
+                                  $KEVOLVE_BINARY, else /proc/self/exe */
     double baseline_max_age_s; /* a kept baseline older than this is timed again (900) */
     int fresh_baseline;        /* time the baseline now, whatever is kept */
     double lock_wait_s;        /* longest wait for the device lock (600) */
+    /* Screening: with the parent's metrics (a file of its metrics object, as
+     * $KEVOLVE_PARENT_METRICS names), the judge times one scenario of each
+     * class first and stops a child slower than SCREEN_KEEP (0.95) times its
+     * parent there: its combined_score is then the parent's times that
+     * ratio, and metrics.screened_out 1. NULL: every scenario. */
+    const char *parent_metrics;
+    double screen_keep;
 } kv_kernel_opts;
 
 void kv_kernel_opts_init(kv_kernel_opts *o);

@@ -159,8 +159,7 @@ void kv_judge_fail_runner(judge *j, const kv_rfail *f, const char *context)
     int canary = strcmp(f->code, "out_of_bounds_write") == 0;
     if ((guarded || canary) && f->call < (uint32_t)j->task->num_tensors) {
         const char *name = j->task->tensors[f->call].name;
-        if (canary)
-            kv_judge_fail(j, f->code, "%s: tensor %s: %s", context, name, f->detail);
+        if (canary) kv_judge_fail(j, f->code, "%s: tensor %s: %s", context, name, f->detail);
         if (f->code[0] == 'i')
             kv_judge_fail(j, f->code, "%s: input %s changed: %s", context, name, f->detail);
         kv_judge_fail(j, f->code, "%s: %s past the end of tensor %s", context, f->detail, name);
@@ -252,13 +251,12 @@ static void start_runner(judge *j, const kv_compiled *c, const char *device_src,
     if (!j->rn) {
         const char *e = err ? err : "";
         /* A device the judge opened but the runner could not is still "no device". */
-        kv_worker_fail(kv_starts_with(e, "no ") ? "no_device" : "harness_error", j->extra, "%s",
-                       e);
+        kv_worker_fail(kv_starts_with(e, "no ") ? "no_device" : "harness_error", j->extra, "%s", e);
     }
     json_object_set_new(j->extra, "isolation", json_string(isolation));
     free(isolation);
     j->base_threads = kv_runner_threads(j->rn);
-    kv_judge_calibrate(j);
+    if (j->ctx->base) kv_judge_calibrate(j); /* only timing needs it */
     kv_judge_lap(j, PROF_ALLOC, &t0);
     kv_worker_phase("loading the %s", who);
     kv_rfail f;
@@ -266,7 +264,8 @@ static void start_runner(judge *j, const kv_compiled *c, const char *device_src,
     int rc = kv_runner_load(j->rn, 120, &log, &f, &err);
     if (log && *log) json_object_set_new(j->extra, "build_log", json_string(log));
     if (rc < 0) kv_judge_fail_err(j, err, "loading");
-    if (rc > 0) kv_judge_fail(j, f.code, "%s%s%s", f.detail, log && *log ? ": " : "", log ? log : "");
+    if (rc > 0)
+        kv_judge_fail(j, f.code, "%s%s%s", f.detail, log && *log ? ": " : "", log ? log : "");
     free(log);
     j->idle_cpu = kv_runner_cpu_seconds(j->rn);
 }
@@ -344,6 +343,51 @@ static json_t *kept_or_timed_baseline(judge *j, json_t *result)
     return scen;
 }
 
+/* Times scenario SH into its summary S, with the speedup over the
+ * baseline's time for it. */
+static void time_against_baseline(judge *j, const kv_shape *sh, json_t *s, json_t *baseline)
+{
+    kv_worker_phase("timing %s", sh->name);
+    kv_judge_time_shape(j, sh, s);
+    json_t *bs = json_object_get(baseline, sh->name);
+    double bmed = json_number_value(json_object_get(bs, "median_us"));
+    double med = json_number_value(json_object_get(s, "median_us"));
+    if (!(bmed > 0))
+        kv_judge_fail(j, "harness_error", "no baseline time for scenario %s", sh->name);
+    json_object_set_new(s, "baseline_median_us", json_real(bmed));
+    json_object_set(s, "baseline_iqr_us", json_object_get(bs, "iqr_us"));
+    json_object_set_new(s, "speedup", json_real(bmed / med));
+}
+
+/* After stage 2: 1 when the child, on the representative scenarios (REP),
+ * runs slower than its parent by more than the screen allows; RESULT then
+ * says so ("screened": the ratio, the parent's score, the estimate). */
+static int screened_out(judge *j, json_t **summary, const int *rep, json_t *result)
+{
+    const json_t *parent = j->ctx->parent;
+    double logsum = 0;
+    int n = 0;
+    for (int i = 0; i < j->task->num_scenarios; i++) {
+        if (!rep[i]) continue;
+        char key[200];
+        snprintf(key, sizeof key, "%s_speedup", j->task->scenarios[i].name);
+        double ps = json_number_value(json_object_get(parent, key));
+        double cs = json_number_value(json_object_get(summary[i], "speedup"));
+        if (ps > 0 && cs > 0) {
+            logsum += log(cs / ps);
+            n++;
+        }
+    }
+    if (n == 0) return 0; /* nothing to compare with: evaluate in full */
+    double ratio = exp(logsum / n), keep = j->o->screen_keep > 0 ? j->o->screen_keep : 0.95;
+    double pscore = json_number_value(json_object_get(parent, "combined_score"));
+    json_t *info = json_pack("{s:f,s:f,s:i,s:b}", "ratio_to_parent", ratio, "keep", keep,
+                             "scenarios", n, "stopped", ratio < keep);
+    if (pscore > 0) json_object_set_new(info, "parent_score", json_real(pscore));
+    json_object_set_new(result, "screened", info);
+    return ratio < keep;
+}
+
 /* Ends the memcheck stage: the runner exits so compute-sanitizer reports;
  * an error it reports fails the candidate. */
 static void memcheck_verdict(judge *j, json_t *result)
@@ -392,23 +436,32 @@ void kv_judge_main(void *vctx)
     json_t *baseline = ctx->base ? kept_or_timed_baseline(&j, result) : NULL;
 
     start_runner(&j, ctx->cand, ctx->device_src, "candidate");
-    json_t *scen = NULL, *held = NULL;
-    kv_judge_correctness(&j, &scen, &held);
-    if (ctx->memcheck) memcheck_verdict(&j, result);
-    for (int i = 0; baseline && i < j.task->num_scenarios; i++) {
-        const kv_shape *sh = &j.task->scenarios[i];
-        json_t *s = json_array_get(scen, (size_t)i);
-        kv_worker_phase("timing %s", sh->name);
-        kv_judge_time_shape(&j, sh, s);
-        json_t *bs = json_object_get(baseline, sh->name);
-        double bmed = json_number_value(json_object_get(bs, "median_us"));
-        double med = json_number_value(json_object_get(s, "median_us"));
-        if (!(bmed > 0))
-            kv_judge_fail(&j, "harness_error", "no baseline time for scenario %s", sh->name);
-        json_object_set_new(s, "baseline_median_us", json_real(bmed));
-        json_object_set(s, "baseline_iqr_us", json_object_get(bs, "iqr_us"));
-        json_object_set_new(s, "speedup", json_real(bmed / med));
+    /* Stage 1: correctness on the held-out shapes and, when screening, on
+     * one scenario of each class; stage 2: those scenarios timed; a child
+     * that cannot beat its parent there stops; stage 3: the rest. */
+    int nsc = j.task->num_scenarios;
+    json_t **summary = kv_calloc((size_t)nsc + 1, sizeof *summary);
+    int *rep = kv_calloc((size_t)nsc + 1, sizeof *rep);
+    int screening = ctx->parent && baseline && kv_judge_representatives(j.task, rep) > 0;
+    json_t *held = json_array();
+    for (int i = 0; i < j.task->num_held_out; i++)
+        json_array_append_new(held, kv_judge_check_shape(&j, &j.task->held_out[i], 1));
+    for (int stage = screening ? 0 : 1; stage < 2; stage++) {
+        for (int i = 0; i < nsc; i++)
+            if (!summary[i] && (stage == 1 || rep[i]))
+                summary[i] = kv_judge_check_shape(&j, &j.task->scenarios[i], 0);
+        if (ctx->memcheck) break;
+        for (int i = 0; baseline && i < nsc; i++)
+            if (summary[i] && !json_object_get(summary[i], "median_us"))
+                time_against_baseline(&j, &j.task->scenarios[i], summary[i], baseline);
+        if (stage == 0 && screened_out(&j, summary, rep, result)) break;
     }
+    if (ctx->memcheck) memcheck_verdict(&j, result);
+    json_t *scen = json_array();
+    for (int i = 0; i < nsc; i++)
+        if (summary[i]) json_array_append_new(scen, summary[i]);
+    free(summary);
+    free(rep);
     stop_runner(&j);
     json_object_set_new(result, "scenarios", scen);
     json_object_set_new(result, "held_out", held);

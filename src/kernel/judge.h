@@ -29,7 +29,8 @@ typedef struct kv_judge_ctx {
     json_t *baseline;           /* the baseline's timings when still valid, else NULL */
     const char *device_src;     /* opencl: a file with the candidate's device code */
     const char *base_device_src;
-    int memcheck; /* correctness only, the runner under compute-sanitizer memcheck */
+    int memcheck;         /* correctness only, the runner under compute-sanitizer memcheck */
+    const json_t *parent; /* the parent's metrics when screening, else NULL */
     uint64_t seed;
     int probe_only; /* open the device, report it, stop */
 } kv_judge_ctx;

@@ -182,8 +182,7 @@ static void upload_inputs(judge *j, shape_data *d, kv_arena *a, const layout *l,
     for (int i = 0; i < j->task->num_tensors; i++) {
         if (j->task->tensors[i].role != KV_IN) continue;
         double t0 = kv_now_s();
-        kv_fill_random(j->task->tensors[i].dtype, dist, &j->rng, d->count[i], d->img[i],
-                       d->val[i]);
+        kv_fill_random(j->task->tensors[i].dtype, dist, &j->rng, d->count[i], d->img[i], d->val[i]);
         kv_judge_lap(j, PROF_FILL, &t0);
         char *err = NULL;
         if (j->b->write(j->b, a, l->off[i], d->img[i], d->bytes[i], &err) != 0)
@@ -295,12 +294,12 @@ static void check_run(judge *j, shape_data *d, kv_arena *a, const layout *l, int
         kv_check_output(ts->dtype, d->got[runno][i], d->val[i], d->scale[i], d->count[i],
                         d->poison[i], t->tol[ts->dtype], c);
         if (c->unwritten)
-            kv_judge_fail_shape(j, d, "stale_or_unwritten_output",
-                                "%zu of %zu elements of %s were not written by run %d (first at "
-                                "%s); outputs are poisoned before every run",
-                                c->unwritten, c->n, ts->name, runno + 1,
-                                kv_judge_coords(t, i, d->shape->syms, c->first_unwritten, where,
-                                                sizeof where));
+            kv_judge_fail_shape(
+                j, d, "stale_or_unwritten_output",
+                "%zu of %zu elements of %s were not written by run %d (first at "
+                "%s); outputs are poisoned before every run",
+                c->unwritten, c->n, ts->name, runno + 1,
+                kv_judge_coords(t, i, d->shape->syms, c->first_unwritten, where, sizeof where));
     }
     /* Inputs unchanged: read each back and compare with what was written.
      * Quick runs look after the second run only: a change made by the first
@@ -340,21 +339,19 @@ static void check_run(judge *j, shape_data *d, kv_arena *a, const layout *l, int
             size_t differ = kv_compare_runs(ts->dtype, d->got[0][i], d->got[1][i], d->val[i],
                                             d->scale[i], d->count[i], tol, &bitwise, &first);
             if (differ)
-                kv_judge_fail_shape(j, d, "nondeterministic",
-                                    "the two runs on the same inputs differ beyond the tolerance "
-                                    "in %zu of %zu elements of %s (first at %s)",
-                                    differ, d->count[i], ts->name,
-                                    kv_judge_coords(t, i, d->shape->syms, first, where,
-                                                    sizeof where));
+                kv_judge_fail_shape(
+                    j, d, "nondeterministic",
+                    "the two runs on the same inputs differ beyond the tolerance "
+                    "in %zu of %zu elements of %s (first at %s)",
+                    differ, d->count[i], ts->name,
+                    kv_judge_coords(t, i, d->shape->syms, first, where, sizeof where));
         }
         kv_check *c = &checks[i];
         if (c->nonfinite)
-            kv_judge_fail_shape(j, d, "nan_or_inf_output",
-                                "%zu elements of %s are NaN or Inf (first bad at %s: %.6g)",
-                                c->nonfinite, ts->name,
-                                kv_judge_coords(t, i, d->shape->syms, c->worst, where,
-                                                sizeof where),
-                                c->worst_got);
+            kv_judge_fail_shape(
+                j, d, "nan_or_inf_output",
+                "%zu elements of %s are NaN or Inf (first bad at %s: %.6g)", c->nonfinite, ts->name,
+                kv_judge_coords(t, i, d->shape->syms, c->worst, where, sizeof where), c->worst_got);
         if (c->bad) {
             /* The previous trial's answer, returned again, is a cache. */
             if (d->have_prev) {
@@ -367,15 +364,14 @@ static void check_run(judge *j, shape_data *d, kv_arena *a, const layout *l, int
                                         "results are cached across calls",
                                         ts->name);
             }
-            kv_judge_fail_shape(j, d, "wrong_result",
-                                "%zu of %zu elements of %s are outside the tolerance; worst at "
-                                "%s: got %.6g, want %.6g (allowed %.3g, max abs err %.3g, max "
-                                "rel err %.3g)",
-                                c->bad, c->n, ts->name,
-                                kv_judge_coords(t, i, d->shape->syms, c->worst, where,
-                                                sizeof where),
-                                c->worst_got, c->worst_want, c->worst_limit, c->max_abs,
-                                c->max_rel);
+            kv_judge_fail_shape(
+                j, d, "wrong_result",
+                "%zu of %zu elements of %s are outside the tolerance; worst at "
+                "%s: got %.6g, want %.6g (allowed %.3g, max abs err %.3g, max "
+                "rel err %.3g)",
+                c->bad, c->n, ts->name,
+                kv_judge_coords(t, i, d->shape->syms, c->worst, where, sizeof where), c->worst_got,
+                c->worst_want, c->worst_limit, c->max_abs, c->max_rel);
         }
         if (c->max_abs > d->max_abs) d->max_abs = c->max_abs;
         if (c->max_rel > d->max_rel) d->max_rel = c->max_rel;
@@ -384,8 +380,7 @@ static void check_run(judge *j, shape_data *d, kv_arena *a, const layout *l, int
     }
 }
 
-/* Correctness trials of shape SH; returns its summary. */
-static json_t *check_shape(judge *j, const kv_shape *sh, int held)
+json_t *kv_judge_check_shape(judge *j, const kv_shape *sh, int held)
 {
     const kv_task *t = j->task;
     shape_data d;
@@ -428,19 +423,42 @@ static json_t *check_shape(judge *j, const kv_shape *sh, int held)
     kv_judge_arena_free(j, &a);
     /* tol_ratio: the worst element's error over what the tolerance allows
      * it (the dashboard's error against tolerance). */
-    json_t *res = json_pack("{s:s,s:f,s:f,s:f,s:f,s:i}", "name", sh->name, "max_abs_err",
-                            d.max_abs, "max_rel_err", d.max_rel, "rel_l2_err", d.rel_l2,
-                            "tol_ratio", d.max_ratio, "trials", trials);
+    json_t *res = json_pack("{s:s,s:f,s:f,s:f,s:f,s:i}", "name", sh->name, "max_abs_err", d.max_abs,
+                            "max_rel_err", d.max_rel, "rel_l2_err", d.rel_l2, "tol_ratio",
+                            d.max_ratio, "trials", trials);
     kv_shape_data_free(&d, t);
     return res;
 }
 
-void kv_judge_correctness(judge *j, json_t **scen, json_t **held)
+/* The class of scenario SH: its first tag ("" when none), into BUF. */
+static const char *class_of(const kv_shape *sh, char *buf, size_t cap)
 {
-    *scen = json_array();
-    *held = json_array();
-    for (int i = 0; i < j->task->num_scenarios; i++)
-        json_array_append_new(*scen, check_shape(j, &j->task->scenarios[i], 0));
-    for (int i = 0; i < j->task->num_held_out; i++)
-        json_array_append_new(*held, check_shape(j, &j->task->held_out[i], 1));
+    const char *tags = sh->tags ? sh->tags : "";
+    size_t n = strcspn(tags, ",");
+    snprintf(buf, cap, "%.*s", (int)(n < cap ? n : cap - 1), tags);
+    return buf;
+}
+
+int kv_judge_representatives(const kv_task *t, int *rep)
+{
+    int marked = 0;
+    for (int i = 0; i < t->num_scenarios; i++) {
+        char ci[64], cj[64];
+        class_of(&t->scenarios[i], ci, sizeof ci);
+        int best = i;
+        for (int k = 0; k < t->num_scenarios; k++)
+            if (strcmp(class_of(&t->scenarios[k], cj, sizeof cj), ci) == 0 &&
+                t->scenarios[k].weight > t->scenarios[best].weight)
+                best = k;
+        /* The first of the class with the largest weight. */
+        for (int k = 0; k < best; k++)
+            if (strcmp(class_of(&t->scenarios[k], cj, sizeof cj), ci) == 0 &&
+                t->scenarios[k].weight == t->scenarios[best].weight) {
+                best = k;
+                break;
+            }
+        rep[i] = best == i;
+        marked += rep[i];
+    }
+    return marked;
 }

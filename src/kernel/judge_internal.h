@@ -17,12 +17,12 @@
 
 typedef struct settings {
     int trials, held_trials;
-    int min_blocks;                  /* timed blocks per scenario, at least */
-    double block_s;                  /* a timed block's target length */
-    double min_time_s, max_time_s;   /* timing per scenario */
+    int min_blocks;                /* timed blocks per scenario, at least */
+    double block_s;                /* a timed block's target length */
+    double min_time_s, max_time_s; /* timing per scenario */
     double settle_s, kernel_timeout_s;
-    size_t budget_bytes;             /* input sets of one scenario, at most */
-    int checks_per_block;            /* timed calls checked in full after each block */
+    size_t budget_bytes;  /* input sets of one scenario, at most */
+    int checks_per_block; /* timed calls checked in full after each block */
 } settings;
 
 /* Where the judge's seconds go, summed over every shape: reported with the
@@ -66,10 +66,10 @@ typedef struct judge {
     const kv_kernel_opts *o;
     const kv_judge_ctx *ctx;
     kv_jdev *b;
-    kv_runner *rn;      /* the runner in use (candidate or baseline) */
-    int base_threads;   /* the runner's threads before any call */
-    double idle_cpu;    /* its CPU seconds when its last step ended */
-    void *ref_so;       /* the task's device reference, loaded here */
+    kv_runner *rn;    /* the runner in use (candidate or baseline) */
+    int base_threads; /* the runner's threads before any call */
+    double idle_cpu;  /* its CPU seconds when its last step ended */
+    void *ref_so;     /* the task's device reference, loaded here */
     kv_launch_fn ref;
     settings s;
     calib c;
@@ -110,8 +110,8 @@ _Noreturn void kv_judge_fail(judge *j, const char *code, const char *fmt, ...)
 _Noreturn void kv_judge_fail_err(judge *j, const char *err, const char *context);
 /* Fails for shape D with CODE (value errors on a held-out shape become
  * wrong_on_held_out_shape). */
-_Noreturn void kv_judge_fail_shape(judge *j, const shape_data *d, const char *code,
-                                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+_Noreturn void kv_judge_fail_shape(judge *j, const shape_data *d, const char *code, const char *fmt,
+                                   ...) __attribute__((format(printf, 4, 5)));
 /* Fails with the runner's failure F (its report, its death, a deadline). */
 _Noreturn void kv_judge_fail_runner(judge *j, const kv_rfail *f, const char *context);
 
@@ -158,9 +158,14 @@ void kv_judge_check_quiet(judge *j, const shape_data *d, const char *context);
  * (inputs as doubles). */
 void kv_judge_reference(judge *j, const int64_t *syms, kv_arena *a, const layout *l, size_t set,
                         double *const *in, double **val, double **scale, int device);
-/* Checks every scenario and held-out shape; the scenarios' summaries in
- * *SCEN (one object each, in order), the held-out ones in *HELD. */
-void kv_judge_correctness(judge *j, json_t **scen, json_t **held);
+/* The correctness trials of shape SH (HELD: a held-out shape); returns its
+ * summary ({"name", "max_abs_err", ..., "tol_ratio", "trials"}). */
+json_t *kv_judge_check_shape(judge *j, const kv_shape *sh, int held);
+
+/* Marks in REP (one int per scenario) the representative scenario of each
+ * class (a scenario's first tag): the one with the largest weight, the
+ * first among equals. Returns how many are marked. */
+int kv_judge_representatives(const kv_task *t, int *rep);
 
 /* ---- timing (judge_time.c) ---- */
 

@@ -141,11 +141,11 @@ typedef struct timing {
     const kv_shape *sh;
     layout l;
     kv_arena a;
-    size_t nmax;           /* sets in the arena */
-    size_t in_bytes;       /* one set's input bytes */
-    size_t out_bytes;      /* one set's output bytes */
-    int n_inputs;          /* input tensors */
-    unsigned char *copy;   /* cpu, opencl: the judge's copy of the block's inputs */
+    size_t nmax;         /* sets in the arena */
+    size_t in_bytes;     /* one set's input bytes */
+    size_t out_bytes;    /* one set's output bytes */
+    int n_inputs;        /* input tensors */
+    unsigned char *copy; /* cpu, opencl: the judge's copy of the block's inputs */
     size_t copy_bytes;
     uint64_t seeds[KV_MAX_TENSORS]; /* cuda: this block's input seeds */
     unsigned char poison[KV_MAX_TENSORS][8];
@@ -172,8 +172,7 @@ static void prepare_block(judge *j, timing *tm, size_t n)
             kv_dtype_poison(ts->dtype, kv_rng_next(&j->rng), tm->poison[i]);
             size_t es = kv_dtype_size(ts->dtype);
             if (tm->l.stride[i] == tm->l.len[i]) {
-                if (j->b->fill(j->b, &tm->a, tm->l.off[i], n * count, tm->poison[i], es, &err) !=
-                    0)
+                if (j->b->fill(j->b, &tm->a, tm->l.off[i], n * count, tm->poison[i], es, &err) != 0)
                     kv_judge_fail_err(j, err, "poisoning outputs");
             } else {
                 for (size_t s = 0; s < n; s++)
@@ -259,8 +258,8 @@ static void check_in_full(judge *j, timing *tm, size_t s)
         const kv_tensor_spec *ts = &t->tensors[i];
         size_t count = tm->l.len[i] / kv_dtype_size(ts->dtype);
         void *img = kv_malloc(tm->l.len[i] + 8);
-        if (j->b->read(j->b, &tm->a, tm->l.off[i] + s * tm->l.stride[i], img, tm->l.len[i],
-                       &err) != 0)
+        if (j->b->read(j->b, &tm->a, tm->l.off[i] + s * tm->l.stride[i], img, tm->l.len[i], &err) !=
+            0)
             kv_judge_fail_err(j, err, "reading a timed call's tensors");
         if (ts->role == KV_OUT) {
             got[i] = img;
@@ -321,8 +320,8 @@ static void check_written(judge *j, timing *tm, size_t n, unsigned char *last)
             size_t sets = tm->l.stride[i] == tm->l.len[i] ? 1 : n;
             size_t per = sets == 1 ? n * count : count;
             for (size_t s = 0; s < sets && !bad; s++)
-                if (j->b->count_poison(j->b, &tm->a, tm->l.off[i] + s * tm->l.stride[i],
-                                       ts->dtype, per, tm->poison[i], &bad, &first, &err) != 0)
+                if (j->b->count_poison(j->b, &tm->a, tm->l.off[i] + s * tm->l.stride[i], ts->dtype,
+                                       per, tm->poison[i], &bad, &first, &err) != 0)
                     kv_judge_fail_err(j, err, "checking timed outputs");
                 else if (bad)
                     where_set = sets == 1 ? first / count : s;
@@ -368,9 +367,8 @@ static void check_inputs(judge *j, timing *tm, size_t n)
             at += r;
         }
         if (changed)
-            kv_judge_fail(j, "input_modified",
-                          "scenario %s: input %s changed during a timed block", tm->sh->name,
-                          ts->name);
+            kv_judge_fail(j, "input_modified", "scenario %s: input %s changed during a timed block",
+                          tm->sh->name, ts->name);
     }
 }
 

@@ -26,7 +26,56 @@ pid_t kv_proc_parent(pid_t pid)
     return (pid_t)ppid;
 }
 
+/* Appends the children of every thread of PID (from the kernel's own
+ * /proc/PID/task/TID/children lists) to *LIST. */
+static void children_of(pid_t pid, pid_t **list, size_t *n, size_t *alloc)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d) return; /* gone */
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        char cp[320];
+        snprintf(cp, sizeof cp, "/proc/%d/task/%s/children", (int)pid, e->d_name);
+        FILE *f = fopen(cp, "r");
+        if (!f) continue; /* the thread ended */
+        long v;
+        while (fscanf(f, "%ld", &v) == 1) {
+            if (*n == *alloc) {
+                *alloc = *alloc ? 2 * *alloc : 64;
+                *list = kv_realloc(*list, *alloc * sizeof **list);
+            }
+            (*list)[(*n)++] = (pid_t)v;
+        }
+        fclose(f);
+    }
+    closedir(d);
+}
+
 int kv_proc_descendants(pid_t root, pid_t *pids, int cap)
+{
+    char probe[64];
+    snprintf(probe, sizeof probe, "/proc/%d/task/%d/children", (int)getpid(), (int)getpid());
+    if (access(probe, R_OK) == 0) {
+        /* Breadth-first over the kernel's child lists: as cheap as the tree. */
+        pid_t *list = NULL;
+        size_t n = 0, alloc = 0;
+        children_of(root, &list, &n, &alloc);
+        for (size_t head = 0; head < n; head++)
+            children_of(list[head], &list, &n, &alloc);
+        for (size_t i = 0; i < n && (int)i < cap; i++)
+            pids[i] = list[i];
+        free(list);
+        return (int)n;
+    }
+    return kv_proc_descendants_scan(root, pids, cap);
+}
+
+/* The same from the parents of every process in /proc, where the kernel
+ * keeps no child lists. */
+int kv_proc_descendants_scan(pid_t root, pid_t *pids, int cap)
 {
     DIR *d = opendir("/proc");
     if (!d) return 0;

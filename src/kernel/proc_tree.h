@@ -10,6 +10,9 @@
  * of them into PIDS (which may be NULL with CAP 0). Returns how many there
  * are (possibly more than CAP). */
 int kv_proc_descendants(pid_t root, pid_t *pids, int cap);
+/* The same by scanning every process's parent (what kv_proc_descendants
+ * falls back to where the kernel keeps no child lists). */
+int kv_proc_descendants_scan(pid_t root, pid_t *pids, int cap);
 
 /* The parent of PID, -1 when it is gone. */
 pid_t kv_proc_parent(pid_t pid);

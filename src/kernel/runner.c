@@ -88,9 +88,10 @@ static void on_crash(int sig, siginfo_t *info, void *uc)
         g_crash.call = g_guards[guard].tensor;
         put(g_crash.code, 0, sizeof g_crash.code, ro ? "input_modified" : "out_of_bounds");
         n = put(g_crash.detail, 0, sizeof g_crash.detail,
-                ro ? "a write into an input (read-only in the candidate's process, " : "an out of "
-                                                                                      "bounds "
-                                                                                      "access (");
+                ro ? "a write into an input (read-only in the candidate's process, "
+                   : "an out of "
+                     "bounds "
+                     "access (");
         n = put(g_crash.detail, n, sizeof g_crash.detail, sig_name(sig));
         put(g_crash.detail, n, sizeof g_crash.detail, ")");
     } else {
@@ -155,8 +156,8 @@ static ssize_t receive(void *buf, int *fd)
     *fd = -1;
     char cbuf[CMSG_SPACE(sizeof(int))];
     struct iovec iov = {.iov_base = buf, .iov_len = KV_RMSG_MAX};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-                         .msg_controllen = sizeof cbuf};
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
     ssize_t n;
     while ((n = recvmsg(RUNNER_SOCK, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
     }
@@ -168,12 +169,10 @@ static ssize_t receive(void *buf, int *fd)
 
 int kv_runner_main(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"backend", required_argument, NULL, 'b'},
-                                             {"lib", required_argument, NULL, 'l'},
-                                             {"device-src", required_argument, NULL, 'd'},
-                                             {"scratch", required_argument, NULL, 's'},
-                                             {"own-dir", required_argument, NULL, 'o'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"backend", required_argument, NULL, 'b'},    {"lib", required_argument, NULL, 'l'},
+        {"device-src", required_argument, NULL, 'd'}, {"scratch", required_argument, NULL, 's'},
+        {"own-dir", required_argument, NULL, 'o'},    {NULL, 0, NULL, 0}};
     const char *backend = NULL, *lib = NULL, *device_src_path = NULL, *scratch = NULL;
     const char *own_dir = NULL;
     optind = 1;

@@ -60,8 +60,8 @@ static void fail_from_death(kv_runner *r, const char *during, kv_rfail *f)
                  f->code, during);
     } else if (kv_proc_how(r->proc) == KV_PROC_TIMED_OUT) {
         snprintf(f->code, sizeof f->code, "timeout");
-        snprintf(f->detail, sizeof f->detail, "the candidate's process outlived its limit during %s",
-                 during);
+        snprintf(f->detail, sizeof f->detail,
+                 "the candidate's process outlived its limit during %s", during);
     } else {
         int code = kv_proc_exit_code(r->proc);
         snprintf(f->code, sizeof f->code, "crash: exit %d", code);
@@ -90,8 +90,8 @@ static int wait_reply(kv_runner *r, uint64_t seq, double timeout_s, const char *
         if (left <= 0) {
             kv_proc_kill(r->proc);
             snprintf(f->code, sizeof f->code, "timeout");
-            snprintf(f->detail, sizeof f->detail, "the kernel exceeded %g s during %s",
-                     timeout_s, during);
+            snprintf(f->detail, sizeof f->detail, "the kernel exceeded %g s during %s", timeout_s,
+                     during);
             return 1;
         }
         int ms = left > 0.05 ? 50 : (int)(left * 1000) + 1;
@@ -224,8 +224,8 @@ kv_runner *kv_runner_start(const kv_runner_spec *spec, double timeout_s, char **
             char *out = kv_runner_output(r, 2000);
             *err = r->reply->h.type == KV_RMSG_HELLO && r->reply->code[0]
                        ? kv_asprintf("%s: %s", r->reply->code, r->reply->detail)
-                       : kv_asprintf("harness_error: the runner did not start (%s: %s)%s%s",
-                                     f.code, f.detail, *out ? ": " : "", out);
+                       : kv_asprintf("harness_error: the runner did not start (%s: %s)%s%s", f.code,
+                                     f.detail, *out ? ": " : "", out);
             free(out);
         }
         kv_runner_stop(r);

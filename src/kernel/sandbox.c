@@ -107,8 +107,8 @@ static int apply_landlock(const char *scratch, const char *own_dir, char **err)
         return -1;
     }
     /* The GPU's device nodes are opened read-write and driven by ioctl. */
-    uint64_t dev = LL_FS_WRITE_FILE | (abi >= 3 ? LL_FS_TRUNCATE : 0) |
-                   (abi >= 5 ? LL_FS_IOCTL_DEV : 0);
+    uint64_t dev =
+        LL_FS_WRITE_FILE | (abi >= 3 ? LL_FS_TRUNCATE : 0) | (abi >= 5 ? LL_FS_IOCTL_DEV : 0);
     int rc = allow_beneath(rs, scratch, write, err);
     if (rc == 0 && own_dir) rc = allow_beneath(rs, own_dir, write, err);
     if (rc == 0) rc = allow_beneath(rs, "/dev", dev, err);

@@ -175,7 +175,10 @@ static void on_a_gpu_honest_kernels_pass_and_red_team_fails(void **state)
         {"partial", "stale_or_unwritten_output"},
         {"writes_input", "input_modified"},
         {"cache_by_pointer", "result_cached_across_calls"},
-        {"own_stream", "async_work_outside_harness_stream"},
+        /* Another stream of the same context is no hiding place: the judge's
+         * clock runs until the runner's whole context is idle, so its work is
+         * timed; the candidate passes, slower or not. */
+        {"own_stream", "accepted"},
         {"hang", "timeout"},
         {"out_of_bounds", "out_of_bounds_write"},
         {"illegal_address", "illegal_address"},

@@ -458,8 +458,7 @@ int main(void)
         cmocka_unit_test(one_key_decode_returns_that_keys_value_row),
         cmocka_unit_test(roofline_counts_kv_bytes_for_decode_and_causal_flops_for_prefill),
         cmocka_unit_test(variants_share_held_out_shapes_and_qwen3_head_configs),
-        cmocka_unit_test(
-            reference_scale_is_the_weighted_rms_of_v_and_leaves_outputs_unchanged),
+        cmocka_unit_test(reference_scale_is_the_weighted_rms_of_v_and_leaves_outputs_unchanged),
         cmocka_unit_test(reference_scale_on_many_threads_gives_the_same_outputs),
         cmocka_unit_test(
             bf16_rounded_probabilities_fit_the_bf16_tolerance_only_with_its_scale_term),

@@ -110,8 +110,8 @@ int kv_memfd_arena_new(size_t bytes, unsigned char canary, kv_arena *out, char *
     }
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
-        *err = kv_asprintf("out_of_memory: mapping an arena of %zu bytes: %s", bytes,
-                           strerror(errno));
+        *err =
+            kv_asprintf("out_of_memory: mapping an arena of %zu bytes: %s", bytes, strerror(errno));
         close(fd);
         return -1;
     }
@@ -269,8 +269,7 @@ unsigned char *kv_memfd_map_guarded(const kv_rmsg_map *m, int fd, char **err)
         if (r->offset > m->bytes || r->length > m->bytes - r->offset) continue;
         int prot = r->prot == 1 ? PROT_READ : PROT_NONE;
         if (mprotect((unsigned char *)p + r->offset, r->length, prot) != 0) {
-            *err = kv_asprintf("harness_error: protecting arena %u: %s", m->arena,
-                               strerror(errno));
+            *err = kv_asprintf("harness_error: protecting arena %u: %s", m->arena, strerror(errno));
             munmap(p, m->bytes);
             return NULL;
         }

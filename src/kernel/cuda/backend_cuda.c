@@ -183,8 +183,7 @@ static void cuda_close(kv_jdev *b)
     b->state = NULL;
 }
 
-static int cuda_arena_new(kv_jdev *b, size_t bytes, unsigned char canary, kv_arena *out,
-                          char **err)
+static int cuda_arena_new(kv_jdev *b, size_t bytes, unsigned char canary, kv_arena *out, char **err)
 {
     cu_state *s = b->state;
     memset(out, 0, sizeof *out);

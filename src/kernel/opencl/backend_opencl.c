@@ -340,8 +340,7 @@ static void ocl_unmap(kv_rdev *b, uint32_t id)
 }
 
 /* The device buffer for the tensor at OFFSET of arena ID, made on first use. */
-static ocl_rbuf *device_buf(ocl_rstate *s, uint32_t id, uint64_t offset, uint64_t bytes,
-                            char **err)
+static ocl_rbuf *device_buf(ocl_rstate *s, uint32_t id, uint64_t offset, uint64_t bytes, char **err)
 {
     ocl_rbuf *free_slot = NULL;
     for (size_t i = 0; i < s->nbufs; i++) {
@@ -375,8 +374,8 @@ static ocl_rbuf *device_buf(ocl_rstate *s, uint32_t id, uint64_t offset, uint64_
         clReleaseMemObject(parent);
         return NULL;
     }
-    *free_slot = (ocl_rbuf){.arena = id, .offset = offset, .bytes = bytes, .parent = parent,
-                            .sub = sub};
+    *free_slot =
+        (ocl_rbuf){.arena = id, .offset = offset, .bytes = bytes, .parent = parent, .sub = sub};
     return free_slot;
 }
 
@@ -387,8 +386,7 @@ static int canary_ok(ocl_rstate *s, ocl_rbuf *rb)
     size_t total = s->margin + (data ? data : 64) + s->margin;
     size_t after = total - s->margin - rb->bytes;
     unsigned char *m = kv_malloc(s->margin + after);
-    cl_int e =
-        clEnqueueReadBuffer(s->c.queue, rb->parent, CL_TRUE, 0, s->margin, m, 0, NULL, NULL);
+    cl_int e = clEnqueueReadBuffer(s->c.queue, rb->parent, CL_TRUE, 0, s->margin, m, 0, NULL, NULL);
     if (e == CL_SUCCESS)
         e = clEnqueueReadBuffer(s->c.queue, rb->parent, CL_TRUE, s->margin + rb->bytes, after,
                                 m + s->margin, 0, NULL, NULL);
@@ -442,8 +440,8 @@ static int ocl_load(kv_rdev *b, const char *lib, const char *device_src, char **
     clGetProgramBuildInfo(om->program, s->c.device, CL_PROGRAM_BUILD_LOG, len, text_log, NULL);
     *log = text_log;
     if (be != CL_SUCCESS) {
-        *err = kv_asprintf("compile_error: the OpenCL device code does not build (error %d)",
-                           (int)be);
+        *err =
+            kv_asprintf("compile_error: the OpenCL device code does not build (error %d)", (int)be);
         free_module(om);
         return -1;
     }

@@ -1,0 +1,153 @@
+/* Artifact hashes and the run's verdicts by artifact (see artifact.h). */
+#include "kernel/artifact.h"
+#include "kernel/sandbox.h"
+#include "kernel/tool.h"
+#include "util/buf.h"
+#include "util/fs.h"
+#include "util/hash.h"
+#include "util/json.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Hashes into B the contents of the loaded sections of the ELF file TEXT
+ * (LEN bytes), but notes and, when SKIP_FATBIN, CUDA's fat binary. */
+static int hash_loaded_sections(const char *text, size_t len, int skip_fatbin, kv_buf *b)
+{
+    if (len < sizeof(Elf64_Ehdr) || memcmp(text, ELFMAG, SELFMAG) != 0 ||
+        text[EI_CLASS] != ELFCLASS64)
+        return -1;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)(const void *)text;
+    if (eh->e_shoff == 0 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+        eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > len ||
+        eh->e_shstrndx >= eh->e_shnum)
+        return -1;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(const void *)(text + eh->e_shoff);
+    const Elf64_Shdr *names = &sh[eh->e_shstrndx];
+    for (int i = 0; i < eh->e_shnum; i++) {
+        const Elf64_Shdr *s = &sh[i];
+        if (!(s->sh_flags & SHF_ALLOC) || s->sh_type == SHT_NOTE || s->sh_type == SHT_NOBITS)
+            continue;
+        if (s->sh_offset > len || s->sh_size > len - s->sh_offset) return -1;
+        const char *name =
+            names->sh_offset + s->sh_name < len ? text + names->sh_offset + s->sh_name : "";
+        if (skip_fatbin &&
+            (strcmp(name, ".nv_fatbin") == 0 || strcmp(name, ".nvFatBinSegment") == 0))
+            continue;
+        char head[96];
+        snprintf(head, sizeof head, "%.40s %llu:", name, (unsigned long long)s->sh_size);
+        kv_buf_puts(b, head);
+        char hex[17];
+        kv_hash_hex(kv_hash64(text + s->sh_offset, s->sh_size), hex);
+        kv_buf_puts(b, hex);
+    }
+    return 0;
+}
+
+/* The output of ARGV (a tool), or NULL with *ERR. */
+static char *tool_output(char **argv, char **err)
+{
+    char *out = NULL;
+    int rc = kv_tool_run(argv, 120, &out);
+    if (rc != 0) {
+        *err = kv_asprintf("%s failed (%d): %.300s", argv[0], rc, out ? out : "");
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+char *kv_artifact_hash(kv_backend_kind backend, const kv_compiled *c, char **err)
+{
+    size_t len = 0;
+    char *so = kv_read_file(c->lib_path, &len);
+    if (!so) {
+        *err = kv_asprintf("cannot read %s: %s", c->lib_path, strerror(errno));
+        return NULL;
+    }
+    kv_buf b = KV_BUF_INIT;
+    int rc = hash_loaded_sections(so, len, backend == KV_BACKEND_CUDA, &b);
+    free(so);
+    if (rc != 0) {
+        *err = kv_asprintf("%s is not a 64-bit ELF shared object", c->lib_path);
+        kv_buf_free(&b);
+        return NULL;
+    }
+    char *extra = NULL;
+    if (backend == KV_BACKEND_CUDA) {
+        char *cuobjdump = kv_tool_which("cuobjdump");
+        char *argv[] = {cuobjdump ? cuobjdump : "cuobjdump", "-sass", c->lib_path, NULL};
+        extra = tool_output(argv, err);
+        free(cuobjdump);
+    } else if (backend == KV_BACKEND_OPENCL && c->device_source) {
+        /* The device code after the preprocessor: what the driver builds. */
+        char *path = kv_asprintf("%s.cl", c->lib_path);
+        if (!kv_is_file(path)) kv_write_file(path, c->device_source, strlen(c->device_source));
+        char *argv[] = {
+            "cc", "-E", "-P", "-x", "c", "-D__OPENCL_VERSION__=120", "-D__OPENCL_C_VERSION__=120",
+            path, NULL};
+        extra = tool_output(argv, err);
+        free(path);
+    }
+    if ((backend == KV_BACKEND_CUDA || (backend == KV_BACKEND_OPENCL && c->device_source)) &&
+        !extra) {
+        kv_buf_free(&b);
+        return NULL;
+    }
+    if (extra) {
+        /* Whitespace does not change code. */
+        for (const char *p = extra; *p; p++)
+            if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') kv_buf_putc(&b, *p);
+        free(extra);
+    }
+    char hex[17];
+    kv_hash_hex(kv_hash64(b.data ? b.data : "", b.len), hex);
+    kv_buf_free(&b);
+    return kv_strdup(hex);
+}
+
+/* The file that keeps KEY's verdict for HASH in this run, or NULL. Kept only
+ * where the candidate cannot write it (Landlock). */
+static char *verdict_path(const char *key, const char *hash)
+{
+    const char *run = getenv("KEVOLVE_RUN_DIR");
+    if (!run || !*run || kv_landlock_abi() <= 0) return NULL;
+    return kv_asprintf("%s/artifacts/%s-%s.json", run, key, hash);
+}
+
+json_t *kv_artifact_verdict_load(const char *key, const char *hash)
+{
+    char *path = verdict_path(key, hash);
+    char *text = path ? kv_read_file(path, NULL) : NULL;
+    json_t *v = text ? kv_json_loads(text) : NULL;
+    free(text);
+    free(path);
+    if (v && !json_is_object(json_object_get(v, "metrics"))) {
+        json_decref(v);
+        v = NULL;
+    }
+    return v;
+}
+
+void kv_artifact_verdict_save(const char *key, const char *hash, const json_t *verdict)
+{
+    char *path = verdict_path(key, hash);
+    if (!path) return;
+    char *dir = kv_path_dirname(path);
+    kv_mkdir_p(dir, 0755);
+    char *tmp = kv_asprintf("%s.%d.tmp", path, (int)getpid());
+    char *text = json_dumps(verdict, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    if (text && kv_write_file(tmp, text, strlen(text)) == 0 && rename(tmp, path) == 0) {
+        /* kept */
+    } else {
+        unlink(tmp);
+    }
+    free(text);
+    free(tmp);
+    free(dir);
+    free(path);
+}
