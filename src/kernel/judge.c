@@ -444,12 +444,13 @@ void kv_judge_main(void *vctx)
     int *rep = kv_calloc((size_t)nsc + 1, sizeof *rep);
     int screening = ctx->parent && baseline && kv_judge_representatives(j.task, rep) > 0;
     json_t *held = json_array();
-    for (int i = 0; i < j.task->num_held_out; i++)
-        json_array_append_new(held, kv_judge_check_shape(&j, &j.task->held_out[i], 1));
     for (int stage = screening ? 0 : 1; stage < 2; stage++) {
         for (int i = 0; i < nsc; i++)
             if (!summary[i] && (stage == 1 || rep[i]))
                 summary[i] = kv_judge_check_shape(&j, &j.task->scenarios[i], 0);
+        if (json_array_size(held) == 0)
+            for (int i = 0; i < j.task->num_held_out; i++)
+                json_array_append_new(held, kv_judge_check_shape(&j, &j.task->held_out[i], 1));
         if (ctx->memcheck) break;
         for (int i = 0; baseline && i < nsc; i++)
             if (summary[i] && !json_object_get(summary[i], "median_us"))
