@@ -171,8 +171,8 @@ static void answer(llm_state *s, waiting *w, kv_llm_result *res, kv_mutation_res
         out->reason = kv_strdup(res->error ? res->error : "the model call failed");
         return;
     }
-    kv_reply_options opt = {s->cfg->diff_based_evolution, s->cfg->language,
-                            s->cfg->max_code_length, s->cfg->prompt.diff_summary_max_line_len,
+    kv_reply_options opt = {s->cfg->diff_based_evolution, s->cfg->language, s->cfg->max_code_length,
+                            s->cfg->prompt.diff_summary_max_line_len,
                             s->cfg->prompt.diff_summary_max_lines};
     char *source = NULL, *summary = NULL, *reason = NULL;
     int verdict =
