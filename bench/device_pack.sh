@@ -22,7 +22,7 @@ for b in "$ROOT"/.dev/bin/*; do
     ldd "$b" | awk '/=>/ {print $3}'
 done | sort -u | while read -r lib; do
     case "$(basename "$lib")" in
-    libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libcuda.so* | libnvidia*) ;;
+    libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | libresolv.so* | ld-linux* | libcuda.so* | libnvidia*) ;;
     *) cp -L "$lib" "$ROOT/.dev/lib/" ;;
     esac
 done

@@ -24,7 +24,7 @@ static void eval_usage(FILE *f)
             "                    [--quick] [--json] [--seed N] [--timeout S] [--kernel-timeout S]\n"
             "                    [--cache-dir DIR] [--arch sm_XX] [--cpu-reference]\n"
             "                    [--baseline-max-age S] [--fresh-baseline] [--lock-wait S]\n"
-            "                    [--screen] [--screen-keep F]\n"
+            "                    [--screen] [--screen-keep F] [--compile-only]\n"
             "                    CANDIDATE\n"
             "  --stage 1: correctness only; 2: correctness and timing (default: both);\n"
             "  3: compute-sanitizer memcheck (cuda). --backend auto picks by extension\n"
@@ -34,7 +34,9 @@ static void eval_usage(FILE *f)
             "  --baseline-max-age seconds (900) or when the device moved. --screen: with\n"
             "  $KEVOLVE_PARENT_METRICS (the parent's metrics, as kevolve run sets it),\n"
             "  time one scenario of each class first and stop when slower than\n"
-            "  --screen-keep (0.95) times the parent there. Prints\n"
+            "  --screen-keep (0.95) times the parent there. --compile-only: compile and\n"
+            "  print the artifact's hash, judge nothing (cuda with --arch: no GPU needed).\n"
+            "  Prints\n"
             "  {\"metrics\":...,\"artifacts\":...} on stdout and nothing else.\n");
 }
 
@@ -94,6 +96,7 @@ int cmd_eval(int argc, char **argv)
                                              {"lock-wait", required_argument, NULL, 'L'},
                                              {"screen", no_argument, NULL, 'P'},
                                              {"screen-keep", required_argument, NULL, 'k'},
+                                             {"compile-only", no_argument, NULL, 'C'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     kv_kernel_opts o;
@@ -103,7 +106,7 @@ int cmd_eval(int argc, char **argv)
     optind = 1;
     opterr = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "t:b:s:qjS:T:K:c:a:RA:FL:Pk:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:b:s:qjS:T:K:c:a:RA:FL:Pk:Ch", longopts, NULL)) != -1) {
         switch (c) {
         case 't':
             o.task = optarg;
@@ -150,6 +153,9 @@ int cmd_eval(int argc, char **argv)
         case 'k':
             o.screen_keep = atof(optarg);
             break;
+        case 'C':
+            o.compile_only = 1;
+            break;
         case 'R':
             o.cpu_reference = 1;
             break;
@@ -189,7 +195,7 @@ int cmd_eval(int argc, char **argv)
     printf("%s\n", text);
     fflush(stdout);
     free(text);
-    if (!json_only) print_verdict(result);
+    if (!json_only && !o.compile_only) print_verdict(result);
     json_decref(result);
     return KV_EXIT_OK;
 }

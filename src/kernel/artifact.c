@@ -14,9 +14,35 @@
 #include <string.h>
 #include <unistd.h>
 
+static int hash_sections(const char *text, size_t len, int cubin, kv_buf *b);
+
+/* Hashes into B the machine code in a CUDA fat binary: every ELF (cubin) it
+ * holds, but its debug sections, whose line tables name the source file and
+ * its size and time. A compressed entry is hashed whole. */
+static void hash_fatbin(const char *fb, size_t len, kv_buf *b)
+{
+    int found = 0;
+    for (size_t i = 0; i + sizeof(Elf64_Ehdr) <= len; i++) {
+        if (memcmp(fb + i, ELFMAG, SELFMAG) != 0 || fb[i + EI_CLASS] != ELFCLASS64) continue;
+        const Elf64_Ehdr *eh = (const Elf64_Ehdr *)(const void *)(fb + i);
+        size_t end = eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf64_Shdr);
+        if (eh->e_shentsize != sizeof(Elf64_Shdr) || end > len - i) continue;
+        if (hash_sections(fb + i, len - i, 1, b) == 0) {
+            found = 1;
+            i += end - 1;
+        }
+    }
+    if (!found) {
+        char hex[17];
+        kv_hash_hex(kv_hash64(fb, len), hex);
+        kv_buf_puts(b, hex);
+    }
+}
+
 /* Hashes into B the contents of the loaded sections of the ELF file TEXT
- * (LEN bytes), but notes and, when SKIP_FATBIN, CUDA's fat binary. */
-static int hash_loaded_sections(const char *text, size_t len, int skip_fatbin, kv_buf *b)
+ * (LEN bytes), but notes, with CUDA's fat binary by its machine code alone;
+ * CUBIN: TEXT is a cubin, whose sections count but for debug information. */
+static int hash_sections(const char *text, size_t len, int cubin, kv_buf *b)
 {
     if (len < sizeof(Elf64_Ehdr) || memcmp(text, ELFMAG, SELFMAG) != 0 ||
         text[EI_CLASS] != ELFCLASS64)
@@ -30,14 +56,18 @@ static int hash_loaded_sections(const char *text, size_t len, int skip_fatbin, k
     const Elf64_Shdr *names = &sh[eh->e_shstrndx];
     for (int i = 0; i < eh->e_shnum; i++) {
         const Elf64_Shdr *s = &sh[i];
-        if (!(s->sh_flags & SHF_ALLOC) || s->sh_type == SHT_NOTE || s->sh_type == SHT_NOBITS)
-            continue;
+        if (s->sh_type == SHT_NOTE || s->sh_type == SHT_NOBITS || s->sh_type == SHT_NULL) continue;
+        if (!cubin && !(s->sh_flags & SHF_ALLOC)) continue;
         if (s->sh_offset > len || s->sh_size > len - s->sh_offset) return -1;
         const char *name =
             names->sh_offset + s->sh_name < len ? text + names->sh_offset + s->sh_name : "";
-        if (skip_fatbin &&
-            (strcmp(name, ".nv_fatbin") == 0 || strcmp(name, ".nvFatBinSegment") == 0))
+        if (cubin && (kv_starts_with(name, ".debug") || kv_starts_with(name, ".nv_debug") ||
+                      strcmp(name, ".strtab") == 0 || strcmp(name, ".symtab") == 0))
             continue;
+        if (!cubin && strcmp(name, ".nv_fatbin") == 0) {
+            hash_fatbin(text + s->sh_offset, s->sh_size, b);
+            continue;
+        }
         char head[96];
         snprintf(head, sizeof head, "%.40s %llu:", name, (unsigned long long)s->sh_size);
         kv_buf_puts(b, head);
@@ -70,7 +100,7 @@ char *kv_artifact_hash(kv_backend_kind backend, const kv_compiled *c, char **err
         return NULL;
     }
     kv_buf b = KV_BUF_INIT;
-    int rc = hash_loaded_sections(so, len, backend == KV_BACKEND_CUDA, &b);
+    int rc = hash_sections(so, len, 0, &b);
     free(so);
     if (rc != 0) {
         *err = kv_asprintf("%s is not a 64-bit ELF shared object", c->lib_path);
@@ -78,12 +108,7 @@ char *kv_artifact_hash(kv_backend_kind backend, const kv_compiled *c, char **err
         return NULL;
     }
     char *extra = NULL;
-    if (backend == KV_BACKEND_CUDA) {
-        char *cuobjdump = kv_tool_which("cuobjdump");
-        char *argv[] = {cuobjdump ? cuobjdump : "cuobjdump", "-sass", c->lib_path, NULL};
-        extra = tool_output(argv, err);
-        free(cuobjdump);
-    } else if (backend == KV_BACKEND_OPENCL && c->device_source) {
+    if (backend == KV_BACKEND_OPENCL && c->device_source) {
         /* The device code after the preprocessor: what the driver builds. */
         char *path = kv_asprintf("%s.cl", c->lib_path);
         if (!kv_is_file(path)) kv_write_file(path, c->device_source, strlen(c->device_source));
@@ -93,8 +118,7 @@ char *kv_artifact_hash(kv_backend_kind backend, const kv_compiled *c, char **err
         extra = tool_output(argv, err);
         free(path);
     }
-    if ((backend == KV_BACKEND_CUDA || (backend == KV_BACKEND_OPENCL && c->device_source)) &&
-        !extra) {
+    if (backend == KV_BACKEND_OPENCL && c->device_source && !extra) {
         kv_buf_free(&b);
         return NULL;
     }

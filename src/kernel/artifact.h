@@ -7,8 +7,9 @@
  * shared object (not its symbol table or build id, which name the
  * temporary source file), on opencl also the device code as the
  * preprocessor leaves it (what the driver builds), on cuda the host's loaded
- * sections but the fat binary, plus the machine code (SASS) that cuobjdump
- * lists (the fat binary's line tables name the source file). */
+ * sections with, for the fat binary, the sections of each cubin in it but
+ * their debug information (whose line tables name the source file and its
+ * size and time). */
 #ifndef KV_KERNEL_ARTIFACT_H
 #define KV_KERNEL_ARTIFACT_H
 

@@ -334,7 +334,7 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
     char *cand_cl = NULL, *base_cl = NULL, *base_path = NULL;
     json_t *kept = NULL;
     int lock = -1, rc = -1;
-    if (o->backend == KV_BACKEND_CUDA) {
+    if (o->backend == KV_BACKEND_CUDA && !(o->compile_only && arch)) {
         json_t *info = NULL;
         if (kv_kernel_probe(KV_BACKEND_CUDA, &info, err) != 0) goto out;
         if (!arch) arch = kv_strdup(json_string_value(json_object_get(info, "arch")));
@@ -364,6 +364,8 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
     if (!hash) {
         json_object_set_new(artifacts, "artifact_hash_error", json_string(aerr));
         free(aerr);
+    } else if (o->compile_only) {
+        json_object_set_new(artifacts, "artifact_hash", json_string(hash));
     } else {
         json_object_set_new(artifacts, "artifact_hash", json_string(hash));
         vkey = kv_asprintf("%s-%s-%s-s%d", task->name, kv_backend_kind_name(o->backend),
@@ -376,6 +378,11 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
             rc = 0;
             goto out;
         }
+    }
+    if (o->compile_only) {
+        *result = json_pack("{s:{},s:O}", "metrics", "artifacts", artifacts);
+        rc = 0;
+        goto out;
     }
     int timing = o->stage != 1 && o->stage != 3;
     if (timing) {

@@ -55,6 +55,8 @@ typedef struct kv_kernel_opts {
      * ratio, and metrics.screened_out 1. NULL: every scenario. */
     const char *parent_metrics;
     double screen_keep;
+    int compile_only; /* compile and hash the candidate, judge nothing (with ARCH set, no
+                         device is needed for cuda) */
 } kv_kernel_opts;
 
 void kv_kernel_opts_init(kv_kernel_opts *o);

@@ -22,7 +22,7 @@ typedef struct settings {
     double min_time_s, max_time_s; /* timing per scenario */
     double settle_s, kernel_timeout_s;
     size_t budget_bytes;  /* input sets of one scenario, at most */
-    int checks_per_block; /* timed calls checked in full after each block */
+    int checks_per_scenario; /* timed calls checked in full per scenario (expected) */
 } settings;
 
 /* Where the judge's seconds go, summed over every shape: reported with the
@@ -78,6 +78,7 @@ typedef struct judge {
     uint32_t next_arena;
     const char *who; /* "candidate" or "baseline": the runner in use */
     double grace_s;  /* extra time for the next block (opencl: the driver's first build) */
+    int trusted;     /* timing the task's own baseline: no need to check it in full */
 } judge;
 
 /* Host-side images of one shape's tensors, for the correctness trials. */

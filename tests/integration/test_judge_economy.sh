@@ -64,4 +64,27 @@ KEVOLVE_PARENT_METRICS="$WORK/slow_parent.json" "$KV" eval --task softmax --back
     fail "a child faster than its parent was stopped"
 timed=$(json "$WORK/e.json" "sum('median_us' in s for s in d['artifacts']['scenarios'])")
 [ "$timed" -eq 3 ] || fail "the child that beat its parent was not timed on every scenario ($timed)"
+# CUDA, without a GPU: the artifact of a comment's change is the same (the
+# fat binary's line tables name the source's size and time, and are left
+# out), a change of code is not.
+nvcc=$(command -v nvcc || true)
+[ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || nvcc=/usr/local/cuda/bin/nvcc
+if [ -n "$nvcc" ]; then
+    cu="$KV_SOURCE_DIR/tasks/softmax/cuda/baseline.cu"
+    cp "$cu" "$WORK/x.cu"
+    { cat "$cu"; echo "// only a comment differs"; } >"$WORK/y.cu"
+    sed 's/expf(/__expf(/' "$cu" >"$WORK/z.cu"
+    cmp -s "$cu" "$WORK/z.cu" && fail "z.cu is not a change of code"
+    for f in x y z; do
+        "$KV" eval --task softmax --backend cuda --arch sm_90a --compile-only "$WORK/$f.cu" \
+            >"$WORK/$f.json" 2>"$WORK/$f.err" || fail "compile $f: $(cat "$WORK/$f.err")"
+    done
+    hx=$(json "$WORK/x.json" "d['artifacts']['artifact_hash']")
+    [ "$hx" = "$(json "$WORK/y.json" "d['artifacts']['artifact_hash']")" ] ||
+        fail "a comment changed the CUDA artifact"
+    [ "$hx" != "$(json "$WORK/z.json" "d['artifacts']['artifact_hash']")" ] ||
+        fail "a change of code left the CUDA artifact as it was"
+else
+    echo "(no nvcc: the CUDA artifact half skipped)"
+fi
 echo "ok: baseline kept, duplicate by artifact, screening both ways"
