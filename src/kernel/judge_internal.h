@@ -21,7 +21,7 @@ typedef struct settings {
     double block_s;                /* a timed block's target length */
     double min_time_s, max_time_s; /* timing per scenario */
     double settle_s, kernel_timeout_s;
-    size_t budget_bytes;  /* input sets of one scenario, at most */
+    size_t budget_bytes;     /* input sets of one scenario, at most */
     int checks_per_scenario; /* timed calls checked in full per scenario (expected) */
 } settings;
 
