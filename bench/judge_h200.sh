@@ -8,6 +8,9 @@
 # the judge, with the baseline timed afresh and with it kept.
 # Usage (device, repo root): . bench/device_env.sh; OUT=... bench/judge_h200.sh
 #   KV_OLD=.dev/bin/kevolve-old   the old binary (optional: no cost table without it)
+#   KV_OLD_SEED=.dev/naive-old.cu the naive kernel of that commit (today's needs
+#                                 headers the old harness does not provide);
+#                                 the judge times it too, for a like-with-like cost
 #   DEADLINE=540                  seconds after which the remaining steps are skipped
 # Writes to $OUT: judge.log, cost.json, and the red team's files.
 set -u
@@ -56,13 +59,17 @@ rm -rf "$KEVOLVE_RUN_DIR" && mkdir -p "$KEVOLVE_RUN_DIR"
 [ "$(left)" -gt 60 ] && seed=/tmp/same.cu run judge_dup "$KV"
 seed=tasks/gqa_attention/cuda/naive.cu
 if [ -n "${KV_OLD:-}" ] && [ "$(left)" -gt 90 ]; then
+    seed=${KV_OLD_SEED:-.dev/naive-old.cu}
     KEVOLVE_CACHE_DIR=/tmp/kevolve_old_cache run old "$KV_OLD"
+    # The same old seed through the judge, its baseline kept (as in a run).
+    [ "$(left)" -gt 60 ] && run judge_oldseed "$KV"
+    seed=tasks/gqa_attention/cuda/naive.cu
 fi
 python3 - "$OUT" <<'PY' | tee "$OUT/cost.txt"
 import json, os, sys
 out = sys.argv[1]
 rows = {}
-for name in ("old", "judge_fresh", "judge_kept", "judge_dup"):
+for name in ("old", "judge_oldseed", "judge_fresh", "judge_kept", "judge_dup"):
     p = os.path.join(out, name + ".json")
     try:
         d = json.load(open(p))
@@ -80,6 +87,15 @@ for k, r in rows.items():
                                     r["verdict"], r["reason"] or ("dup" if r["dup"] else "")))
 for k, r in rows.items():
     print(k, "profile", r["profile"])
+# Where the judge's time goes, scenario by scenario (the kept-baseline child).
+try:
+    d = json.load(open(os.path.join(out, "judge_kept.json")))
+    for sc in d["artifacts"].get("scenarios", []) + d["artifacts"].get("held_out", []):
+        p = sc.get("profile_seconds", {})
+        print("%-28s %6.2f s  %s" % (sc.get("name"), sum(p.values()),
+              " ".join("%s %.2f" % (k, v) for k, v in sorted(p.items(), key=lambda kv: -kv[1]) if v >= 0.01)))
+except Exception as e:
+    print("no per-scenario profile:", e)
 if "judge_fresh" in rows:
     print("isolation:", rows["judge_fresh"]["isolation"])
     print("calibration:", rows["judge_fresh"]["calibration"])

@@ -349,12 +349,42 @@ static json_t *kept_or_timed_baseline(judge *j, json_t *result)
     return scen;
 }
 
+/* Adds the steps taken since BEFORE to S's "profile_seconds" (where a
+ * scenario's share of the judge's time goes). */
+static void add_profile(const judge *j, json_t *s, const double *before)
+{
+    json_t *p = json_object_get(s, "profile_seconds");
+    if (!p) {
+        p = json_object();
+        json_object_set_new(s, "profile_seconds", p);
+    }
+    for (int i = 0; i < PROF_COUNT; i++) {
+        double d = j->prof[i] - before[i];
+        if (d <= 0) continue;
+        json_object_set_new(p, prof_names[i],
+                            json_real(d + json_number_value(json_object_get(p, prof_names[i]))));
+    }
+}
+
+/* Checks SH; its summary, with the check's profile. */
+static json_t *check_shape(judge *j, const kv_shape *sh, int held)
+{
+    double before[PROF_COUNT];
+    memcpy(before, j->prof, sizeof before);
+    json_t *s = kv_judge_check_shape(j, sh, held);
+    add_profile(j, s, before);
+    return s;
+}
+
 /* Times scenario SH into its summary S, with the speedup over the
  * baseline's time for it. */
 static void time_against_baseline(judge *j, const kv_shape *sh, json_t *s, json_t *baseline)
 {
     kv_worker_phase("timing %s", sh->name);
+    double before[PROF_COUNT];
+    memcpy(before, j->prof, sizeof before);
     kv_judge_time_shape(j, sh, s);
+    add_profile(j, s, before);
     json_t *bs = json_object_get(baseline, sh->name);
     double bmed = json_number_value(json_object_get(bs, "median_us"));
     double med = json_number_value(json_object_get(s, "median_us"));
@@ -453,10 +483,10 @@ void kv_judge_main(void *vctx)
     for (int stage = screening ? 0 : 1; stage < 2; stage++) {
         for (int i = 0; i < nsc; i++)
             if (!summary[i] && (stage == 1 || rep[i]))
-                summary[i] = kv_judge_check_shape(&j, &j.task->scenarios[i], 0);
+                summary[i] = check_shape(&j, &j.task->scenarios[i], 0);
         if (json_array_size(held) == 0)
             for (int i = 0; i < j.task->num_held_out; i++)
-                json_array_append_new(held, kv_judge_check_shape(&j, &j.task->held_out[i], 1));
+                json_array_append_new(held, check_shape(&j, &j.task->held_out[i], 1));
         if (ctx->memcheck) break;
         for (int i = 0; baseline && i < nsc; i++)
             if (summary[i] && !json_object_get(summary[i], "median_us"))
