@@ -9,8 +9,9 @@
 # Usage (device, repo root): . bench/device_env.sh; OUT=... bench/judge_h200.sh
 #   KV_OLD=.dev/bin/kevolve-old   the old binary (optional: no cost table without it)
 #   KV_OLD_SEED=.dev/naive-old.cu the naive kernel of that commit (today's needs
-#                                 headers the old harness does not provide);
-#                                 the judge times it too, for a like-with-like cost
+#                                 headers the old harness does not provide); it
+#                                 and a fast point of it go through both, for a
+#                                 like-with-like cost
 #   DEADLINE=540                  seconds after which the remaining steps are skipped
 # Writes to $OUT: judge.log, cost.json, and the red team's files.
 set -u
@@ -51,25 +52,32 @@ run() { # NAME BINARY ARGS...: one evaluation, its verdict in $OUT/NAME.json
 }
 export KEVOLVE_RUN_DIR=/tmp/kevolve_judge_run
 rm -rf "$KEVOLVE_RUN_DIR" && mkdir -p "$KEVOLVE_RUN_DIR"
-# First compiles everything (cached for the rest), then the measured runs.
+# The baseline timed afresh, then kept for the rest (as in a run).
 [ "$(left)" -gt 120 ] && run judge_fresh "$KV" --fresh-baseline
-[ "$(left)" -gt 90 ] && run judge_kept "$KV"
 # The same source again is a duplicate by artifact: a copy with a new comment.
 { cat "$seed"; echo "// the same code"; } >/tmp/same.cu
 [ "$(left)" -gt 60 ] && seed=/tmp/same.cu run judge_dup "$KV"
-seed=tasks/gqa_attention/cuda/naive.cu
-if [ -n "${KV_OLD:-}" ] && [ "$(left)" -gt 90 ]; then
-    seed=${KV_OLD_SEED:-.dev/naive-old.cu}
-    KEVOLVE_CACHE_DIR=/tmp/kevolve_old_cache run old "$KV_OLD"
-    # The same old seed through the judge, its baseline kept (as in a run).
-    [ "$(left)" -gt 60 ] && run judge_oldseed "$KV"
+# Cost per child, like with like: each old seed through the old worker and
+# through the judge (its baseline kept): the naive kernel, and a fast child
+# (the old seed at the hand sweep's point: SPLIT 0, MMA 1, MMA_DECODE 1,
+# MMAD_KW 32, MMAD_STAGES 2).
+if [ -n "${KV_OLD:-}" ]; then
+    old_seed=${KV_OLD_SEED:-.dev/naive-old.cu}
+    sed -e 's/^#define SPLIT 1 /#define SPLIT 0 /' -e 's/^#define MMA 0 /#define MMA 1 /' \
+        -e 's/^#define MMA_DECODE 0 /#define MMA_DECODE 1 /' -e 's/^#define MMAD_KW 16 /#define MMAD_KW 32 /' \
+        -e 's/^#define MMAD_STAGES 3 /#define MMAD_STAGES 2 /' "$old_seed" >/tmp/fast-old.cu
+    for pair in "naive:$old_seed" "fast:/tmp/fast-old.cu"; do
+        seed=${pair#*:}
+        [ "$(left)" -gt 90 ] && KEVOLVE_CACHE_DIR=/tmp/kevolve_old_cache run "old_${pair%%:*}" "$KV_OLD"
+        [ "$(left)" -gt 60 ] && run "judge_${pair%%:*}" "$KV"
+    done
     seed=tasks/gqa_attention/cuda/naive.cu
 fi
 python3 - "$OUT" <<'PY' | tee "$OUT/cost.txt"
 import json, os, sys
 out = sys.argv[1]
 rows = {}
-for name in ("old", "judge_oldseed", "judge_fresh", "judge_kept", "judge_dup"):
+for name in ("judge_fresh", "judge_dup", "old_naive", "judge_naive", "old_fast", "judge_fast"):
     p = os.path.join(out, name + ".json")
     try:
         d = json.load(open(p))
@@ -87,9 +95,9 @@ for k, r in rows.items():
                                     r["verdict"], r["reason"] or ("dup" if r["dup"] else "")))
 for k, r in rows.items():
     print(k, "profile", r["profile"])
-# Where the judge's time goes, scenario by scenario (the kept-baseline child).
+# Where the judge's time goes, scenario by scenario (the fast child).
 try:
-    d = json.load(open(os.path.join(out, "judge_kept.json")))
+    d = json.load(open(os.path.join(out, "judge_fast.json")))
     for sc in d["artifacts"].get("scenarios", []) + d["artifacts"].get("held_out", []):
         p = sc.get("profile_seconds", {})
         print("%-28s %6.2f s  %s" % (sc.get("name"), sum(p.values()),
