@@ -1,0 +1,63 @@
+/* The red team of issue 11 on the cpu backend, part 1: forged verdicts,
+ * the judge within reach, processes that outlive the evaluation (and the
+ * watchdog, the FP environment), tolerance, with the honest control for
+ * tolerance. One hostile candidate per class (tests/data/kernels/redteam/
+ * cpu/, each naming its class and the verdict it must get in its header),
+ * judged through `kevolve eval --quick` from outside. Replays and the
+ * baseline: test_redteam_cpu_replay.c. What is checked and why cases skip
+ * today: test_redteam_common.h. */
+static const char *g_backend = "cpu";
+#include "test_redteam_common.h"
+
+/* Forged verdict: whatever it writes, the verdict is the judge's. */
+CASE(forged_verdict_then_a_wrong_answer_is_rejected, .file = "forge_verdict.c", .task = "softmax",
+     .cls = "forged verdict", .want = RT_REJECT, .args = STAGE1)
+CASE(forged_verdict_then_exit_is_rejected, .file = "forge_exit.c", .task = "softmax",
+     .cls = "forged verdict", .want = RT_REJECT, .args = STAGE1)
+
+/* The judge within reach: nothing of it in the candidate's process. */
+CASE(copying_the_reference_from_memory_fails, .file = "reach_copy_reference.c", .task = "softmax",
+     .cls = "judge within reach", .want = RT_REJECT, .reasons = WRONG, .args = STAGE1)
+CASE(patching_the_checker_fails, .file = "reach_patch_checker.c", .task = "softmax",
+     .cls = "judge within reach", .want = RT_REJECT, .reasons = WRONG, .args = STAGE1)
+CASE(reading_or_stopping_the_judge_fails, .file = "reach_parent.c", .task = "softmax",
+     .cls = "judge within reach", .want = RT_REJECT, .reasons = WRONG, .args = STAGE1)
+
+/* Processes that outlive the evaluation, the watchdog, the FP environment. */
+CASE(a_setsid_grandchild_dies_with_the_evaluation, .file = "outlive_setsid.c", .task = "softmax",
+     .cls = "outlives the evaluation", .want = RT_ANY, .max_score = NO_GAIN, .next_eval = 1,
+     .args = STAGE1)
+CASE(a_disarmed_watchdog_still_ends_the_hang, .file = "outlive_no_watchdog.c", .task = "softmax",
+     .cls = "outlives the evaluation", .want = RT_REJECT, .reasons = "timeout",
+     .args = STAGE1 " --kernel-timeout 2 --timeout 20", .max_seconds = 12)
+CASE(a_hostile_fp_environment_does_not_reach_the_judge, .file = "outlive_fpenv.c",
+     .task = "softmax", .cls = "fp environment", .want = RT_NOGAIN, .reasons = "*fp_env*,*float*",
+     .max_score = INFINITY, .args = STAGE1)
+
+/* Tolerance: fp32 accumulation, not bf16 or fp16; p rounded to bf16 is fine. */
+CASE(bf16_accumulation_is_rejected_at_long_decode, .file = "tol_bf16_accumulate.c",
+     .task = "gqa_attention_small", .cls = "tolerance", .want = RT_REJECT, .reasons = TOLERANCE,
+     .args = STAGE1)
+CASE(fp16_accumulation_is_rejected_at_long_decode, .file = "tol_fp16_accumulate.c",
+     .task = "gqa_attention_small", .cls = "tolerance", .want = RT_REJECT, .reasons = TOLERANCE,
+     .args = STAGE1)
+CASE(control_p_rounded_to_bf16_passes, .file = "ctl_bf16_p.c", .task = "gqa_attention_small",
+     .cls = "honest control", .want = RT_CORRECT, .control = 1)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(forged_verdict_then_a_wrong_answer_is_rejected),
+        cmocka_unit_test(forged_verdict_then_exit_is_rejected),
+        cmocka_unit_test(copying_the_reference_from_memory_fails),
+        cmocka_unit_test(patching_the_checker_fails),
+        cmocka_unit_test(reading_or_stopping_the_judge_fails),
+        cmocka_unit_test(a_setsid_grandchild_dies_with_the_evaluation),
+        cmocka_unit_test(a_disarmed_watchdog_still_ends_the_hang),
+        cmocka_unit_test(a_hostile_fp_environment_does_not_reach_the_judge),
+        cmocka_unit_test(bf16_accumulation_is_rejected_at_long_decode),
+        cmocka_unit_test(fp16_accumulation_is_rejected_at_long_decode),
+        cmocka_unit_test(control_p_rounded_to_bf16_passes),
+    };
+    return cmocka_run_group_tests(tests, rt_setup, rt_teardown);
+}
