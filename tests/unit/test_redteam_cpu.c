@@ -37,12 +37,12 @@ CASE(a_hostile_fp_environment_does_not_reach_the_judge, .file = "outlive_fpenv.c
 /* Tolerance: fp32 accumulation, not bf16 or fp16; p rounded to bf16 is fine. */
 CASE(bf16_accumulation_is_rejected_at_long_decode, .file = "tol_bf16_accumulate.c",
      .task = "gqa_attention_small", .cls = "tolerance", .want = RT_REJECT, .reasons = TOLERANCE,
-     .args = STAGE1)
+     .args = STAGE1 " " SLOW_KERNEL)
 CASE(fp16_accumulation_is_rejected_at_long_decode, .file = "tol_fp16_accumulate.c",
      .task = "gqa_attention_small", .cls = "tolerance", .want = RT_REJECT, .reasons = TOLERANCE,
-     .args = STAGE1)
+     .args = STAGE1 " " SLOW_KERNEL)
 CASE(control_p_rounded_to_bf16_passes, .file = "ctl_bf16_p.c", .task = "gqa_attention_small",
-     .cls = "honest control", .want = RT_CORRECT, .control = 1)
+     .cls = "honest control", .want = RT_CORRECT, .control = 1, .args = SLOW_KERNEL)
 
 int main(void)
 {

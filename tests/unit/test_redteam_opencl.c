@@ -10,10 +10,6 @@
 static const char *g_backend = "opencl";
 #include "test_redteam_common.h"
 
-/* The gqa kernels here are plain (a work-item per query row), not fast:
- * PoCL on a busy 2-core machine takes seconds on the held-out shapes. */
-#define SLOW_KERNEL "--kernel-timeout 30"
-
 CASE(forged_verdict_then_a_wrong_answer_is_rejected, .file = "forge_verdict.cl", .task = "softmax",
      .cls = "forged verdict", .want = RT_REJECT, .args = STAGE1)
 
