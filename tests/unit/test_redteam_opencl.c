@@ -25,7 +25,7 @@ CASE(a_setsid_grandchild_dies_with_the_evaluation, .file = "outlive_setsid.cl", 
      .args = STAGE1)
 CASE(a_disarmed_watchdog_still_ends_the_hang, .file = "outlive_no_watchdog.cl", .task = "softmax",
      .cls = "outlives the evaluation", .want = RT_REJECT, .reasons = "timeout",
-     .args = STAGE1 " --kernel-timeout 2 --timeout 20", .max_seconds = 12)
+     .args = STAGE1 " --kernel-timeout 2 --timeout 25", .max_seconds = 15)
 CASE(a_hostile_fp_environment_does_not_reach_the_judge, .file = "outlive_fpenv.cl",
      .task = "softmax", .cls = "fp environment", .want = RT_NOGAIN, .reasons = "*fp_env*,*float*",
      .max_score = INFINITY, .args = STAGE1)
