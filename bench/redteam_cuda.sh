@@ -7,7 +7,7 @@
 # KEVOLVE_PARENT_METRICS and TMPDIR per candidate; one compile cache and GPU
 # lock for all), and checks around each verdict what the cheat aimed for:
 # kevolve eval's stdout holds its verdict only, kevolve is never stopped, no
-# kvrt-* file or "kvrt-forged" marker appears, no kvrt-* process outlives
+# kvrt-* file or forged marker ("kvrt" "-forged") appears, no kvrt-* process outlives
 # the evaluation (and the next evaluation is not held up), the hang ends in
 # time. Prints a table (candidate, class, verdict, reason, score, seconds,
 # side effects, expected, ok); logs and JSON under $OUT/<candidate>/.
@@ -101,6 +101,40 @@ else:
 PY
 }
 
+# marked DIR...: files holding the forged marker where it could be believed
+# (compiled objects and this script's own captures aside; a file that is one
+# JSON object is the judge's record, holding the candidate's output as data,
+# unless its reason is the marker itself).
+marked() {
+  python3 - "$@" <<'PY'
+import json, os, sys
+mark = "kvrt" + "-forged"
+for top in sys.argv[1:]:
+    for dirpath, _, names in os.walk(top):
+        for n in names:
+            p = os.path.join(dirpath, n)
+            if n.endswith(".so") or n in ("out.json", "err.log", "files_written.txt"):
+                continue
+            try:
+                if os.path.getsize(p) > (16 << 20):
+                    continue
+                text = open(p, "rb").read().decode("utf-8", "replace")
+            except OSError:
+                continue
+            if mark not in text:
+                continue
+            try:
+                d = json.loads(text)
+                if isinstance(d, dict):
+                    a = d.get("artifacts", d)
+                    if not (isinstance(a, dict) and a.get("reason") == mark):
+                        continue
+            except ValueError:
+                pass
+            print(p)
+PY
+}
+
 # survivors: pids of live kvrt-* processes (not zombies).
 survivors() { ps -eo pid=,comm=,stat= | awk '$2 ~ /^kvrt-/ && $3 !~ /^Z/ {print $1}'; }
 
@@ -182,8 +216,7 @@ for name in "${names[@]}"; do
   fi
   for p in $alive; do kill -KILL "$p" 2>/dev/null; done
   files=$( { find "$d" "$KEVOLVE_CACHE_DIR" -name 'kvrt-*' -type f 2>/dev/null
-             grep -rl --exclude='*.so' --exclude=out.json --exclude=err.log 'kvrt-forged' \
-               "$d" "$KEVOLVE_CACHE_DIR" 2>/dev/null
+             marked "$d" "$KEVOLVE_CACHE_DIR"
              find /tmp "$(getent passwd "$(id -u)" | cut -d: -f6)/.cache/kevolve" -maxdepth 2 \
                -name 'kvrt-*' -newer "$stamp" 2>/dev/null; } | sort -u)
   if [ -n "$files" ]; then

@@ -25,6 +25,9 @@
  * (redteam/cpu/probe_judge.c: an interval timer armed in the candidate's
  * process while it runs is the old in-process watchdog); set
  * KV_REDTEAM_STRICT=1 to enforce every case whatever the probe says.
+ * Against the separated judge a case that fails is a failure, unless it
+ * names (.hole) a hole already reported, which skips saying so (strict:
+ * fails).
  *
  * The includer defines g_backend ("cpu" or "opencl") before including,
  * then its cases with CASE (below) and runs them with rt_setup and
@@ -76,6 +79,9 @@ typedef struct rt_case {
     const char *args;    /* extra arguments to kevolve eval, space-separated */
     int next_eval;       /* an honest evaluation right after must be prompt */
     int control;         /* an honest control: never skipped */
+    /* A hole the separated judge still has, reported to the lead: the case
+     * skips saying so while it fails (a note when it passes: drop this). */
+    const char *hole;
 } rt_case;
 
 /* What one run of kevolve eval gave. */
@@ -102,6 +108,7 @@ static time_t g_started;    /* when the program's setup began */
  * two. */
 #define RT_BUDGET_S 270
 static const char *g_judge_note = "";
+static int g_strict; /* KV_REDTEAM_STRICT=1: known holes fail too */
 
 /* ---- processes ---- */
 
@@ -340,6 +347,10 @@ static const char *rt_marker(void)
     return m;
 }
 
+/* 1 when the file at PATH holds the marker where it could be believed: a
+ * file that is one JSON object is the judge's own record (its verdict
+ * keeps the candidate's output as data) unless its reason is the marker
+ * itself, a forged verdict. */
 static int rt_file_has_marker(const char *path, off_t size)
 {
     if (size <= 0 || size > (16 << 20) || kv_ends_with(path, ".so")) return 0;
@@ -351,6 +362,13 @@ static int rt_file_has_marker(const char *path, off_t size)
     int found = 0;
     for (size_t i = 0; i + ml <= len && !found; i++)
         found = text[i] == m[0] && memcmp(text + i, m, ml) == 0;
+    json_t *j = found ? json_loadb(text, len, 0, NULL) : NULL;
+    if (j && json_is_object(j)) {
+        json_t *a = json_object_get(j, "artifacts");
+        const char *reason = json_string_value(json_object_get(a ? a : j, "reason"));
+        found = reason && strcmp(reason, m) == 0;
+    }
+    if (j) json_decref(j);
     free(text);
     return found;
 }
@@ -402,10 +420,15 @@ static int rt_scan_dir(const char *dir, int deep, time_t since, int marks, const
     return found;
 }
 
-/* The scratch files every evaluation starts from (rewritten after each). */
+/* The scratch files every evaluation starts from (rewritten after each;
+ * the run folder emptied). */
 static void rt_reset_scratch(void)
 {
-    char *p = kv_asprintf("%s/run/evaluate.sh", g_root);
+    char *p = kv_asprintf("%s/run", g_root); /* a run of its own: no verdict kept from another */
+    kv_remove_tree(p);
+    mkdir(p, 0755);
+    free(p);
+    p = kv_asprintf("%s/run/evaluate.sh", g_root);
     const char *wrapper = "#!/bin/sh\n# the controller's evaluator wrapper\n";
     kv_write_file(p, wrapper, strlen(wrapper));
     free(p);
@@ -630,13 +653,15 @@ static void rt_check(const rt_case *c)
     rt_reset_scratch();
     /* The summary line, then the outcome. */
     const char *problems = bad.data ? bad.data + 2 : NULL;
-    fprintf(stderr, "redteam %-34s %-26s %s%s%s %.4g, %.1f s: %s%s\n", rel, c->cls,
-            verdict ? verdict : "no verdict", reason ? " " : "", reason ? reason : "", score,
-            r.seconds,
-            !problems                    ? "ok"
-            : c->control || !g_old_judge ? "FAIL: "
-                                         : "awaits the separated judge (issue 11): ",
-            problems ? problems : "");
+    fprintf(
+        stderr, "redteam %-34s %-26s %s%s%s %.4g, %.1f s: %s%s\n", rel, c->cls,
+        verdict ? verdict : "no verdict", reason ? " " : "", reason ? reason : "", score, r.seconds,
+        !problems ? (c->hole && !g_old_judge ? "ok (the known hole is closed: drop .hole)" : "ok")
+        : c->control  ? "FAIL: "
+        : g_old_judge ? "awaits the separated judge (issue 11): "
+        : c->hole     ? "known hole (reported): "
+                      : "FAIL: ",
+        problems ? problems : "");
     if (v) json_decref(v);
     kv_buf_free(&r.out);
     kv_buf_free(&r.err);
@@ -646,8 +671,11 @@ static void rt_check(const rt_case *c)
         kv_buf_free(&bad);
         free(rel);
         free(path);
-        if (c->control || !g_old_judge) fail_msg("%s", msg);
-        fprintf(stderr, "SKIP: %s (today's judge: %s)\n", msg, g_judge_note);
+        if (c->control || (!g_old_judge && (!c->hole || g_strict))) fail_msg("%s", msg);
+        if (g_old_judge)
+            fprintf(stderr, "SKIP: %s (today's judge: %s)\n", msg, g_judge_note);
+        else
+            fprintf(stderr, "SKIP: %s (a known hole of the separated judge: %s)\n", msg, c->hole);
         free(msg);
         skip();
     }
@@ -728,6 +756,7 @@ static int rt_setup(void **state)
         g_old_judge ? "its watchdog is an interval timer in the candidate's process" : "separated";
     if (strict && strcmp(strict, "1") == 0) {
         g_old_judge = 0;
+        g_strict = 1;
         g_judge_note = "KV_REDTEAM_STRICT=1";
     }
     fprintf(stderr, "redteam: the judge is %s%s\n", g_old_judge ? "today's: " : "", g_judge_note);

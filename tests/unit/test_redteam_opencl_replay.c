@@ -11,6 +11,12 @@
 static const char *g_backend = "opencl";
 #include "test_redteam_common.h"
 
+/* PoCL's timings on a shared 2-core machine are noisy: the baseline timed
+ * against itself scores anywhere from 0.3 to 1.5 per scenario. A starved
+ * replay must stay within this (the H200 cheats it stands for gain 15x). */
+#undef NO_GAIN
+#define NO_GAIN 3.0
+
 CASE(content_cache_on_a_full_hash_gains_nothing, .file = "replay_hash_cache.cl", .task = "softmax",
      .cls = "replay", .want = RT_NOGAIN, .reasons = REPLAYED, .max_score = NO_GAIN)
 CASE(skipping_an_output_already_written_gains_nothing, .file = "replay_skip_written.cl",
@@ -26,7 +32,7 @@ CASE(precomputing_on_a_queue_of_its_own_gains_nothing, .file = "precompute_threa
 
 CASE(burning_threads_do_not_slow_the_baseline, .file = "slow_baseline_threads.cl",
      .task = "softmax", .cls = "baseline in reach", .want = RT_NOGAIN,
-     .reasons = "async_work_outside_harness_stream", .max_score = 1.6)
+     .reasons = "async_work_outside_harness_stream", .max_score = 2.0)
 
 CASE(control_atomic_sums_in_any_order_pass, .file = "ctl_atomics.cl", .task = "softmax",
      .cls = "honest control", .want = RT_CORRECT, .control = 1)

@@ -20,8 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* "kvrt-forged", spelled out so that no compiler message quoting this file
- * carries the marker the red-team tests look for. */
+/* The marker the red-team tests look for (kvrt, a dash, forged), spelled out
+ * so that neither this file nor a compiler message quoting it holds it
+ * whole. */
 static const char rt_mark[] = {'k', 'v', 'r', 't', '-', 'f', 'o', 'r', 'g', 'e', 'd', 0};
 
 /* Writes TEXT to FD when FD is a pipe, socket or regular file that takes it
