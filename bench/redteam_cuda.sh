@@ -16,13 +16,23 @@
 # against ctl_fp32.cu, the plain kernel they all fall back on: at most 1.5x
 # its score (run it first, or set REF_SCORE).
 #
-# Usage: bench/redteam_cuda.sh [NAME ...]   (names without .cu; default all)
+# Usage: bench/redteam_cuda.sh [--compile-only] [NAME ...]
+#   (names without .cu; default all). Every run first builds each candidate
+#   with kevolve eval --compile-only --arch $ARCH (sm_90a unless set), so a
+#   candidate that no longer compiles shows as such and the GPU runs hit a
+#   warm cache; --compile-only stops there (no GPU needed: CI machines).
 #   OUT (default /tmp/kevolve_redteam_cuda), TASK (gqa_attention_decode, or
 #   gqa_attention_search), KV (a prebuilt kevolve), BUILD, EVAL_TIMEOUT
 #   (seconds per evaluation, default 300). A whole run takes about as many
 #   half-minutes as candidates: split it (e.g. ctl_* tol_* first, then the
 #   rest with REF_SCORE from the first) to stay within 10 minutes a call.
 set -u
+COMPILE_ONLY=0
+if [ "${1:-}" = --compile-only ]; then
+  COMPILE_ONLY=1
+  shift
+fi
+ARCH=${ARCH:-sm_90a}
 # Nothing the candidates could write into but what this script gives them:
 # descriptors inherited from whatever started it are closed (bash keeps 255).
 for fd in $(ls /proc/$$/fd); do
@@ -184,9 +194,38 @@ names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   while IFS='|' read -r n _; do names+=("$n"); done <<< "$CASES"
 fi
+
+# Every candidate compiles for $ARCH (no GPU needed), each artifact hashed.
+cfails=0
+printf '\n%-22s %-8s %s\n' candidate compiled "artifact hash / reason" | tee "$OUT/compile.txt"
+for name in "${names[@]}"; do
+  grep -q "^$name|" <<< "$CASES" || continue
+  mkdir -p "$OUT/compile"
+  "$KV" eval --task "$TASK" --backend cuda --compile-only --arch "$ARCH" "$DIR/$name.cu" \
+    > "$OUT/compile/$name.json" 2> "$OUT/compile/$name.err" < /dev/null
+  rc=$?
+  got=$(python3 - "$OUT/compile/$name.json" <<'PY' 2>/dev/null || echo "?"
+import json, sys
+a = json.load(open(sys.argv[1]))["artifacts"]
+print(a["artifact_hash"] if a.get("artifact_hash") and a.get("verdict") != "rejected"
+      else a.get("reason", "no artifact_hash"))
+PY
+)
+  if [ "$rc" -eq 0 ] && [[ "$got" =~ ^[0-9a-f]+$ ]]; then
+    printf '%-22s %-8s %s\n' "$name" yes "$got" | tee -a "$OUT/compile.txt"
+  else
+    cfails=$((cfails + 1))
+    printf '%-22s %-8s %s (exit %s; %s)\n' "$name" NO "$got" "$rc" "$OUT/compile/$name.err" |
+      tee -a "$OUT/compile.txt"
+  fi
+done
+echo "compiled for $ARCH: $((${#names[@]} - cfails)) of ${#names[@]}"
+if [ "$COMPILE_ONLY" = 1 ]; then
+  exit $((cfails > 0))
+fi
 REF_SCORE=${REF_SCORE:-}
 REF_SCORE_SET=${REF_SCORE:+1}
-fails=0
+fails=$cfails # a candidate that does not compile is not as expected either
 stamp="$OUT/.stamp"
 printf '\n%-22s %-24s %-9s %-32s %8s %6s  %-40s %-8s %s\n' candidate class verdict reason score secs \
   "side effects" expected ok | tee "$OUT/table.txt"

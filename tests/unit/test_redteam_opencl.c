@@ -23,11 +23,13 @@ CASE(reading_or_stopping_the_judge_fails, .file = "reach_parent.cl", .task = "so
 CASE(a_setsid_grandchild_dies_with_the_evaluation, .file = "outlive_setsid.cl", .task = "softmax",
      .cls = "outlives the evaluation", .want = RT_ANY, .max_score = NO_GAIN, .next_eval = 1,
      .args = STAGE1)
-CASE(
-    a_disarmed_watchdog_still_ends_the_hang, .file = "outlive_no_watchdog.cl", .task = "softmax",
-    .cls = "outlives the evaluation", .want = RT_REJECT, .reasons = "timeout",
-    .args = STAGE1 " --kernel-timeout 2 --timeout 25", .max_seconds = 15,
-    .hole = "an OpenCL runner hung in host code ends at the evaluation's limit, as a harness error")
+/* The first call of each launch shape has 30 s more for PoCL's first build
+ * of the kernel (src/kernel/judge_check.c): a hang there ends at the
+ * kernel timeout plus that grace, as a timeout verdict, well before the
+ * evaluation's own limit. */
+CASE(a_disarmed_watchdog_still_ends_the_hang, .file = "outlive_no_watchdog.cl", .task = "softmax",
+     .cls = "outlives the evaluation", .want = RT_REJECT, .reasons = "timeout",
+     .args = STAGE1 " --kernel-timeout 2 --timeout 90", .max_seconds = 45)
 CASE(a_hostile_fp_environment_does_not_reach_the_judge, .file = "outlive_fpenv.cl",
      .task = "softmax", .cls = "fp environment", .want = RT_NOGAIN, .reasons = "*fp_env*,*float*",
      .max_score = INFINITY, .args = STAGE1)
