@@ -186,7 +186,7 @@ run_eval() {
     fi
   done
   wait "$pid" 2>/dev/null
-  SECS=$(echo "$(date +%s.%N) - $t0" | bc)
+  SECS=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.3f", a - b }')
   sleep 0.5 # stdout is a pipe (as under kevolve run): let its reader catch up
 }
 
@@ -251,7 +251,7 @@ for name in "${names[@]}"; do
   if [ "$want" = any ]; then # is the next evaluation held up (the GPU lock)?
     run_eval "$d/next" "$DIR/ctl_fp32.cu" --stage 1
     next="next:${SECS%.*}s"
-    [ "$(echo "$SECS > 30" | bc)" = 1 ] && effects+="held-up:${SECS%.*}s "
+    awk -v s="$SECS" 'BEGIN { exit !(s > 30) }' && effects+="held-up:${SECS%.*}s "
   fi
   for p in $alive; do kill -KILL "$p" 2>/dev/null; done
   files=$( { find "$d" "$KEVOLVE_CACHE_DIR" -name 'kvrt-*' -type f 2>/dev/null
@@ -271,10 +271,10 @@ for name in "${names[@]}"; do
     correct) [ "$v" = correct ] || ok=NO ;;
     reject) [ "$v" = rejected ] && matches "$reason" "$reasons" || ok=NO ;;
     hang) { [ "$v" = rejected ] && matches "$reason" "$reasons" &&
-            [ "$(echo "$secs < 45" | bc)" = 1 ]; } || ok=NO ;;
+            awk -v s="$secs" 'BEGIN { exit !(s < 45) }'; } || ok=NO ;;
     nogain)
       if [ "$v" = correct ]; then
-        [ -n "$REF_SCORE" ] && [ "$(echo "$score <= 1.5 * $REF_SCORE" | bc -l)" = 1 ] || ok=NO
+        [ -n "$REF_SCORE" ] && awk -v s="$score" -v r="$REF_SCORE" 'BEGIN { exit !(s <= 1.5 * r) }' || ok=NO
       else
         [ "$v" = rejected ] && matches "$reason" "$reasons" || ok=NO
       fi ;;
