@@ -85,7 +85,7 @@ late_stream|replay: late work|nogain|async_work_outside_harness_stream,stale_or_
 slow_baseline_stream|baseline in reach|nogain|async_work_outside_harness_stream
 outlive_setsid|outlives the evaluation|any|
 outlive_no_watchdog|outlives the evaluation|hang|timeout
-outlive_fpenv|fp environment|nogain|*fp_env*,*float*
+outlive_fpenv|fp environment|nogain|*fp_env*,*float*,crash: SIGFPE
 EOF
 )
 
@@ -151,6 +151,8 @@ survivors() { ps -eo pid=,comm=,stat= | awk '$2 ~ /^kvrt-/ && $3 !~ /^Z/ {print 
 # matches REASON PATTERNS: 0 when REASON matches one of the globs.
 matches() {
   local IFS=, p
+  local - # the patterns are case patterns, not file names: no globbing here
+  set -f
   for p in $2; do
     # shellcheck disable=SC2254
     case "$1" in $p) return 0 ;; esac
