@@ -127,8 +127,23 @@ static void variants_share_held_out_shapes_and_qwen3_head_configs(void **state)
     for (size_t n = 0; n < 4; n++) {
         const kv_task *t = kv_task_find(names[n]);
         assert_non_null(t);
-        assert_ptr_equal(t->held_out, full->held_out);
-        assert_true(t->num_held_out >= 5);
+        /* Every variant checks the full task's held-out shapes; the small
+         * one a long decode besides (fp16 accumulation fails only there). */
+        assert_true(t->num_held_out >= full->num_held_out);
+        for (int i = 0; i < full->num_held_out; i++) {
+            int found = 0;
+            for (int k = 0; k < t->num_held_out; k++)
+                found |= strcmp(t->held_out[k].name, full->held_out[i].name) == 0;
+            assert_true(found);
+        }
+        if (strcmp(names[n], "gqa_attention_small") == 0) {
+            int64_t longest = 0;
+            for (int k = 0; k < t->num_held_out; k++)
+                if (t->held_out[k].syms[4] > longest) longest = t->held_out[k].syms[4];
+            assert_true(longest >= 32767);
+        } else {
+            assert_ptr_equal(t->held_out, full->held_out);
+        }
         for (int i = 0; i < t->num_scenarios; i++) {
             const int64_t *s = t->scenarios[i].syms;
             assert_true(s[1] == 16 || s[1] == 40);
@@ -368,7 +383,7 @@ static void naive_cpu_start_is_correct_on_every_scenario_and_held_out_shape(void
     assert_string_equal(reason(res), "accepted");
     json_t *art = json_object_get(res, "artifacts");
     assert_int_equal(json_array_size(json_object_get(art, "scenarios")), 4);
-    assert_int_equal(json_array_size(json_object_get(art, "held_out")), 5);
+    assert_int_equal(json_array_size(json_object_get(art, "held_out")), 6);
     json_decref(res);
 }
 
