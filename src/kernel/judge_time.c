@@ -148,6 +148,7 @@ typedef struct timing {
     int n_inputs;        /* input tensors */
     unsigned char *copy; /* cpu, opencl: the judge's copy of the block's inputs */
     size_t copy_bytes;
+    double burst_cpu, burst_t0; /* the runner's CPU seconds, the time: inputs about to be shared */
     uint64_t seeds[KV_MAX_TENSORS]; /* cuda: this block's input seeds */
     unsigned char poison[KV_MAX_TENSORS][8];
 } timing;
@@ -184,14 +185,24 @@ static void prepare_block(judge *j, timing *tm, size_t n)
         } else if (j->b->device_inputs) {
             tm->seeds[i] = kv_rng_next(&j->rng);
         } else {
-            unsigned char *base = j->b->ptr(j->b, &tm->a, tm->l.off[i]);
+            /* Drawn into the judge's own copy first: the candidate's process
+             * sees them only in the short copy below. */
             for (size_t s = 0; s < n; s++)
                 kv_fill_random(ts->dtype, KV_DIST_NORMAL, &j->rng, count,
-                               base + s * tm->l.stride[i], NULL);
-            size_t r = region(tm, i, n);
-            memcpy(tm->copy + at, base, r);
-            at += r;
+                               tm->copy + at + s * tm->l.stride[i], NULL);
+            at += region(tm, i, n);
         }
+    }
+    /* The shared arena gets the block's inputs in one burst, with the
+     * runner's CPU noted on both sides of it (check_idle). */
+    tm->burst_cpu = j->b->device_inputs ? -1 : kv_runner_cpu_seconds(j->rn);
+    tm->burst_t0 = kv_now_s();
+    at = 0;
+    for (int i = 0; i < t->num_tensors && !j->b->device_inputs; i++) {
+        if (t->tensors[i].role == KV_OUT) continue;
+        size_t r = region(tm, i, n);
+        memcpy(j->b->ptr(j->b, &tm->a, tm->l.off[i]), tm->copy + at, r);
+        at += r;
     }
     if (j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "preparing a timed block");
     kv_judge_lap(j, PROF_FILL, &t0);
@@ -236,13 +247,32 @@ static void check_idle(judge *j, const timing *tm, double gap)
     if (j->b->kind == KV_BACKEND_CUDA) return; /* its inputs do not exist before the window */
     double now = kv_runner_cpu_seconds(j->rn);
     if (now < 0 || j->idle_cpu < 0) return;
-    double used = now - j->idle_cpu, allowed = 0.003 + 0.05 * gap;
+    /* The task's own baseline is not suspected (and PoCL's threads wind
+     * down for milliseconds after a block: more room there). */
+    if (j->trusted) return;
+    int ocl = j->b->kind == KV_BACKEND_OPENCL;
+    double used = now - j->idle_cpu, allowed = ocl ? 0.02 + 0.25 * gap : 0.003 + 0.05 * gap;
     if (used > allowed)
         kv_judge_fail(j, "async_work_outside_harness_stream",
                       "scenario %s: the candidate's process used %.1f ms of CPU between timed "
                       "blocks (allowed %.1f ms), while it should have been idle: work was done "
                       "outside the timed calls",
                       tm->sh->name, used * 1e3, allowed * 1e3);
+    /* While the block's inputs were being shared, a process waiting for its
+     * next request has nothing to run: the first allowance above is for a
+     * thread pool winding down after the last block (ms after it), not for
+     * work on inputs before the clock starts, which this one bounds to a
+     * small share of a block. */
+    if (tm->burst_cpu >= 0) {
+        double during = now - tm->burst_cpu, burst = kv_now_s() - tm->burst_t0;
+        double room = ocl ? 0.001 + 0.1 * burst : 0.0003 + 0.05 * burst;
+        if (during > room)
+            kv_judge_fail(j, "async_work_outside_harness_stream",
+                          "scenario %s: the candidate's process used %.2f ms of CPU while the "
+                          "judge wrote the block's inputs (%.2f ms; allowed %.2f ms): it worked "
+                          "on inputs before its timed calls",
+                          tm->sh->name, during * 1e3, burst * 1e3, room * 1e3);
+    }
     kv_judge_check_quiet(j, NULL, "between timed blocks");
 }
 
@@ -521,13 +551,18 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
     kv_roofline rf = t->roofline(sh->syms);
     double floor_us = rf.bytes / (j->b->ceiling_gbps * 1e9) * 1e6;
     double ideal_us = rf.bytes / (j->b->bandwidth_gbps * 1e9) * 1e6;
-    if (med < 0.5 * floor_us)
+    /* A plausibility check, not the defence. On a CPU the inputs the judge
+     * has just written sit in its caches, well above the DRAM bandwidth that
+     * sets the floor, and that bandwidth is measured on a machine that may
+     * be busy: more slack there. The task's own baseline is not suspected. */
+    double slack = j->b->kind == KV_BACKEND_CUDA ? 0.5 : 0.2;
+    if (!j->trusted && med < slack * floor_us)
         kv_judge_fail(j, "faster_than_roofline",
-                      "scenario %s: faster than the roofline allows: %.3f us < floor %.3f us "
-                      "(%.0f bytes at %.1f GB/s, halved for slack); every timed output the judge "
+                      "scenario %s: faster than the roofline allows: %.3f us < %.0f%% of the "
+                      "floor %.3f us (%.0f bytes at %.1f GB/s); every timed output the judge "
                       "checked was right, so this is a measurement error or work skipped in "
                       "unchecked calls",
-                      sh->name, med, floor_us, rf.bytes, j->b->ceiling_gbps);
+                      sh->name, med, slack * 100, floor_us, rf.bytes, j->b->ceiling_gbps);
     json_object_set_new(summary, "median_us", json_real(med));
     json_object_set_new(summary, "iqr_us", json_real(iqr));
     json_object_set_new(summary, "min_us", json_real(mn));
