@@ -364,10 +364,10 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
     if (!hash) {
         json_object_set_new(artifacts, "artifact_hash_error", json_string(aerr));
         free(aerr);
-    } else if (o->compile_only) {
-        json_object_set_new(artifacts, "artifact_hash", json_string(hash));
     } else {
         json_object_set_new(artifacts, "artifact_hash", json_string(hash));
+    }
+    if (hash && !o->compile_only) {
         vkey = kv_asprintf("%s-%s-%s-s%d", task->name, kv_backend_kind_name(o->backend),
                            o->quick ? "quick" : "full", o->stage);
         json_t *seen = kv_artifact_verdict_load(vkey, hash);
