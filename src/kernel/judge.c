@@ -54,6 +54,9 @@ static settings settings_for(const kv_kernel_opts *o, kv_backend_kind kind)
     if (kind == KV_BACKEND_CUDA) {
         s.budget_bytes = o->quick ? (4ull << 30) : (12ull << 30);
         s.block_s = o->quick ? 0.01 : 0.02;
+    } else {
+        /* Small shapes make a full check cheap: one after every block. */
+        s.checks_per_scenario = s.min_blocks;
     }
     if (o->kernel_timeout_s > 0) s.kernel_timeout_s = o->kernel_timeout_s;
     return s;
