@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -305,6 +306,16 @@ static int verdict(const kv_kernel_opts *o, kv_worker_outcome *w, double timeout
     return -1;
 }
 
+/* The judge's inputs come from this seed: from the kernel's entropy, so
+ * that a candidate cannot rebuild them from the time and a process id. */
+static uint64_t unpredictable_seed(void)
+{
+    uint64_t s = 0;
+    if (getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s || s == 0)
+        s = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(kv_now_s() * 1e9);
+    return s;
+}
+
 int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
 {
     *result = NULL;
@@ -432,8 +443,7 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
                         .base_device_src = base_cl,
                         .memcheck = o->stage == 3,
                         .parent = parent,
-                        .seed =
-                            o->seed ? o->seed : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)};
+                        .seed = o->seed ? o->seed : unpredictable_seed()};
     kv_worker_outcome w;
     double timeout = o->total_timeout_s > 0 ? o->total_timeout_s : 900;
     int wrc = kv_worker_run(kv_judge_main, &ctx, timeout, &w, err);
