@@ -169,6 +169,11 @@ typedef struct kv_task {
      * backend uses it for scenarios; held-out shapes get both references,
      * and a disagreement fails the evaluation as a harness error. */
     const char *reference_cuda;
+    /* Optional (0: 0.95): screening's threshold, the least fraction of its
+     * parent's speed on the representative scenarios that a child needs to
+     * be timed on the rest (how noisy the task's timings are decides it);
+     * evaluator.screen_keep in a config overrides it. */
+    double screen_keep;
 } kv_task;
 
 #ifdef __cplusplus

@@ -272,8 +272,8 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
         bad(&ck, "evaluator.backend", "unknown backend '%s' (auto, cpu, opencl or cuda)",
             e->backend);
     if (!e->python || !*e->python) bad(&ck, "evaluator.python", "names no interpreter");
-    if (!(e->screen_keep > 0 && e->screen_keep <= 1))
-        bad(&ck, "evaluator.screen_keep", "must be in (0, 1]");
+    if (!(e->screen_keep >= 0 && e->screen_keep <= 1))
+        bad(&ck, "evaluator.screen_keep", "must be in (0, 1], or 0 for the task's own");
     if (e->quick && !(e->task && *e->task))
         bad(&ck, "evaluator.quick",
             "only the built-in harness has a quick mode: set evaluator.task "

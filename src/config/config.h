@@ -137,7 +137,7 @@ typedef struct kv_evaluator_config {
     char *backend;              /* kevolve: kernel backend: auto, cpu, opencl, cuda; default auto */
     int quick;     /* kevolve: the harness's quick mode (fewer trials, shorter timing); default 0 */
     int screening; /* kevolve: the harness stops children slower than their parent; 1 */
-    double screen_keep; /* kevolve: the fraction of the parent's speed to go on; 0.95 */
+    double screen_keep; /* kevolve: the fraction of the parent's speed to go on; 0: the task's */
     int distributed;    /* OpenEvolve's flag; not supported (warned when true) */
     int python_module; /* kevolve: -1 auto, 1/0: run the evaluator as an OpenEvolve module or not */
     char *python;      /* kevolve: interpreter of OpenEvolve modules; default "python3" */

@@ -41,8 +41,11 @@ static char *write_task_evaluator(const kv_config *cfg, const char *output_dir,
         }
     }
     char keep[64] = "";
-    if (cfg->evaluator.screening)
+    /* evaluator.screen_keep unset (0): the task's own threshold. */
+    if (cfg->evaluator.screening && cfg->evaluator.screen_keep > 0)
         snprintf(keep, sizeof keep, " --screen --screen-keep %.4g", cfg->evaluator.screen_keep);
+    else if (cfg->evaluator.screening)
+        snprintf(keep, sizeof keep, " --screen");
     char *script = kv_asprintf("#!/bin/sh\n# Written by kevolve: the built-in kernel harness as "
                                "this run's evaluator.\nexec '%s' eval --task %s --backend %s%s%s "
                                "\"$@\"\n",

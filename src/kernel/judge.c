@@ -418,7 +418,9 @@ static int screened_out(judge *j, json_t **summary, const int *rep, json_t *resu
         }
     }
     if (n == 0) return 0; /* nothing to compare with: evaluate in full */
-    double ratio = exp(logsum / n), keep = j->o->screen_keep > 0 ? j->o->screen_keep : 0.95;
+    /* The threshold: the config's (--screen-keep), else the task's own. */
+    double ratio = exp(logsum / n), keep = j->o->screen_keep;
+    if (!(keep > 0)) keep = j->task->screen_keep > 0 ? j->task->screen_keep : 0.95;
     double pscore = json_number_value(json_object_get(parent, "combined_score"));
     json_t *info = json_pack("{s:f,s:f,s:i,s:b}", "ratio_to_parent", ratio, "keep", keep,
                              "scenarios", n, "stopped", ratio < keep);

@@ -128,14 +128,15 @@ static const kv_shape gqa_small_held_out[] = {
 /* What every gqa_attention task shares: tensors, held-out shapes,
  * tolerances, references, roofline and baselines. */
 #define GQA_TASK(task_name, text, scen, count)                                                     \
-    GQA_TASK_HELD(task_name, text, scen, count, gqa_held_out)
-#define GQA_TASK_HELD(task_name, text, scen, count, held)                                          \
+    GQA_TASK_HELD(task_name, text, scen, count, gqa_held_out, 0.95)
+/* KEEP: screening's threshold (see kv_task.screen_keep). */
+#define GQA_TASK_HELD(task_name, text, scen, count, held, keep)                                    \
     {                                                                                              \
         .name = task_name, .description = text, GQA_TENSORS, .num_scenarios = count,               \
         .scenarios = scen, .num_held_out = N(held), .held_out = held, GQA_TOL,                     \
         .reference = gqa_reference, .reference_scale = gqa_reference_scale,                        \
         .roofline = gqa_roofline, GQA_BASELINES,                                                   \
-        .reference_cuda = "gqa_attention/cuda/reference_f64.cu",                                   \
+        .reference_cuda = "gqa_attention/cuda/reference_f64.cu", .screen_keep = keep,              \
     }
 
 const kv_task kv_task_gqa_attention =
@@ -157,4 +158,4 @@ const kv_task kv_task_gqa_attention_search =
 
 const kv_task kv_task_gqa_attention_small = GQA_TASK_HELD(
     "gqa_attention_small", "gqa_attention at small shapes of every kind (CPU, PoCL, CI)",
-    gqa_small_scenarios, N(gqa_small_scenarios), gqa_small_held_out);
+    gqa_small_scenarios, N(gqa_small_scenarios), gqa_small_held_out, 0.85);

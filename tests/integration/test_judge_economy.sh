@@ -64,6 +64,24 @@ KEVOLVE_PARENT_METRICS="$WORK/slow_parent.json" "$KV" eval --task softmax --back
     fail "a child faster than its parent was stopped"
 timed=$(json "$WORK/e.json" "sum('median_us' in s for s in d['artifacts']['scenarios'])")
 [ "$timed" -eq 3 ] || fail "the child that beat its parent was not timed on every scenario ($timed)"
+# The threshold is the task's own (gqa_attention_small: 0.85) unless
+# --screen-keep (evaluator.screen_keep) says otherwise.
+python3 -c 'import json,sys; json.dump({n + "_speedup": 1000.0 for n in ("decode_16x8_b1_l256",
+    "decode_40x8_b2_l200", "prefill_16x8_s64", "chunked_40x8_q16_l160")} |
+    {"combined_score": 1000.0}, open(sys.argv[1], "w"))' "$WORK/gqa_parent.json"
+for keep in task 0.5; do
+    args=""
+    [ "$keep" = task ] || args="--screen-keep $keep"
+    # shellcheck disable=SC2086
+    KEVOLVE_PARENT_METRICS="$WORK/gqa_parent.json" "$KV" eval --task gqa_attention_small \
+        --backend cpu --quick --screen $args "$KV_SOURCE_DIR/tasks/gqa_attention/cpu/seed.c" \
+        >"$WORK/g.json" 2>"$WORK/g.err" || fail "eval gqa ($keep): $(cat "$WORK/g.err")"
+    got=$(json "$WORK/g.json" "d['artifacts']['screened']['keep']")
+    want=$([ "$keep" = task ] && echo 0.85 || echo "$keep")
+    [ "$got" = "$want" ] || fail "screening kept $got of the parent's speed, not $want ($keep)"
+    [ "$(json "$WORK/g.json" "d['metrics'].get('screened_out', 0)")" = 1 ] ||
+        fail "a child a thousand times slower than its parent was not stopped ($keep)"
+done
 # CUDA, without a GPU: the artifact of a comment's change is the same (the
 # fat binary's line tables name the source's size and time, and are left
 # out), a change of code is not.
