@@ -245,11 +245,10 @@ static double window_overhead(const judge *j, const timing *tm, size_t n)
 static void check_idle(judge *j, const timing *tm, double gap)
 {
     if (j->b->kind == KV_BACKEND_CUDA) return; /* its inputs do not exist before the window */
+    if (j->trusted) return;                    /* the task's own baseline is not suspected */
     double now = kv_runner_cpu_seconds(j->rn);
     if (now < 0 || j->idle_cpu < 0) return;
-    /* The task's own baseline is not suspected (and PoCL's threads wind
-     * down for milliseconds after a block: more room there). */
-    if (j->trusted) return;
+    /* PoCL's threads wind down for milliseconds after a block: more room. */
     int ocl = j->b->kind == KV_BACKEND_OPENCL;
     double used = now - j->idle_cpu, allowed = ocl ? 0.02 + 0.25 * gap : 0.003 + 0.05 * gap;
     if (used > allowed)
