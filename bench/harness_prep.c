@@ -4,7 +4,8 @@
  * the tensor's dtype and its values as doubles) and computing the task's
  * double-precision reference once. The inputs are drawn twice: into fresh
  * memory (the first trial of a shape pays the page faults) and again into
- * the same, touched memory (every later trial). Prints one row per step
+ * the same, touched memory (every later trial); then the check of each
+ * output against the reference. Prints one row per step
  * with its wall time and the time per element.
  *
  *   harness_prep [task (gqa_attention_decode)] [scenario (decode_16x8_b32_l4096)]
@@ -78,6 +79,40 @@ int main(int argc, char **argv)
         if (t->tensors[i].role == KV_OUT) out += count[i];
     printf("| reference | %zu outputs | %.3f | |\n", out, s);
     printf("| total, touched memory | | %.3f | |\n", total);
+    /* The check of each output against the reference (its image rounded
+     * from the reference's values), on one thread and on the fill's
+     * choice of threads, and the comparison of two identical runs that
+     * differ in their last element. */
+    for (int i = 0; i < t->num_tensors; i++) {
+        if (t->tensors[i].role != KV_OUT) continue;
+        kv_dtype dt = t->tensors[i].dtype;
+        for (size_t k = 0; k < count[i]; k++)
+            kv_dtype_store(dt, img[i], k, val[i][k]);
+        for (int th = 1; th >= 0; th--) {
+            kv_check c;
+            t0 = kv_now_s();
+            kv_check_output_threads(dt, img[i], val[i], NULL, count[i], NULL, t->tol[dt], &c,
+                                    th ? 1 : threads);
+            s = kv_now_s() - t0;
+            printf("| kv_check_output %s, %s | %zu | %.3f | %.2f |\n", t->tensors[i].name,
+                   th ? "1 thread" : "fill's threads", count[i], s, s * 1e9 / (double)count[i]);
+        }
+        size_t es = kv_dtype_size(dt), first = 0;
+        char *twin = malloc(count[i] * es + 8);
+        if (!twin || !count[i]) {
+            free(twin);
+            continue;
+        }
+        memcpy(twin, img[i], count[i] * es);
+        kv_dtype_store(dt, twin, count[i] - 1, val[i][count[i] - 1] + 1.0);
+        int bitwise = 0;
+        t0 = kv_now_s();
+        kv_compare_runs(dt, img[i], twin, val[i], NULL, count[i], t->tol[dt], &bitwise, &first);
+        s = kv_now_s() - t0;
+        printf("| kv_compare_runs %s | %zu | %.3f | %.2f |\n", t->tensors[i].name, count[i], s,
+               s * 1e9 / (double)count[i]);
+        free(twin);
+    }
     for (int i = 0; i < t->num_tensors; i++) {
         free(img[i]);
         free(val[i]);

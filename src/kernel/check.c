@@ -1,6 +1,7 @@
 /* Output checks, random inputs and statistics (see check.h). */
 #include "kernel/check.h"
 #include "kernel/dtype.h"
+#include "util/buf.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -48,15 +49,56 @@ static inline double draw(kv_rng *r, kv_dist d, int forced, int i32)
     return v;
 }
 
+/* Elements per chunk of a check: small enough that a prefill's output
+ * (millions of elements) spreads over every core, large enough that a
+ * thread's start is paid back. */
+#define CHECK_CHUNK ((size_t)1 << 18)
+
+/* Runs FN(CTX, c) for every chunk c < CHUNKS on up to all online CPUs
+ * (KV_FILL_MAX_THREADS at most), this thread included; the chunks are
+ * taken in any order, so FN writes only chunk c's own results. */
+typedef struct chunk_run {
+    void (*fn)(void *ctx, size_t c);
+    void *ctx;
+    size_t chunks;
+    _Atomic size_t next;
+} chunk_run;
+
+static void *chunk_worker(void *arg)
+{
+    chunk_run *r = arg;
+    for (size_t c; (c = atomic_fetch_add(&r->next, 1)) < r->chunks;)
+        r->fn(r->ctx, c);
+    return NULL;
+}
+
+static void run_chunks(void (*fn)(void *, size_t), void *ctx, size_t chunks, int threads)
+{
+    chunk_run r = {.fn = fn, .ctx = ctx, .chunks = chunks};
+    atomic_init(&r.next, 0);
+    if (threads <= 0) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = ncpu < 1 ? 1 : ncpu > KV_FILL_MAX_THREADS ? KV_FILL_MAX_THREADS : (int)ncpu;
+    }
+    if (threads > KV_FILL_MAX_THREADS) threads = KV_FILL_MAX_THREADS;
+    if ((size_t)threads > chunks) threads = (int)(chunks ? chunks : 1);
+    pthread_t th[KV_FILL_MAX_THREADS];
+    int started = 0;
+    for (int i = 1; i < threads; i++) /* a thread that cannot start leaves its share to the rest */
+        if (pthread_create(&th[started], NULL, chunk_worker, &r) == 0) started++;
+    chunk_worker(&r); /* this thread works too, and finishes alone if none started */
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+}
+
 /* A fill shared by its threads; chunks are taken in any order. */
 typedef struct fill_job {
     kv_dtype dt;
     kv_dist d;
-    size_t n, forced, chunks;
+    size_t n, forced;
     uint64_t base;
     void *host;
     double *vals;
-    _Atomic size_t next;
 } fill_job;
 
 /* Fills chunk C of J from its own generator: the result depends on the
@@ -106,13 +148,9 @@ static void fill_chunk(const fill_job *j, size_t c)
     }
 }
 
-/* A thread: takes chunks until none are left. */
-static void *fill_worker(void *arg)
+static void fill_chunk_run(void *arg, size_t c)
 {
-    fill_job *j = arg;
-    for (size_t c; (c = atomic_fetch_add(&j->next, 1)) < j->chunks;)
-        fill_chunk(j, c);
-    return NULL;
+    fill_chunk(arg, c);
 }
 
 void kv_fill_random_threads(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void *host, double *vals,
@@ -122,21 +160,7 @@ void kv_fill_random_threads(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void 
     fill_job j = {.dt = dt, .d = d, .n = n, .host = host, .vals = vals};
     j.base = kv_rng_next(rng);
     j.forced = n ? (size_t)kv_rng_below(rng, n) : 0;
-    j.chunks = (n + KV_FILL_CHUNK - 1) / KV_FILL_CHUNK;
-    atomic_init(&j.next, 0);
-    if (threads <= 0) {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = ncpu < 1 ? 1 : ncpu > KV_FILL_MAX_THREADS ? KV_FILL_MAX_THREADS : (int)ncpu;
-        if ((size_t)threads > j.chunks) threads = (int)(j.chunks ? j.chunks : 1);
-    }
-    if (threads > KV_FILL_MAX_THREADS) threads = KV_FILL_MAX_THREADS;
-    pthread_t th[KV_FILL_MAX_THREADS];
-    int started = 0;
-    for (int i = 1; i < threads; i++) /* a thread that cannot start leaves its share to the rest */
-        if (pthread_create(&th[started], NULL, fill_worker, &j) == 0) started++;
-    fill_worker(&j); /* this thread works too, and finishes alone if none started */
-    for (int i = 0; i < started; i++)
-        pthread_join(th[i], NULL);
+    run_chunks(fill_chunk_run, &j, (n + KV_FILL_CHUNK - 1) / KV_FILL_CHUNK, threads);
 }
 
 void kv_fill_random(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void *host, double *vals)
@@ -149,23 +173,44 @@ double kv_tolerance_limit(kv_tolerance tol, double want, double scale)
     return tol.atol + tol.rtol * fabs(want) + tol.stol * scale;
 }
 
-void kv_check_output(kv_dtype dt, const void *out, const double *ref, const double *scale, size_t n,
-                     const void *poison, kv_tolerance tol, kv_check *c)
+/* One chunk's share of kv_check_output: the same fields over its elements,
+ * plus what merging needs (the worst's excess, the sums). */
+typedef struct check_part {
+    kv_check c;
+    double err2, ref2, worst_excess;
+    size_t first_nonfinite;
+} check_part;
+
+typedef struct check_job {
+    kv_dtype dt;
+    const void *out, *poison;
+    const double *ref, *scale;
+    size_t n;
+    kv_tolerance tol;
+    check_part *parts;
+} check_job;
+
+static void check_chunk(void *arg, size_t chunk)
 {
-    memset(c, 0, sizeof *c);
-    c->n = n;
-    c->first_unwritten = (size_t)-1;
-    double err2 = 0.0, ref2 = 0.0, worst_excess = -1.0;
-    for (size_t i = 0; i < n; i++) {
-        if (poison && kv_dtype_is_poison(dt, out, i, poison)) {
+    const check_job *j = arg;
+    check_part *p = &j->parts[chunk];
+    kv_check *c = &p->c;
+    memset(p, 0, sizeof *p);
+    c->first_unwritten = p->first_nonfinite = (size_t)-1;
+    p->worst_excess = -1.0;
+    size_t i0 = chunk * CHECK_CHUNK, i1 = j->n - i0 < CHECK_CHUNK ? j->n : i0 + CHECK_CHUNK;
+    kv_tolerance tol = j->tol;
+    for (size_t i = i0; i < i1; i++) {
+        if (j->poison && kv_dtype_is_poison(j->dt, j->out, i, j->poison)) {
             if (c->unwritten++ == 0) c->first_unwritten = i;
             continue;
         }
-        double got = kv_dtype_load(dt, out, i), want = ref[i];
-        double limit = kv_tolerance_limit(tol, want, scale ? scale[i] : 0.0);
+        double got = kv_dtype_load(j->dt, j->out, i), want = j->ref[i];
+        double limit = kv_tolerance_limit(tol, want, j->scale ? j->scale[i] : 0.0);
         if (!isfinite(got)) {
-            if (c->nonfinite++ == 0 && worst_excess < INFINITY) {
-                worst_excess = INFINITY;
+            if (c->nonfinite++ == 0) p->first_nonfinite = i;
+            if (c->nonfinite == 1 && p->worst_excess < INFINITY) {
+                p->worst_excess = INFINITY;
                 c->worst = i;
                 c->worst_got = got;
                 c->worst_want = want;
@@ -175,8 +220,8 @@ void kv_check_output(kv_dtype dt, const void *out, const double *ref, const doub
         }
         double d = fabs(got - want);
         double rel = d / fmax(fabs(want), fmax(tol.atol, 1e-30));
-        err2 += d * d;
-        ref2 += want * want;
+        p->err2 += d * d;
+        p->ref2 += want * want;
         if (d > c->max_abs) c->max_abs = d;
         if (rel > c->max_rel) c->max_rel = rel;
         /* The error against the tolerance (a zero allowance with an error is
@@ -185,15 +230,92 @@ void kv_check_output(kv_dtype dt, const void *out, const double *ref, const doub
         /* A NaN reference or scale is no allowance: the element counts as bad. */
         double excess = isnan(d - limit) ? HUGE_VAL : d - limit;
         if (!(d <= limit)) c->bad++;
-        if (excess > worst_excess) {
-            worst_excess = excess;
+        if (excess > p->worst_excess) {
+            p->worst_excess = excess;
             c->worst = i;
             c->worst_got = got;
             c->worst_want = want;
             c->worst_limit = limit;
         }
     }
+}
+
+void kv_check_output_threads(kv_dtype dt, const void *out, const double *ref, const double *scale,
+                             size_t n, const void *poison, kv_tolerance tol, kv_check *c,
+                             int threads)
+{
+    size_t chunks = n ? (n + CHECK_CHUNK - 1) / CHECK_CHUNK : 1;
+    check_job j = {.dt = dt,
+                   .out = out,
+                   .poison = poison,
+                   .ref = ref,
+                   .scale = scale,
+                   .n = n,
+                   .tol = tol,
+                   .parts = kv_malloc(chunks * sizeof(check_part))};
+    run_chunks(check_chunk, &j, chunks, threads);
+    /* Merged in chunk order, so the result is the serial one whatever the
+     * threads (the sums' order too): the worst is the first element with
+     * the largest excess, a non-finite output outranking any finite one. */
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    c->first_unwritten = (size_t)-1;
+    double err2 = 0.0, ref2 = 0.0, worst_excess = -1.0;
+    for (size_t k = 0; k < chunks; k++) {
+        const check_part *p = &j.parts[k];
+        if (p->c.unwritten && c->unwritten == 0) c->first_unwritten = p->c.first_unwritten;
+        c->unwritten += p->c.unwritten;
+        c->bad += p->c.bad;
+        err2 += p->err2;
+        ref2 += p->ref2;
+        if (p->c.max_abs > c->max_abs) c->max_abs = p->c.max_abs;
+        if (p->c.max_rel > c->max_rel) c->max_rel = p->c.max_rel;
+        if (p->c.max_ratio > c->max_ratio) c->max_ratio = p->c.max_ratio;
+        /* The first non-finite element anywhere is the worst, as serially. */
+        int take = p->c.nonfinite ? c->nonfinite == 0 && worst_excess < INFINITY
+                                  : p->worst_excess > worst_excess;
+        if (take) {
+            worst_excess = p->worst_excess;
+            c->worst = p->c.worst;
+            c->worst_got = p->c.worst_got;
+            c->worst_want = p->c.worst_want;
+            c->worst_limit = p->c.worst_limit;
+        }
+        c->nonfinite += p->c.nonfinite;
+    }
     c->rel_l2 = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
+    free(j.parts);
+}
+
+void kv_check_output(kv_dtype dt, const void *out, const double *ref, const double *scale, size_t n,
+                     const void *poison, kv_tolerance tol, kv_check *c)
+{
+    kv_check_output_threads(dt, out, ref, scale, n, poison, tol, c, 0);
+}
+
+typedef struct compare_job {
+    kv_dtype dt;
+    const void *a, *b;
+    const double *ref, *scale;
+    size_t n;
+    kv_tolerance tol;
+    size_t *differ, *first; /* per chunk */
+} compare_job;
+
+static void compare_chunk(void *arg, size_t chunk)
+{
+    const compare_job *j = arg;
+    size_t i0 = chunk * CHECK_CHUNK, i1 = j->n - i0 < CHECK_CHUNK ? j->n : i0 + CHECK_CHUNK;
+    size_t differ = 0, first = 0;
+    for (size_t i = i0; i < i1; i++) {
+        double x = kv_dtype_load(j->dt, j->a, i), y = kv_dtype_load(j->dt, j->b, i);
+        int same =
+            x == y || (isnan(x) && isnan(y)) || /* the same Inf is no difference */
+            fabs(x - y) <= kv_tolerance_limit(j->tol, j->ref[i], j->scale ? j->scale[i] : 0.0);
+        if (!same && differ++ == 0) first = i;
+    }
+    j->differ[chunk] = differ;
+    j->first[chunk] = first;
 }
 
 size_t kv_compare_runs(kv_dtype dt, const void *a, const void *b, const double *ref,
@@ -202,13 +324,23 @@ size_t kv_compare_runs(kv_dtype dt, const void *a, const void *b, const double *
     size_t s = kv_dtype_size(dt);
     *bitwise = memcmp(a, b, n * s) == 0;
     if (*bitwise) return 0;
+    size_t chunks = (n + CHECK_CHUNK - 1) / CHECK_CHUNK;
+    compare_job j = {.dt = dt,
+                     .a = a,
+                     .b = b,
+                     .ref = ref,
+                     .scale = scale,
+                     .n = n,
+                     .tol = tol,
+                     .differ = kv_malloc(2 * chunks * sizeof(size_t))};
+    j.first = j.differ + chunks;
+    run_chunks(compare_chunk, &j, chunks, 0);
     size_t differ = 0;
-    for (size_t i = 0; i < n; i++) {
-        double x = kv_dtype_load(dt, a, i), y = kv_dtype_load(dt, b, i);
-        int same = (isnan(x) && isnan(y)) ||
-                   fabs(x - y) <= kv_tolerance_limit(tol, ref[i], scale ? scale[i] : 0.0);
-        if (!same && differ++ == 0) *first = i;
+    for (size_t k = 0; k < chunks; k++) {
+        if (j.differ[k] && differ == 0) *first = j.first[k];
+        differ += j.differ[k];
     }
+    free(j.differ);
     return differ;
 }
 

@@ -58,9 +58,17 @@ double kv_tolerance_limit(kv_tolerance tol, double want, double scale);
 /* Compares N elements of OUT (dtype DT) with REF; SCALE: each element's
  * error scale for TOL.stol (NULL: all 0). POISON: the poison bits (NULL: no
  * unwritten check). max_abs, max_rel (|out - ref| / max(|ref|, atol)) and
- * rel_l2 do not depend on SCALE; bad and worst do. */
+ * rel_l2 do not depend on SCALE; bad and worst do. Big outputs are checked
+ * on all online CPUs (a prefill's output is millions of elements, checked
+ * several times per child). */
 void kv_check_output(kv_dtype dt, const void *out, const double *ref, const double *scale, size_t n,
                      const void *poison, kv_tolerance tol, kv_check *c);
+/* kv_check_output on THREADS threads (<= 0: up to all online CPUs, as the
+ * fill). The elements are split in fixed chunks and merged in order: the
+ * result is the same for every THREADS. For tests and benchmarks. */
+void kv_check_output_threads(kv_dtype dt, const void *out, const double *ref, const double *scale,
+                             size_t n, const void *poison, kv_tolerance tol, kv_check *c,
+                             int threads);
 
 /* Counts elements where A and B (dtype DT) differ by more than the
  * tolerance around REF (with SCALE as in kv_check_output; NULL: all 0);

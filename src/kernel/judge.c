@@ -9,6 +9,7 @@
 #include "kernel/tool.h"
 #include "kernel/worker.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/fs.h"
 
 #include <dlfcn.h>
@@ -204,6 +205,15 @@ void kv_judge_check_quiet(judge *j, const shape_data *d, const char *context)
     /* On cuda the runtime starts its own threads on first use: only
      * processes count there. */
     int extra = j->b->kind == KV_BACKEND_CUDA || threads < 0 ? 0 : threads - j->base_threads;
+    /* A thread that pthread_join has returned for stays listed until the
+     * kernel finishes its exit, milliseconds on a loaded machine: it gets
+     * 50 ms to go. Nothing is lost by waiting: the outputs were read before,
+     * and the next inputs are not shared until this returns. */
+    for (int i = 0; extra > 0 && children <= 0 && i < 50; i++) {
+        kv_sleep_s(0.001);
+        threads = kv_runner_threads(j->rn);
+        extra = threads < 0 ? 0 : threads - j->base_threads;
+    }
     if (extra <= 0 && children <= 0) return;
     const char *what = extra > 0 ? "thread(s)" : "process(es)";
     int n = extra > 0 ? extra : children;

@@ -17,6 +17,7 @@
 #include "kernel/tasks.h"
 #include "kernel/worker.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/hash.h"
 
 #include <math.h>
@@ -60,12 +61,6 @@ void kv_shape_data_free(shape_data *d, const kv_task *t)
         free(d->late[i]);
     }
     free(d->back);
-}
-
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
 }
 
 /* 1 when shape D's reference comes from the device: the scenarios, when the
@@ -267,7 +262,7 @@ static void check_run(judge *j, shape_data *d, kv_arena *a, const layout *l, int
                     kv_dtype_is_poison(t->tensors[i].dtype, d->got[runno][i], k, d->poison[i]);
     int looks = unwritten ? 20 : 1, changed = -1;
     for (int look = 0; look < looks && changed < 0; look++) {
-        sleep_s(unwritten ? 0.02 * (look + 1) : j->s.settle_s); /* up to 4 s in all */
+        kv_sleep_s(unwritten ? 0.02 * (look + 1) : j->s.settle_s); /* up to 4 s in all */
         read_outputs(j, d, a, l, d->late);
         for (int i = 0; i < t->num_tensors && changed < 0; i++)
             if (t->tensors[i].role == KV_OUT &&

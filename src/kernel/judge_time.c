@@ -23,17 +23,12 @@
 #include "kernel/tasks.h"
 #include "kernel/worker.h"
 #include "util/buf.h"
+#include "util/clock.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -420,7 +415,7 @@ static void check_block(judge *j, timing *tm, size_t n, int full)
     }
     check_inputs(j, tm, n);
     kv_judge_check_quiet(j, NULL, "after a timed block");
-    sleep_s(j->s.settle_s);
+    kv_sleep_s(j->s.settle_s);
     char *err = NULL;
     size_t at = 0;
     for (int i = 0; i < t->num_tensors; i++) {

@@ -5,5 +5,7 @@
 
 /* Seconds on CLOCK_MONOTONIC (an arbitrary origin; only differences mean anything). */
 double kv_now_s(void);
+/* Sleeps S seconds (a signal may end it early). */
+void kv_sleep_s(double s);
 
 #endif

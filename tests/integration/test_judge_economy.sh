@@ -76,6 +76,9 @@ for keep in task 0.5; do
     KEVOLVE_PARENT_METRICS="$WORK/gqa_parent.json" "$KV" eval --task gqa_attention_small \
         --backend cpu --quick --screen $args "$KV_SOURCE_DIR/tasks/gqa_attention/cpu/seed.c" \
         >"$WORK/g.json" 2>"$WORK/g.err" || fail "eval gqa ($keep): $(cat "$WORK/g.err")"
+    [ "$(json "$WORK/g.json" "d['metrics'].get('correct')")" = 1 ] ||
+        fail "the seed was rejected ($keep): $(json "$WORK/g.json" \
+            "d['artifacts'].get('reason'), d['artifacts'].get('reason_detail')")"
     got=$(json "$WORK/g.json" "d['artifacts']['screened']['keep']")
     want=$([ "$keep" = task ] && echo 0.85 || echo "$keep")
     [ "$got" = "$want" ] || fail "screening kept $got of the parent's speed, not $want ($keep)"

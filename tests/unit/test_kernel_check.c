@@ -2,7 +2,9 @@
  * scale term of the tolerance: an element off by more than atol + rtol |ref|
  * passes when within atol + rtol |ref| + stol scale, fails just beyond it,
  * and with no scale array the rule is the plain atol + rtol one; a NaN in
- * the reference or its scale allows nothing. */
+ * the reference or its scale allows nothing. A big output, checked in
+ * chunks on several threads, gives the serial answer: the same counts, the
+ * first unwritten element, the first non-finite one as the worst. */
 #include "kernel/check.h"
 
 #include <math.h>
@@ -10,6 +12,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -89,6 +93,61 @@ static void a_nan_scale_or_reference_allows_nothing(void **state)
     assert_int_equal(c.worst, 2);
 }
 
+/* Three chunks and a part of a fourth (a chunk is 2^18 elements). */
+#define BIG ((size_t)3 * 262144 + 1000)
+
+static void a_big_output_checked_on_threads_gives_the_serial_answer(void **state)
+{
+    (void)state;
+    float *out = malloc(BIG * sizeof(float)), *twin = malloc(BIG * sizeof(float));
+    double *want = malloc(BIG * sizeof(double));
+    assert_non_null(out);
+    assert_non_null(twin);
+    assert_non_null(want);
+    for (size_t i = 0; i < BIG; i++) {
+        want[i] = (double)(i % 97) / 97.0;
+        out[i] = (float)want[i];
+    }
+    /* equal errors in chunks 0 and 2 (the same reference: i % 97 = 30):
+     * the first is the worst finite one */
+    out[1000] += 0.5f;
+    out[2 * 262144 + 27] += 0.5f;
+    const uint32_t poison_bits = 0x7fc0abcdu;
+    float poison;
+    memcpy(&poison, &poison_bits, sizeof poison);
+    out[262144 + 7] = poison; /* unwritten, in chunk 1 */
+    out[3 * 262144 + 9] = poison;
+    memcpy(twin, out, BIG * sizeof(float));
+    kv_check one, many;
+    kv_check_output_threads(KV_F32, out, want, NULL, BIG, &poison, tol, &one, 1);
+    kv_check_output_threads(KV_F32, out, want, NULL, BIG, &poison, tol, &many, 8);
+    assert_int_equal(one.bad, 2);
+    assert_int_equal(one.unwritten, 2);
+    assert_int_equal(one.first_unwritten, 262144 + 7);
+    assert_int_equal(one.worst, 1000);
+    assert_memory_equal(&one, &many, sizeof one);
+    /* a non-finite output (chunk 2) outranks any error, wherever it is */
+    out[2 * 262144 + 100] = INFINITY;
+    out[3 * 262144 + 100] = NAN;
+    kv_check_output_threads(KV_F32, out, want, NULL, BIG, &poison, tol, &one, 1);
+    kv_check_output_threads(KV_F32, out, want, NULL, BIG, &poison, tol, &many, 3);
+    assert_int_equal(one.nonfinite, 2);
+    assert_int_equal(one.worst, 2 * 262144 + 100);
+    assert_memory_equal(&one, &many, sizeof one);
+    /* two runs: the first difference beyond the tolerance, in a later chunk */
+    twin[3 * 262144 + 500] += 1.0f;
+    twin[2 * 262144 + 100] = INFINITY; /* the same in both: no difference */
+    twin[3 * 262144 + 100] = NAN;
+    int bitwise = 1;
+    size_t first = 0;
+    assert_int_equal(kv_compare_runs(KV_F32, out, twin, want, NULL, BIG, tol, &bitwise, &first), 1);
+    assert_int_equal(bitwise, 0);
+    assert_int_equal(first, 3 * 262144 + 500);
+    free(out);
+    free(twin);
+    free(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -96,6 +155,7 @@ int main(void)
         cmocka_unit_test(without_a_scale_array_the_rule_is_atol_plus_rtol),
         cmocka_unit_test(two_runs_may_differ_by_the_scale_allowance_and_no_more),
         cmocka_unit_test(a_nan_scale_or_reference_allows_nothing),
+        cmocka_unit_test(a_big_output_checked_on_threads_gives_the_serial_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
