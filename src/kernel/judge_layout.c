@@ -66,6 +66,15 @@ void kv_judge_layout(const judge *j, const int64_t *syms, size_t nsets, int one_
     l->bytes = round_up(cursor ? cursor : 1, ps);
 }
 
+/* The runner's CPU for a request of the judge's own (mapping or unmapping
+ * an arena: unmapping the long decode's 130 MB takes milliseconds of kernel
+ * time) is not the candidate's work between calls: the idle check counts
+ * from its reply. No block's inputs exist while such a request runs. */
+static void forgive_request_cpu(judge *j)
+{
+    if (j->rn) j->idle_cpu = kv_runner_cpu_seconds(j->rn);
+}
+
 void kv_judge_arena_new(judge *j, const layout *l, kv_arena *a)
 {
     char *err = NULL;
@@ -76,6 +85,7 @@ void kv_judge_arena_new(judge *j, const layout *l, kv_arena *a)
     int rc = kv_runner_map(j->rn, a, l->guards, l->nguards, 60, &f, &err);
     if (rc < 0) kv_judge_fail_err(j, err, "sharing tensors");
     if (rc > 0) kv_judge_fail_runner(j, &f, "sharing tensors");
+    forgive_request_cpu(j);
 }
 
 void kv_judge_arena_free(judge *j, kv_arena *a)
@@ -87,6 +97,7 @@ void kv_judge_arena_free(judge *j, kv_arena *a)
     if (j->rn) kv_runner_unmap(j->rn, a->id, 60, &f, &err);
     free(err);
     j->b->arena_free(j->b, a);
+    forgive_request_cpu(j);
 }
 
 /* 1 when the N bytes at OFF of A are all canaries. BUF: scratch. */
