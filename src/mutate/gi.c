@@ -1,65 +1,204 @@
 /* The `gi` mutator: genetic-improvement line edits inside EVOLVE-BLOCKs.
  * One edit per child, drawn at random among
  *   delete   remove a mutable line;
- *   copy     insert a copy of a mutable line at a mutable position (before a
- *            mutable line, or at the end of a block);
- *   swap     exchange two mutable lines;
- *   replace  overwrite a mutable line with a line from anywhere in the
- *            program (marker lines excepted).
+ *   copy     insert a copy of a mutable line before another of its scope;
+ *   swap     exchange two mutable lines of one scope;
+ *   replace  overwrite a mutable line with another line of its scope (a
+ *            blank one with any line of the program at its depth, marker
+ *            lines excepted).
  * Marker lines are never touched or copied. Edits that change nothing
  * (deleting or copying a blank line, swapping equal lines) are skipped and
  * another is drawn, a bounded number of times. Line numbers in summaries are
- * the parent's. */
+ * the parent's.
+ *
+ * Only whole statements move: a line that opens or closes a bracket, ends
+ * in ':' ',' or '\\' (a label, a Python block, a list or a continued line),
+ * is a preprocessor directive or a tune axis (tune's to change), or sits in
+ * a block comment is left alone, and two lines meet only at the same depth
+ * of braces and the same indentation with no shallower line between them
+ * (one scope: a statement moved out of its function cannot compile). On
+ * the gqa seeds this makes most children compile instead of a third
+ * (bench/gi_yield.sh). */
 #include "mutate/blocks.h"
 #include "mutate/lines.h"
 #include "mutate/mutator.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define GI_ATTEMPTS 32
+#define GI_ATTEMPTS 256 /* most draws are not whole statements of one scope */
 
 enum { GI_DELETE, GI_COPY, GI_SWAP, GI_REPLACE, GI_OPS };
 
+/* What gi knows of a line: where it sits and whether it may move. */
+typedef struct gi_line {
+    int depth;    /* braces open before it */
+    int indent;   /* leading blanks */
+    int editable; /* a whole statement: see the file comment */
+} gi_line;
+
 typedef struct gi_ctx {
     const kv_lines *l;
+    gi_line *info;
     size_t *mut; /* indices of mutable lines */
     size_t nmut;
-    size_t *pos; /* insertion points: insert before this line index (n = at the end) */
-    size_t npos;
     size_t *src; /* non-marker lines, sources for replace */
     size_t nsrc;
 } gi_ctx;
 
-/* 1 when an insertion before line index P of L lands inside a block: before
- * a mutable line, before an END marker (the end of its block), or at the end
- * of a file without markers. */
-static int insertion_point(const kv_lines *l, size_t p)
+/* Scans line I of L for brackets outside strings and comments; *IN_COMMENT
+ * carries a block comment across lines. Sets the bracket balance in *NET
+ * (0 for each of (), [], {}), the braces' change of depth in *BRACES, and
+ * *LAST to its last significant character (0 when none). */
+static void scan_line(const kv_lines *l, size_t i, int *in_comment, int net[3], int *braces,
+                      char *last)
 {
-    if (p == l->n) return l->whole_file;
-    if (l->line[p].block >= 0) return 1;
-    return kv_marker_kind(l->src + l->line[p].off, l->line[p].len) == KV_MARKER_END;
+    const char *p = l->src + l->line[i].off;
+    size_t n = l->line[i].len;
+    net[0] = net[1] = net[2] = 0;
+    *braces = 0;
+    *last = 0;
+    char quote = 0;
+    for (size_t k = 0; k < n; k++) {
+        char c = p[k];
+        if (*in_comment) {
+            if (c == '*' && k + 1 < n && p[k + 1] == '/') {
+                *in_comment = 0;
+                k++;
+            }
+            continue;
+        }
+        if (quote) {
+            if (c == '\\')
+                k++;
+            else if (c == quote)
+                quote = 0;
+            *last = c;
+            continue;
+        }
+        if (c == '/' && k + 1 < n && p[k + 1] == '/') break;
+        if (c == '/' && k + 1 < n && p[k + 1] == '*') {
+            *in_comment = 1;
+            k++;
+            continue;
+        }
+        if (c == '"' || c == '\'') quote = c;
+        net[0] += (c == '(') - (c == ')');
+        net[1] += (c == '[') - (c == ']');
+        net[2] += (c == '{') - (c == '}');
+        if (!isspace((unsigned char)c)) *last = c;
+    }
+    *braces = net[2];
+}
+
+/* 1 when the N bytes at P hold WORD. */
+static int holds(const char *p, size_t n, const char *word)
+{
+    size_t w = strlen(word);
+    for (size_t k = 0; k + w <= n; k++)
+        if (memcmp(p + k, word, w) == 0) return 1;
+    return 0;
+}
+
+/* 1 when the statement at P (N bytes, blanks skipped) declares something:
+ * it opens with two words ("float sum", "const float *q", "int64_t B"),
+ * the first not a keyword that starts a plain statement. A declaration
+ * moved or deleted leaves a name undeclared or declared twice. */
+static int declares(const char *p, size_t n)
+{
+    static const char *const plain[] = {"return", "goto", "break", "continue", "case",
+                                        "else",   "do",   "throw", "delete",   "default"};
+    size_t k = 0, w0 = 0;
+    while (k < n && (isalnum((unsigned char)p[k]) || p[k] == '_'))
+        k++;
+    w0 = k;
+    if (w0 == 0) return 0;
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        if (strlen(plain[i]) == w0 && memcmp(p, plain[i], w0) == 0) return 0;
+    while (k < n && (p[k] == ' ' || p[k] == '\t' || p[k] == '*' || p[k] == '&'))
+        k++;
+    return k > w0 && k < n && (isalpha((unsigned char)p[k]) || p[k] == '_');
 }
 
 static void ctx_init(gi_ctx *c, const kv_lines *l)
 {
     memset(c, 0, sizeof *c);
     c->l = l;
+    c->info = kv_calloc(l->n + 1, sizeof *c->info);
     c->mut = kv_malloc((l->n + 1) * sizeof *c->mut);
-    c->pos = kv_malloc((l->n + 1) * sizeof *c->pos);
     c->src = kv_malloc((l->n + 1) * sizeof *c->src);
-    for (size_t i = 0; i <= l->n; i++) {
-        if (i < l->n && l->line[i].block >= 0) c->mut[c->nmut++] = i;
-        if (i < l->n && !l->line[i].marker) c->src[c->nsrc++] = i;
-        if (insertion_point(l, i)) c->pos[c->npos++] = i;
+    /* A language of semicolons (C, CUDA, OpenCL) when most lines that end
+     * a statement or a head (not a brace, not a directive) end in one: there a movable line ends a
+     * statement (';' or '}') and follows one, so neither the head of a brace-less loop nor its body
+     * moves alone. */
+    char *last = kv_calloc(l->n + 1, 1);
+    int depth = 0, in_comment = 0, semis = 0, ends = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        const char *p = l->src + l->line[i].off;
+        size_t len = l->line[i].len, ind = 0;
+        while (ind < len && (p[ind] == ' ' || p[ind] == '\t'))
+            ind++;
+        int started_in_comment = in_comment, net[3], braces;
+        scan_line(l, i, &in_comment, net, &braces, &last[i]);
+        gi_line *g = &c->info[i];
+        g->depth = depth;
+        g->indent = (int)ind;
+        g->editable = !l->line[i].marker && !started_in_comment && !in_comment && last[i] &&
+                      p[ind] != '#' && !holds(p, len, "kevolve:") && !net[0] && !net[1] &&
+                      !net[2] && last[i] != ':' && last[i] != ',' && last[i] != '\\';
+        semis += last[i] == ';';
+        ends += last[i] && last[i] != '{' && last[i] != '}' && p[ind] != '#';
+        depth += braces;
+        if (depth < 0) depth = 0;
+        if (l->line[i].block >= 0) c->mut[c->nmut++] = i;
+        if (!l->line[i].marker) c->src[c->nsrc++] = i;
     }
+    if (2 * semis > ends) {
+        char before = ';'; /* the last character of the statement line before */
+        for (size_t i = 0; i < l->n; i++) {
+            gi_line *g = &c->info[i];
+            const char *p = l->src + l->line[i].off + g->indent;
+            size_t len = l->line[i].len - (size_t)g->indent;
+            if (g->editable)
+                g->editable = (last[i] == ';' || last[i] == '}') &&
+                              (before == ';' || before == '{' || before == '}') &&
+                              !declares(p, len);
+            if (last[i] && len && *p != '#') before = last[i];
+        }
+    }
+    free(last);
 }
 
 static void ctx_free(gi_ctx *c)
 {
+    free(c->info);
     free(c->mut);
-    free(c->pos);
     free(c->src);
+}
+
+/* 1 when lines A and B (both editable) are in one scope: the same depth and
+ * indentation, in one block, and no line between them shallower. */
+static int same_scope(const gi_ctx *c, size_t a, size_t b)
+{
+    const gi_line *ga = &c->info[a], *gb = &c->info[b];
+    if (ga->depth != gb->depth || ga->indent != gb->indent) return 0;
+    if (c->l->line[a].block != c->l->line[b].block) return 0;
+    size_t lo = a < b ? a : b, hi = a < b ? b : a;
+    for (size_t k = lo + 1; k < hi; k++) {
+        if (c->l->line[k].marker) return 0;
+        if (kv_lines_blank(c->l, k)) continue;
+        if (c->info[k].depth < ga->depth || c->info[k].indent < ga->indent) return 0;
+    }
+    return 1;
+}
+
+/* 1 when line B (editable) may overwrite line A: A editable and of B's
+ * scope; a blank A takes any line at its depth (its scope is unknown). */
+static int may_replace(const gi_ctx *c, size_t a, size_t b)
+{
+    if (kv_lines_blank(c->l, a)) return c->info[a].depth == c->info[b].depth;
+    return c->info[a].editable && same_scope(c, a, b);
 }
 
 /* Tries one random edit. Returns 1 with *SPANS (malloc'd, *N entries) and
@@ -70,21 +209,23 @@ static int try_edit(const gi_ctx *c, kv_rng *rng, kv_span **spans, size_t *n, ch
     int op = (int)kv_rng_below(rng, GI_OPS);
     size_t a = c->mut[kv_rng_below(rng, c->nmut)];
     size_t b = 0, cnt = 0;
+    const gi_line *info = c->info;
     switch (op) {
     case GI_DELETE:
-        if (kv_lines_blank(l, a)) return 0;
+        if (!info[a].editable) return 0;
         break;
-    case GI_COPY:
-        b = c->pos[kv_rng_below(rng, c->npos)];
-        if (kv_lines_blank(l, a)) return 0;
+    case GI_COPY: /* before B, a line of A's scope */
+        b = c->mut[kv_rng_below(rng, c->nmut)];
+        if (!info[a].editable || !info[b].editable || a == b || !same_scope(c, a, b)) return 0;
         break;
     case GI_SWAP:
         b = c->mut[kv_rng_below(rng, c->nmut)];
         if (a == b || kv_lines_equal(l, a, l, b)) return 0;
+        if (!info[a].editable || !info[b].editable || !same_scope(c, a, b)) return 0;
         break;
     default:
         b = c->src[kv_rng_below(rng, c->nsrc)];
-        if (kv_lines_blank(l, b) || kv_lines_equal(l, a, l, b)) return 0;
+        if (!info[b].editable || kv_lines_equal(l, a, l, b) || !may_replace(c, a, b)) return 0;
         break;
     }
     kv_span *s = kv_malloc((l->n + 1) * sizeof *s);
@@ -106,8 +247,7 @@ static int try_edit(const gi_ctx *c, kv_rng *rng, kv_span **spans, size_t *n, ch
         *summary = kv_asprintf("gi: delete line %d", la);
         break;
     case GI_COPY:
-        *summary = b == l->n ? kv_asprintf("gi: copy line %d to the end", la)
-                             : kv_asprintf("gi: copy line %d before line %d", la, lb);
+        *summary = kv_asprintf("gi: copy line %d before line %d", la, lb);
         break;
     case GI_SWAP:
         *summary = kv_asprintf("gi: swap lines %d and %d", la < lb ? la : lb, la < lb ? lb : la);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The tune axes of a kernel seed: lists them, writes a variant at a given
 point, or draws points to check or time (tests/integration/test_gqa_seed_axes.sh,
-bench/cpu_hand_sweep.sh).
+bench/hand_sweep.sh).
 
 Reads the `#define NAME VALUE  // kevolve: tune V1 V2 ... [when COND]` lines
 of the gqa seeds (the `/* ... */` form too); conditions are ignored, so a

@@ -374,6 +374,64 @@ static void gi_edits_only_mutable_lines(void **state)
     assert_int_equal(kinds[0] + kinds[1] + kinds[2] + kinds[3], 200);
 }
 
+/* gi moves whole statements within one scope: the head of a brace-less loop
+ * and its body, declarations, comments and directives stay as they were,
+ * a statement never leaves its function, and the braces stay balanced. */
+static void gi_moves_whole_statements_within_their_scope(void **state)
+{
+    (void)state;
+    static const char *const src = "// EVOLVE-BLOCK-START\n"
+                                   "/* a comment\n"
+                                   "   over two lines */\n"
+                                   "#define N 4\n"
+                                   "static int f(int n)\n"
+                                   "{\n"
+                                   "    int s = 0;\n"
+                                   "    for (int i = 0; i < n; i++)\n"
+                                   "        s += i;\n"
+                                   "    s *= 2;\n"
+                                   "    s -= 1;\n"
+                                   "    return s;\n"
+                                   "}\n"
+                                   "static int g(int x)\n"
+                                   "{\n"
+                                   "    x += 3;\n"
+                                   "    x *= 5;\n"
+                                   "    return x;\n"
+                                   "}\n"
+                                   "// EVOLVE-BLOCK-END\n";
+    static const char *const kept[] = {
+        "/* a comment\n   over two lines */\n#define N 4\nstatic int f(int n)\n{\n"
+        "    int s = 0;\n    for (int i = 0; i < n; i++)\n        s += i;\n",
+        "static int g(int x)\n{\n"};
+    int kinds[4] = {0};
+    for (uint64_t seed = 0; seed < 300; seed++) {
+        kv_rng rng;
+        kv_rng_seed(&rng, seed);
+        kv_mutation m;
+        char *err = NULL;
+        assert_int_equal(kv_mutate_gi(src, &rng, &m, &err), 0);
+        for (size_t k = 0; k < sizeof kept / sizeof kept[0]; k++)
+            if (!strstr(m.source, kept[k]))
+                fail_msg("%s broke a fixed part:\n%s", m.summary, m.source);
+        const char *g = strstr(m.source, "static int g");
+        for (const char *p = m.source; *p; p++)
+            if ((*p == 'x' && p[1] == ' ' && p < g) || (*p == 's' && p[1] == ' ' && p > g))
+                fail_msg("%s moved a statement out of its function:\n%s", m.summary, m.source);
+        int open = 0;
+        for (const char *p = m.source; *p; p++)
+            open += (*p == '{') - (*p == '}');
+        assert_int_equal(open, 0);
+        kinds[0] += kv_starts_with(m.summary, "gi: delete line ");
+        kinds[1] += kv_starts_with(m.summary, "gi: copy line ");
+        kinds[2] += kv_starts_with(m.summary, "gi: swap lines ");
+        kinds[3] += kv_starts_with(m.summary, "gi: replace line ");
+        kv_mutation_free(&m);
+    }
+    for (int k = 0; k < 4; k++)
+        assert_true(kinds[k] > 10);
+}
+
 static void gi_swap_summary_names_both_lines(void **state)
 {
     (void)state;
@@ -708,6 +766,7 @@ int main(void)
         cmocka_unit_test(tune_malformed_annotation_names_its_line),
         cmocka_unit_test(gi_edits_only_mutable_lines),
         cmocka_unit_test(gi_swap_summary_names_both_lines),
+        cmocka_unit_test(gi_moves_whole_statements_within_their_scope),
         cmocka_unit_test(gi_returns_nothing_to_do_without_mutable_lines),
         cmocka_unit_test(crossover_takes_blocks_from_both_parents),
         cmocka_unit_test(crossover_of_one_block_cuts_between_lines),

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# How many of the gi mutator's children compile: N children of each seed
+# (bench/gi_yield.c, seeds 1..N), each compiled for syntax and types as the
+# harness would (C: cc; OpenCL: the device part with clang's OpenCL C and
+# the host part with cc; CUDA: nvcc for sm_90a, with the task headers). Children that compile can still be wrong; ones
+# that do not are evaluations spent on nothing.
+# Usage (repository root, after `cmake --build build --target gi_yield`):
+#   bench/gi_yield.sh [N (200)] [SEED ...]
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+N=${1:-200}
+shift || true
+SEEDS=("$@")
+[ ${#SEEDS[@]} -gt 0 ] || SEEDS=("$ROOT/tasks/gqa_attention/cpu/seed.c"
+    "$ROOT/tasks/gqa_attention/opencl/seed.cl")
+BIN=${BIN:-$ROOT/build/bench/gi_yield}
+OUT=${OUT:-/tmp/kevolve_gi_yield}
+command -v nvcc >/dev/null || [ ! -x /usr/local/cuda/bin/nvcc ] || export PATH=/usr/local/cuda/bin:$PATH
+
+# compiles FILE: 0 when it compiles.
+compiles() {
+    case $1 in
+    *.c) cc -std=gnu17 -fsyntax-only -I"$ROOT/include" "$1" 2>/dev/null ;;
+    *.cl) clang -x cl -cl-std=CL1.2 -fsyntax-only -Xclang -finclude-default-header \
+        -D__OPENCL_VERSION__=120 "$1" 2>/dev/null &&
+        cc -x c -std=gnu17 -fsyntax-only -I"$ROOT/include" "$1" 2>/dev/null ;;
+    *.cu) nvcc -arch=sm_90a -std=c++17 -c -o /dev/null -I"$ROOT/include" -I"$ROOT/tasks" \
+        "$1" >/dev/null 2>&1 ;;
+    *) return 1 ;;
+    esac
+}
+
+printf '| seed | children | compile | share |\n|---|---|---|---|\n'
+for seed in "${SEEDS[@]}"; do
+    dir=$OUT/$(basename "$seed")
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    compiles "$seed" || { echo "$seed does not compile itself: skipped" >&2; continue; }
+    "$BIN" "$seed" "$N" "$dir" >/dev/null || exit 1
+    made=0 ok=0
+    for child in "$dir"/child*; do
+        [ -e "$child" ] || continue
+        made=$((made + 1))
+        if compiles "$child"; then
+            ok=$((ok + 1))
+            echo "ok $(basename "$child")" >>"$dir/compiled.txt"
+        fi
+    done
+    printf '| %s | %d | %d | %d%% |\n' "$(basename "$seed")" "$made" "$ok" \
+        $((made ? 100 * ok / made : 0))
+done
