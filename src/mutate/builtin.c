@@ -46,8 +46,19 @@ static int tune_start(void *state, const kv_mutation_request *req, kv_mutation_r
     (void)err;
     kv_mutation m = {0};
     char *why = NULL;
-    /* tune learns its axes' worth from the lineage's history in the store. */
-    int rc = kv_mutate_tune_lineage((kv_store *)state, req->parent, req->rng, &m, &why);
+    /* Now and then a random point of the space (kv_mutate_tune_restart);
+     * otherwise a move that learns its axes' worth from the lineage's
+     * history in the store. */
+    int rc = 1;
+    if (kv_rng_uniform(req->rng) < KV_TUNE_RESTART_PROBABILITY && req->parent &&
+        req->parent->source) {
+        rc = kv_mutate_tune_restart(req->parent->source, req->rng, &m, &why);
+        if (rc == 1) { /* one value per axis: an ordinary move says so */
+            free(why);
+            why = NULL;
+        }
+    }
+    if (rc == 1) rc = kv_mutate_tune_lineage((kv_store *)state, req->parent, req->rng, &m, &why);
     return answer("tune", rc, &m, why, out);
 }
 

@@ -15,7 +15,10 @@
  * the list moves to any listed one. When the parent was itself made by a
  * tune move that beat its own parent, half of its children repeat that
  * move's steps once more, each axis one value further the same way (the
- * pattern move of a direct search; tune_learn.c says why). */
+ * pattern move of a direct search; tune_learn.c says why). A run's tune
+ * (builtin:tune) also restarts now and then: every axis drawn
+ * anew, a random point of the space, so that a search stuck near its seeds
+ * still samples the space as widely as a random sweep would. */
 #include "mutate/mutator.h"
 #include "mutate/tune.h"
 #include "mutate/tune_internal.h"
@@ -180,6 +183,50 @@ int kv_mutate_tune_weighted(const char *src, const kv_tune_weights *w, kv_rng *r
     tune_set_free(&s);
     free(moved);
     if (rc != 0 || done == 0) {
+        free(cur);
+        kv_buf_free(&summary);
+        return rc != 0 ? -1 : 1;
+    }
+    out->source = cur;
+    out->summary = kv_buf_steal(&summary);
+    return 0;
+}
+
+int kv_mutate_tune_restart(const char *src, kv_rng *rng, kv_mutation *out, char **err)
+{
+    out->source = NULL;
+    out->summary = NULL;
+    *err = NULL;
+    tune_set s;
+    if (tune_parse(src, &s, err) != 0) return -1;
+    char *cur = kv_strdup(src);
+    kv_buf summary = KV_BUF_INIT;
+    size_t changed = 0, n = s.n;
+    int rc = kv_buf_puts(&summary, "tune restart: ");
+    /* In order, each axis whose condition holds in the text drawn so far. */
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (i > 0) {
+            tune_set_free(&s);
+            if (tune_parse(cur, &s, err) != 0) {
+                rc = -1;
+                break;
+            }
+        }
+        const tune_param *p = &s.p[i];
+        if (!tune_cond_holds(cur, &s, i)) continue;
+        const char *val = p->choice[kv_rng_below(rng, p->nchoice)];
+        if (tune_same_value(cur + p->off, p->len, val)) continue;
+        kv_buf b = KV_BUF_INIT;
+        rc = kv_buf_append(&b, cur, p->off) || kv_buf_puts(&b, val) ||
+             kv_buf_puts(&b, cur + p->off + p->len) ||
+             kv_buf_printf(&summary, "%s%s %.*s -> %s (line %d)", changed++ ? "; " : "", p->name,
+                           (int)p->len, cur + p->off, val, p->line);
+        free(cur);
+        cur = kv_buf_steal(&b);
+        if (rc != 0) *err = kv_strdup("tune: out of memory");
+    }
+    tune_set_free(&s);
+    if (rc != 0 || changed == 0) {
         free(cur);
         kv_buf_free(&summary);
         return rc != 0 ? -1 : 1;

@@ -64,7 +64,17 @@ int kv_tune_learn(const char *src, int64_t self, const kv_tune_obs *obs, size_t 
 int kv_mutate_tune_weighted(const char *src, const kv_tune_weights *w, kv_rng *rng,
                             kv_mutation *out, char **err);
 
-/* The tune mutation of PARENT as a run makes it: the weights learnt from
+/* A random point of SRC's space: every axis drawn anew, uniformly among
+ * its values, in order, where its condition holds in the text drawn so far.
+ * The summary reads "tune restart: " and lists the axes that changed like
+ * a move's. Same contract as kv_mutate_tune (1: no axis changed). */
+int kv_mutate_tune_restart(const char *src, kv_rng *rng, kv_mutation *out, char **err);
+
+/* Chance that a run's tune child (the builtin:tune mutator) is a restart. */
+#define KV_TUNE_RESTART_PROBABILITY 0.15
+
+/* The tune move of PARENT as a run makes it (builtin:tune, when it does
+ * not restart): the weights learnt from
  * the tune children of PARENT's lineage in STORE (PARENT and its
  * ancestors), then the weighted draw. A store that cannot be read leaves
  * every axis at 1 (the draw goes on). Same contract as kv_mutate_tune. */

@@ -9,6 +9,7 @@
 
 #include "mutate/blocks.h"
 #include "mutate/mutator.h"
+#include "mutate/tune.h"
 #include "util/buf.h"
 #include "util/json.h"
 
@@ -183,6 +184,43 @@ static void tune_changes_one_to_three_annotated_values_to_allowed_ones(void **st
     assert_true(moves[3] > 15);
     free_lines(pl, pn);
     json_decref(before);
+}
+
+/* A restart draws every axis anew, uniformly among its values, and says so;
+ * with one value per axis there is nothing to restart. */
+static void tune_restart_draws_every_axis_uniformly(void **state)
+{
+    (void)state;
+    const char *src = "#define T 8 // kevolve: tune 1 2 3 4 5 6 7 8\n"
+                      "#define U 1 // kevolve: tune 1 2\n";
+    int seen[9] = {0}, total = 800;
+    for (uint64_t seed = 0; seed < (uint64_t)total; seed++) {
+        kv_rng rng;
+        kv_rng_seed(&rng, seed);
+        kv_mutation m;
+        char *err = NULL;
+        int rc = kv_mutate_tune_restart(src, &rng, &m, &err);
+        int t = atoi(src + strlen("#define T "));
+        if (rc == 1) { /* the parent's point drawn again */
+            free(err);
+            seen[t]++;
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        assert_true(kv_starts_with(m.summary, "tune restart: "));
+        t = atoi(m.source + strlen("#define T "));
+        assert_true(t >= 1 && t <= 8);
+        seen[t]++;
+        kv_mutation_free(&m);
+    }
+    for (int v = 1; v <= 8; v++) /* 100 expected each */
+        assert_true(seen[v] > 60 && seen[v] < 140);
+    kv_rng rng;
+    kv_rng_seed(&rng, 1);
+    kv_mutation m;
+    char *err = NULL;
+    assert_int_equal(kv_mutate_tune_restart("#define T 8 // kevolve: tune 8\n", &rng, &m, &err), 1);
+    free(err);
 }
 
 static void tune_range_form(void **state)
@@ -758,6 +796,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tune_changes_one_to_three_annotated_values_to_allowed_ones),
         cmocka_unit_test(tune_range_form),
+        cmocka_unit_test(tune_restart_draws_every_axis_uniformly),
         cmocka_unit_test(tune_moves_mostly_to_neighbouring_values),
         cmocka_unit_test(tune_value_not_listed_moves_to_a_listed_one),
         cmocka_unit_test(tune_in_python_lua_c_styles),

@@ -87,6 +87,36 @@ static void builtins_answer_at_once_with_a_child_or_a_reason(void **state)
     kv_program_free(parent);
 }
 
+/* builtin:tune restarts now and then (KV_TUNE_RESTART_PROBABILITY): a
+ * random point of the space instead of a move from the parent. */
+static void builtin_tune_restarts_now_and_then(void **state)
+{
+    (void)state;
+    kv_model_config m;
+    kv_config_model_init(&m);
+    m.name = "builtin:tune";
+    kv_mutators *ms = builtins(&m, 1);
+    kv_program *parent = kv_program_new();
+    kv_program_set_source(parent, tiny);
+    parent->id = 7;
+    int restarts = 0, total = 400;
+    for (uint64_t seed = 0; seed < (uint64_t)total; seed++) {
+        kv_rng rng;
+        kv_rng_seed(&rng, seed);
+        kv_mutation_request req = {.arm = 0, .model = &m, .parent = parent, .rng = &rng};
+        kv_mutation_result r;
+        char *err = NULL;
+        assert_int_equal(kv_mutators_start(ms, &req, &r, &err), 0);
+        assert_int_equal(r.status, KV_MUTATION_CHILD);
+        restarts += kv_starts_with(r.summary, "tune restart: ");
+        kv_mutation_result_clear(&r);
+    }
+    /* 15% of draws, less the 1 in 16 that land on the parent's point */
+    assert_true(restarts > total * 8 / 100 && restarts < total * 22 / 100);
+    kv_mutators_free(ms);
+    kv_program_free(parent);
+}
+
 static void a_language_model_arm_needs_a_client(void **state)
 {
     (void)state;
@@ -118,6 +148,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(arms_find_their_mutator_by_name),
         cmocka_unit_test(builtins_answer_at_once_with_a_child_or_a_reason),
+        cmocka_unit_test(builtin_tune_restarts_now_and_then),
         cmocka_unit_test(a_language_model_arm_needs_a_client),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
