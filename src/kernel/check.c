@@ -178,7 +178,6 @@ double kv_tolerance_limit(kv_tolerance tol, double want, double scale)
 typedef struct check_part {
     kv_check c;
     double err2, ref2, worst_excess;
-    size_t first_nonfinite;
 } check_part;
 
 typedef struct check_job {
@@ -196,7 +195,7 @@ static void check_chunk(void *arg, size_t chunk)
     check_part *p = &j->parts[chunk];
     kv_check *c = &p->c;
     memset(p, 0, sizeof *p);
-    c->first_unwritten = p->first_nonfinite = (size_t)-1;
+    c->first_unwritten = (size_t)-1;
     p->worst_excess = -1.0;
     size_t i0 = chunk * CHECK_CHUNK, i1 = j->n - i0 < CHECK_CHUNK ? j->n : i0 + CHECK_CHUNK;
     kv_tolerance tol = j->tol;
@@ -208,8 +207,7 @@ static void check_chunk(void *arg, size_t chunk)
         double got = kv_dtype_load(j->dt, j->out, i), want = j->ref[i];
         double limit = kv_tolerance_limit(tol, want, j->scale ? j->scale[i] : 0.0);
         if (!isfinite(got)) {
-            if (c->nonfinite++ == 0) p->first_nonfinite = i;
-            if (c->nonfinite == 1 && p->worst_excess < INFINITY) {
+            if (c->nonfinite++ == 0 && p->worst_excess < INFINITY) {
                 p->worst_excess = INFINITY;
                 c->worst = i;
                 c->worst_got = got;
