@@ -14,10 +14,12 @@
  * Only whole statements move: a line that opens or closes a bracket, ends
  * in ':' ',' or '\\' (a label, a Python block, a list or a continued line),
  * is a preprocessor directive or a tune axis (tune's to change), or sits in
- * a block comment is left alone, and two lines meet only at the same depth
+ * a block comment is left alone; in a language of semicolons (C, CUDA,
+ * OpenCL) so is a line that does not end a statement, follows a loop's or
+ * an if's head, or declares a name. Two lines meet only at the same depth
  * of braces and the same indentation with no shallower line between them
  * (one scope: a statement moved out of its function cannot compile). On
- * the gqa seeds this makes most children compile instead of a third
+ * the gqa seeds 99-100% of the children compile instead of 16-46%
  * (bench/gi_yield.sh). */
 #include "mutate/blocks.h"
 #include "mutate/lines.h"
@@ -129,9 +131,9 @@ static void ctx_init(gi_ctx *c, const kv_lines *l)
     c->mut = kv_malloc((l->n + 1) * sizeof *c->mut);
     c->src = kv_malloc((l->n + 1) * sizeof *c->src);
     /* A language of semicolons (C, CUDA, OpenCL) when most lines that end
-     * a statement or a head (not a brace, not a directive) end in one: there a movable line ends a
-     * statement (';' or '}') and follows one, so neither the head of a brace-less loop nor its body
-     * moves alone. */
+     * a statement or a head (not a brace, not a directive) end in one:
+     * there a movable line ends a statement (';' or '}') and follows one,
+     * so neither the head of a brace-less loop nor its body moves alone. */
     char *last = kv_calloc(l->n + 1, 1);
     int depth = 0, in_comment = 0, semis = 0, ends = 0;
     for (size_t i = 0; i < l->n; i++) {
