@@ -76,9 +76,10 @@ typedef struct judge {
     kv_rng rng;
     json_t *extra; /* sent with a failure: build log, isolation */
     uint32_t next_arena;
-    const char *who; /* "candidate" or "baseline": the runner in use */
-    double grace_s;  /* extra time for the next block (opencl: the driver's first build) */
-    int trusted;     /* timing the task's own baseline: no need to check it in full */
+    const char *who;  /* "candidate" or "baseline": the runner in use */
+    double grace_s;   /* extra time for the next block (opencl: the driver's first build) */
+    int trusted;      /* timing the task's own baseline: no need to check it in full */
+    int recalibrated; /* the clock measured again after the code was loaded (never higher) */
 } judge;
 
 /* Host-side images of one shape's tensors, for the correctness trials. */

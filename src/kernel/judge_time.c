@@ -85,6 +85,16 @@ static double time_gen(judge *j, kv_arena *a, size_t bytes)
     return median_of(v + 1, 7);
 }
 
+/* The calibration in the verdict's artifacts. */
+static void record_calibration(judge *j)
+{
+    json_object_set_new(j->extra, "clock_calibration",
+                        json_pack("{s:f,s:f,s:f,s:f,s:b}", "round_trip_us", j->c.round_trip_s * 1e6,
+                                  "transfer_us", j->c.xfer_s * 1e6, "per_mb_us",
+                                  j->c.per_byte_s * 1e6 * (1 << 20), "flush_us", j->c.flush_s * 1e6,
+                                  "recalibrated", j->recalibrated));
+}
+
 void kv_judge_calibrate(judge *j)
 {
     kv_worker_phase("calibrating the judge's clock");
@@ -125,11 +135,25 @@ void kv_judge_calibrate(judge *j)
         j->c.flush_s = median_of(v + 1, 7);
     }
     kv_judge_arena_free(j, &a);
-    json_object_set_new(j->extra, "clock_calibration",
-                        json_pack("{s:f,s:f,s:f,s:f}", "round_trip_us", j->c.round_trip_s * 1e6,
-                                  "transfer_us", j->c.xfer_s * 1e6, "per_mb_us",
-                                  j->c.per_byte_s * 1e6 * (1 << 20), "flush_us",
-                                  j->c.flush_s * 1e6));
+    record_calibration(j);
+}
+
+/* Measures the clock again, after the candidate's code is loaded, keeping
+ * each cost at the lower of the two measures. A calibration inflated by a
+ * burst of load takes more off every block than the window held (a kernel
+ * then looks faster than its bytes allow); the code in the runner could
+ * slow the null blocks, but a minimum never rises, so nothing it does here
+ * can shorten its own times. */
+static void recalibrate_down(judge *j)
+{
+    calib before = j->c;
+    kv_judge_calibrate(j);
+    j->c.round_trip_s = fmin(before.round_trip_s, j->c.round_trip_s);
+    j->c.xfer_s = fmin(before.xfer_s, j->c.xfer_s);
+    j->c.per_byte_s = fmin(before.per_byte_s, j->c.per_byte_s);
+    j->c.flush_s = fmin(before.flush_s, j->c.flush_s);
+    j->recalibrated = 1;
+    record_calibration(j);
 }
 
 /* A scenario's timing state. */
@@ -438,9 +462,18 @@ static void check_block(judge *j, timing *tm, size_t n, int full)
     if (full) check_in_full(j, tm, (size_t)kv_rng_below(&j->rng, n));
 }
 
+/* The seconds per call of a block of N calls that took WINDOW seconds. */
+static double per_call(const judge *j, const timing *tm, size_t n, double window)
+{
+    double per = (window - window_overhead(j, tm, n)) / (double)n;
+    /* The clock cannot see below its own resolution: a floor of 1 ns. */
+    return per > 1e-9 ? per : 1e-9;
+}
+
 /* One timed block of N calls; returns the seconds per call (the judge's
  * clock, less the window's calibrated fixed cost). */
-static double timed_block(judge *j, timing *tm, size_t n, double *last_reply, int full)
+static double timed_block(judge *j, timing *tm, size_t n, double *last_reply, int full,
+                          double *window_s)
 {
     prepare_block(j, tm, n);
     check_idle(j, tm, kv_now_s() - *last_reply);
@@ -463,9 +496,8 @@ static double timed_block(judge *j, timing *tm, size_t n, double *last_reply, in
     j->idle_cpu = kv_runner_cpu_seconds(j->rn);
     kv_judge_lap(j, PROF_TIMED, &t0);
     check_block(j, tm, n, full);
-    double per = (window - window_overhead(j, tm, n)) / (double)n;
-    /* The clock cannot see below its own resolution: a floor of 1 ns. */
-    return per > 1e-9 ? per : 1e-9;
+    if (window_s) *window_s = window;
+    return per_call(j, tm, n, window);
 }
 
 void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
@@ -507,7 +539,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
         }
         kv_judge_lap(j, PROF_ALLOC, &t0);
         if (pass == 1) break;
-        est = timed_block(j, &tm, n, &last_reply, 0);
+        est = timed_block(j, &tm, n, &last_reply, 0, NULL);
         size_t want = (size_t)ceil(j->s.block_s / (est > 1e-7 ? est : 1e-7));
         size_t next = want < 1 ? 1 : want > nmax ? nmax : want;
         if (next == n) break; /* the sizing arena will do */
@@ -515,14 +547,15 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
         kv_judge_arena_free(j, &tm.a);
         n = next;
     }
-    double *samples = kv_malloc(4096 * sizeof *samples);
+    double *samples = kv_malloc(4096 * sizeof *samples),
+           *windows = kv_malloc(4096 * sizeof *windows);
     size_t ns = 0, reps = 0;
     json_t *tele0 = j->b->telemetry ? j->b->telemetry(j->b) : NULL;
     /* A block of the final size first, not counted (clocks, caches, the
      * driver's first use of the arena). Then the timed blocks: after each,
      * with probability P, one of its calls is checked in full, and the last
      * is checked if none was: no call can know it will not be. */
-    timed_block(j, &tm, n, &last_reply, 0);
+    timed_block(j, &tm, n, &last_reply, 0, NULL);
     double p = (double)j->s.checks_per_scenario / (double)j->s.min_blocks;
     int checked = 0;
     double start = kv_now_s();
@@ -533,7 +566,8 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
         if (done) break;
         kv_worker_phase("timing %s: block %zu of %zu calls", sh->name, ns + 1, n);
         int full = kv_rng_uniform(&j->rng) < p;
-        samples[ns++] = timed_block(j, &tm, n, &last_reply, full) * 1e6;
+        samples[ns] = timed_block(j, &tm, n, &last_reply, full, &windows[ns]) * 1e6;
+        ns++;
         checked += full;
         reps += n;
     }
@@ -541,15 +575,25 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
     json_t *tele1 = j->b->telemetry ? j->b->telemetry(j->b) : NULL;
     double med, iqr, mn;
     kv_stats(samples, ns, &med, &iqr, &mn);
-    free(samples);
     kv_roofline rf = t->roofline(sh->syms);
     double floor_us = rf.bytes / (j->b->ceiling_gbps * 1e9) * 1e6;
     double ideal_us = rf.bytes / (j->b->bandwidth_gbps * 1e9) * 1e6;
     /* A plausibility check, not the defence. On a CPU the inputs the judge
      * has just written sit in its caches, well above the DRAM bandwidth that
      * sets the floor, and that bandwidth is measured on a machine that may
-     * be busy: more slack there. The task's own baseline is not suspected. */
+     * be busy: more slack there. The task's own baseline is not suspected.
+     * Before a verdict, the clock is measured again (never higher) and the
+     * same windows are counted with it: on a loaded machine a calibration
+     * can take more off a block than the block held. */
     double slack = j->b->kind == KV_BACKEND_CUDA ? 0.5 : 0.2;
+    if (!j->trusted && med < slack * floor_us && !j->recalibrated) {
+        recalibrate_down(j);
+        for (size_t i = 0; i < ns; i++)
+            samples[i] = per_call(j, &tm, n, windows[i]) * 1e6;
+        kv_stats(samples, ns, &med, &iqr, &mn);
+    }
+    free(samples);
+    free(windows);
     if (!j->trusted && med < slack * floor_us)
         kv_judge_fail(j, "faster_than_roofline",
                       "scenario %s: faster than the roofline allows: %.3f us < %.0f%% of the "
