@@ -51,15 +51,13 @@ typedef struct gi_ctx {
 
 /* Scans line I of L for brackets outside strings and comments; *IN_COMMENT
  * carries a block comment across lines. Sets the bracket balance in *NET
- * (0 for each of (), [], {}), the braces' change of depth in *BRACES, and
+ * (0 for each of (), [], {}; NET[2] is the braces' change of depth), and
  * *LAST to its last significant character (0 when none). */
-static void scan_line(const kv_lines *l, size_t i, int *in_comment, int net[3], int *braces,
-                      char *last)
+static void scan_line(const kv_lines *l, size_t i, int *in_comment, int net[3], char *last)
 {
     const char *p = l->src + l->line[i].off;
     size_t n = l->line[i].len;
     net[0] = net[1] = net[2] = 0;
-    *braces = 0;
     *last = 0;
     char quote = 0;
     for (size_t k = 0; k < n; k++) {
@@ -91,7 +89,6 @@ static void scan_line(const kv_lines *l, size_t i, int *in_comment, int net[3], 
         net[2] += (c == '{') - (c == '}');
         if (!isspace((unsigned char)c)) *last = c;
     }
-    *braces = net[2];
 }
 
 /* 1 when the N bytes at P hold WORD. */
@@ -141,8 +138,8 @@ static void ctx_init(gi_ctx *c, const kv_lines *l)
         size_t len = l->line[i].len, ind = 0;
         while (ind < len && (p[ind] == ' ' || p[ind] == '\t'))
             ind++;
-        int started_in_comment = in_comment, net[3], braces;
-        scan_line(l, i, &in_comment, net, &braces, &last[i]);
+        int started_in_comment = in_comment, net[3];
+        scan_line(l, i, &in_comment, net, &last[i]);
         gi_line *g = &c->info[i];
         g->depth = depth;
         g->indent = (int)ind;
@@ -151,7 +148,7 @@ static void ctx_init(gi_ctx *c, const kv_lines *l)
                       !net[2] && last[i] != ':' && last[i] != ',' && last[i] != '\\';
         semis += last[i] == ';';
         ends += last[i] && last[i] != '{' && last[i] != '}' && p[ind] != '#';
-        depth += braces;
+        depth += net[2];
         if (depth < 0) depth = 0;
         if (l->line[i].block >= 0) c->mut[c->nmut++] = i;
         if (!l->line[i].marker) c->src[c->nsrc++] = i;

@@ -89,6 +89,25 @@ static long draw_axis(const char *src, const tune_set *s, const int *moved,
     return pick;
 }
 
+/* Sets axis P of *TEXT to VAL (a new malloc'd text in *TEXT) and adds
+ * "NAME OLD -> NEW (line N)" to SUMMARY, after "; " when MORE. Returns 0,
+ * or -1 out of memory (*TEXT unchanged). */
+static int set_axis(char **text, const tune_param *p, const char *val, int more, kv_buf *summary)
+{
+    const char *cur = *text;
+    kv_buf b = KV_BUF_INIT;
+    if (kv_buf_append(&b, cur, p->off) || kv_buf_puts(&b, val) ||
+        kv_buf_puts(&b, cur + p->off + p->len) ||
+        kv_buf_printf(summary, "%s%s %.*s -> %s (line %d)", more ? "; " : "", p->name, (int)p->len,
+                      cur + p->off, val, p->line)) {
+        kv_buf_free(&b);
+        return -1;
+    }
+    free(*text);
+    *text = kv_buf_steal(&b);
+    return 0;
+}
+
 /* Trend of axis NAME in W (0 when none). */
 static int trend_of(const kv_tune_weights *w, const char *name)
 {
@@ -163,20 +182,11 @@ int kv_mutate_tune_weighted(const char *src, const kv_tune_weights *w, kv_rng *r
             if (i < 0) break;
             pick = pick_choice(cur, &s.p[i], rng);
         }
-        const tune_param *p = &s.p[i];
-        const char *val = p->choice[pick];
-        kv_buf b = KV_BUF_INIT;
-        if (kv_buf_append(&b, cur, p->off) || kv_buf_puts(&b, val) ||
-            kv_buf_puts(&b, cur + p->off + p->len) ||
-            kv_buf_printf(&summary, "%s%s %.*s -> %s (line %d)", done ? "; " : "", p->name,
-                          (int)p->len, cur + p->off, val, p->line)) {
-            kv_buf_free(&b);
+        if (set_axis(&cur, &s.p[i], s.p[i].choice[pick], done > 0, &summary) != 0) {
             *err = kv_strdup("tune: out of memory");
             rc = -1;
             break;
         }
-        free(cur);
-        cur = kv_buf_steal(&b);
         moved[i] = 1;
         done++;
     }
@@ -216,13 +226,7 @@ int kv_mutate_tune_restart(const char *src, kv_rng *rng, kv_mutation *out, char 
         if (!tune_cond_holds(cur, &s, i)) continue;
         const char *val = p->choice[kv_rng_below(rng, p->nchoice)];
         if (tune_same_value(cur + p->off, p->len, val)) continue;
-        kv_buf b = KV_BUF_INIT;
-        rc = kv_buf_append(&b, cur, p->off) || kv_buf_puts(&b, val) ||
-             kv_buf_puts(&b, cur + p->off + p->len) ||
-             kv_buf_printf(&summary, "%s%s %.*s -> %s (line %d)", changed++ ? "; " : "", p->name,
-                           (int)p->len, cur + p->off, val, p->line);
-        free(cur);
-        cur = kv_buf_steal(&b);
+        rc = set_axis(&cur, p, val, changed++ > 0, &summary);
         if (rc != 0) *err = kv_strdup("tune: out of memory");
     }
     tune_set_free(&s);

@@ -383,6 +383,15 @@ static void tune_malformed_annotation_names_its_line(void **state)
     }
 }
 
+/* Counts SUMMARY's kind of gi edit in KINDS: delete, copy, swap, replace. */
+static void count_gi_kind(const char *summary, int kinds[4])
+{
+    kinds[0] += kv_starts_with(summary, "gi: delete line ");
+    kinds[1] += kv_starts_with(summary, "gi: copy line ");
+    kinds[2] += kv_starts_with(summary, "gi: swap lines ");
+    kinds[3] += kv_starts_with(summary, "gi: replace line ");
+}
+
 static void gi_edits_only_mutable_lines(void **state)
 {
     (void)state;
@@ -401,10 +410,7 @@ static void gi_edits_only_mutable_lines(void **state)
         assert_non_null(strstr(m.source, "// EVOLVE-BLOCK-END\nint main(void) { return f(N); } "
                                          "// kevolve: tune 1 2\n// EVOLVE-BLOCK-START\n"));
         assert_true(kv_ends_with(m.source, "// EVOLVE-BLOCK-END\n"));
-        kinds[0] += kv_starts_with(m.summary, "gi: delete line ");
-        kinds[1] += kv_starts_with(m.summary, "gi: copy line ");
-        kinds[2] += kv_starts_with(m.summary, "gi: swap lines ");
-        kinds[3] += kv_starts_with(m.summary, "gi: replace line ");
+        count_gi_kind(m.summary, kinds);
         kv_mutation_free(&m);
     }
     for (int k = 0; k < 4; k++)
@@ -460,10 +466,7 @@ static void gi_moves_whole_statements_within_their_scope(void **state)
         for (const char *p = m.source; *p; p++)
             open += (*p == '{') - (*p == '}');
         assert_int_equal(open, 0);
-        kinds[0] += kv_starts_with(m.summary, "gi: delete line ");
-        kinds[1] += kv_starts_with(m.summary, "gi: copy line ");
-        kinds[2] += kv_starts_with(m.summary, "gi: swap lines ");
-        kinds[3] += kv_starts_with(m.summary, "gi: replace line ");
+        count_gi_kind(m.summary, kinds);
         kv_mutation_free(&m);
     }
     for (int k = 0; k < 4; k++)
