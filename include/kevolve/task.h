@@ -63,13 +63,6 @@ extern "C" {
 
 typedef enum kv_dtype { KV_F32 = 0, KV_F16, KV_BF16, KV_I32, KV_DTYPE_COUNT } kv_dtype;
 
-typedef enum kv_backend_kind {
-    KV_BACKEND_CPU = 0,
-    KV_BACKEND_OPENCL,
-    KV_BACKEND_CUDA,
-    KV_BACKEND_COUNT
-} kv_backend_kind;
-
 /* What the candidate's kv_launch receives. */
 typedef struct kv_launch_args {
     uint32_t abi_version; /* KV_TASK_ABI_VERSION */
@@ -159,8 +152,11 @@ typedef struct kv_task {
      * for inputs. When set, the harness calls it instead of reference. */
     void (*reference_scale)(const int64_t *syms, double *const *tensors, double *const *scales);
     kv_roofline (*roofline)(const int64_t *syms);
-    /* Name of the embedded baseline source per backend (NULL: none). */
-    const char *baseline[KV_BACKEND_COUNT];
+    /* The embedded baseline sources, one per backend the task runs on,
+     * NULL-terminated; a backend takes the one whose suffix is its own
+     * (".c" cpu, ".cl" opencl, ".cu" cuda), so the task does not depend on
+     * how many backends there are. */
+    const char *const *baselines;
     /* Optional: name of an embedded CUDA source that computes what
      * reference_scale computes (required with it), in double precision on
      * the GPU, for shapes too big for the CPU's reference. Its kv_launch gets

@@ -11,6 +11,7 @@ int cmd_resume(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_best(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
 int cmd_config_keys(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_report(int argc, char **argv);

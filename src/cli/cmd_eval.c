@@ -8,6 +8,9 @@
  * harness itself failed (no compiler, no device). */
 #include "cli/cli.h"
 #include "kernel/harness.h"
+#include "util/buf.h"
+#include "util/eval_job.h"
+#include "util/fs.h"
 #include "util/json.h"
 
 #include <kevolve/kevolve.h>
@@ -20,24 +23,82 @@
 static void eval_usage(FILE *f)
 {
     fprintf(f,
-            "usage: kevolve eval --task NAME [--backend cpu|opencl|cuda|auto] [--stage N]\n"
-            "                    [--quick] [--json] [--seed N] [--timeout S] [--kernel-timeout S]\n"
-            "                    [--cache-dir DIR] [--arch sm_XX] [--cpu-reference]\n"
-            "                    [--baseline-max-age S] [--fresh-baseline] [--lock-wait S]\n"
-            "                    [--screen] [--screen-keep F] [--compile-only]\n"
-            "                    CANDIDATE\n"
-            "  --stage 1: correctness only; 2: correctness and timing (default: both);\n"
-            "  3: compute-sanitizer memcheck (cuda). --backend auto picks by extension\n"
-            "  (.cu cuda, .cl opencl, else cpu). --cpu-reference: the task's CPU reference\n"
-            "  even where it has a GPU one (slow on big shapes). The baseline's timings\n"
-            "  are kept (in $KEVOLVE_RUN_DIR, else the cache) and timed again after\n"
-            "  --baseline-max-age seconds (900) or when the device moved. --screen: with\n"
-            "  $KEVOLVE_PARENT_METRICS (the parent's metrics, as kevolve run sets it),\n"
-            "  time one scenario of each class first and stop when slower than\n"
-            "  --screen-keep (0.95) times the parent there. --compile-only: compile and\n"
-            "  print the artifact's hash, judge nothing (cuda with --arch: no GPU needed).\n"
-            "  Prints\n"
-            "  {\"metrics\":...,\"artifacts\":...} on stdout and nothing else.\n");
+            "usage: kevolve eval --task NAME [--backend cpu|opencl|cuda|auto] [--device N]\n"
+            "                    [--scenarios A,B,...] [--stage N] [--quick] [--json] [--seed N]\n"
+            "                    [--timeout S] [--kernel-timeout S] [--device-wait S]\n"
+            "                    [--cache-dir DIR] [--run-dir DIR] [--arch sm_XX]\n"
+            "                    [--cpu-reference] [--baseline-max-age S] [--fresh-baseline]\n"
+            "                    [--parent FILE] [--screen-keep F] [--compile-only]\n"
+            "                    [--print-job] CANDIDATE\n"
+            "       kevolve eval --job FILE\n"
+            "  The options write one evaluation job (docs/evaluation.md), which --print-job\n"
+            "  prints instead of running; --job runs one from a file (what kevolve run hands\n"
+            "  its workers). --stage 1: correctness only; 2: correctness and timing (default:\n"
+            "  both); 3: compute-sanitizer memcheck (cuda). --backend auto picks by extension\n"
+            "  (.cu cuda, .cl opencl, else cpu). --scenarios: names or tags (decode,\n"
+            "  prefill) of the task's scenarios to time; default all. --timeout: the whole\n"
+            "  evaluation's budget (900 s; waiting for the device is not counted);\n"
+            "  --kernel-timeout: one call of the candidate (10 s, quick 5 s); --device-wait:\n"
+            "  the longest wait for a device another process holds (600 s, then \"device\n"
+            "  busy\"). --cpu-reference: the task's CPU reference even where it has a GPU\n"
+            "  one (slow on big shapes). The baseline's timings are kept (in --run-dir, else\n"
+            "  the cache) and timed again after --baseline-max-age seconds (900) or when the\n"
+            "  device moved. --parent FILE: the parent's result (what kevolve eval printed for\n"
+            "  it): time one scenario of each class first and stop when slower than\n"
+            "  --screen-keep (the task's, 0.95 on the GPU's) times the parent there.\n"
+            "  --compile-only: compile and print the artifact's hash, judge nothing (cuda\n"
+            "  with --arch: no GPU needed). Prints {\"metrics\":...,\"artifacts\":...} on\n"
+            "  stdout and nothing else.\n");
+}
+
+/* The parent JOB screens against, from the file PATH: a parent document
+ * ({"combined_score", "speedup": {...}}) or what `kevolve eval` printed for
+ * the parent ({"metrics", "artifacts": {"scenarios": [...]}}). New
+ * reference, or NULL with *ERR. */
+static json_t *read_parent(const char *path, char **err)
+{
+    char *text = kv_read_file(path, NULL);
+    json_t *doc = text ? kv_json_loads(text) : NULL;
+    free(text);
+    if (!json_is_object(doc)) {
+        *err = kv_asprintf("--parent %s: not a JSON object", path);
+        json_decref(doc);
+        return NULL;
+    }
+    if (json_is_object(json_object_get(doc, "speedup"))) return doc;
+    json_t *speedup = json_object();
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(json_object_get(doc, "artifacts"), "scenarios"), i, s)
+    {
+        json_t *x = json_object_get(s, "speedup");
+        const char *name = json_string_value(json_object_get(s, "name"));
+        if (name && json_is_number(x)) json_object_set(speedup, name, x);
+    }
+    json_t *score = json_object_get(json_object_get(doc, "metrics"), "combined_score");
+    json_t *parent = json_pack("{s:o}", "speedup", speedup);
+    if (json_is_number(score)) json_object_set(parent, "combined_score", score);
+    json_decref(doc);
+    return parent;
+}
+
+/* Splits "A,B,C" into J's scenario set (the strings and array into
+ * *OWNED, to free). */
+static void split_scenarios(const char *list, kv_job *j, char ***owned)
+{
+    size_t n = 1;
+    for (const char *p = list; *p; p++)
+        n += *p == ',';
+    char **names = kv_calloc(n + 1, sizeof *names);
+    size_t k = 0;
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len) names[k++] = kv_strndup(p, len);
+        p += len + (p[len] == ',');
+    }
+    *owned = names;
+    j->scenarios = (const char *const *)names;
+    j->n_scenarios = k;
 }
 
 /* Prints the one-line verdict of RESULT on stderr. */
@@ -82,37 +143,53 @@ int cmd_eval(int argc, char **argv)
 {
     static const struct option longopts[] = {{"task", required_argument, NULL, 't'},
                                              {"backend", required_argument, NULL, 'b'},
+                                             {"device", required_argument, NULL, 'D'},
+                                             {"scenarios", required_argument, NULL, 'N'},
                                              {"stage", required_argument, NULL, 's'},
                                              {"quick", no_argument, NULL, 'q'},
                                              {"json", no_argument, NULL, 'j'},
                                              {"seed", required_argument, NULL, 'S'},
                                              {"timeout", required_argument, NULL, 'T'},
                                              {"kernel-timeout", required_argument, NULL, 'K'},
+                                             {"device-wait", required_argument, NULL, 'L'},
+                                             {"lock-wait", required_argument, NULL, 'L'},
                                              {"cache-dir", required_argument, NULL, 'c'},
+                                             {"run-dir", required_argument, NULL, 'r'},
                                              {"arch", required_argument, NULL, 'a'},
                                              {"cpu-reference", no_argument, NULL, 'R'},
                                              {"baseline-max-age", required_argument, NULL, 'A'},
                                              {"fresh-baseline", no_argument, NULL, 'F'},
-                                             {"lock-wait", required_argument, NULL, 'L'},
-                                             {"screen", no_argument, NULL, 'P'},
+                                             {"parent", required_argument, NULL, 'P'},
                                              {"screen-keep", required_argument, NULL, 'k'},
                                              {"compile-only", no_argument, NULL, 'C'},
+                                             {"job", required_argument, NULL, 'J'},
+                                             {"print-job", no_argument, NULL, 'W'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    kv_kernel_opts o;
-    kv_kernel_opts_init(&o);
-    const char *backend = "auto";
-    int json_only = 0;
+    kv_job o;
+    kv_job_init(&o);
+    const char *job_file = NULL, *parent_file = NULL, *scenarios = NULL;
+    int json_only = 0, print_job = 0, options = 0;
+    char *bad = NULL;
     optind = 1;
     opterr = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "t:b:s:qjS:T:K:c:a:RA:FL:Pk:Ch", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:b:D:N:s:qjS:T:K:L:c:r:a:RA:FP:k:CJ:Wh", longopts,
+                            NULL)) != -1) {
+        options += c != 'J' && c != 'j' && c != 'h';
         switch (c) {
         case 't':
             o.task = optarg;
             break;
         case 'b':
-            backend = optarg;
+            o.backend = optarg;
+            break;
+        case 'D':
+            o.device = atoi(optarg);
+            if (o.device < 0) bad = "--device must be 0 or more";
+            break;
+        case 'N':
+            scenarios = optarg;
             break;
         case 's':
             o.stage = atoi(optarg);
@@ -127,37 +204,48 @@ int cmd_eval(int argc, char **argv)
             o.seed = strtoull(optarg, NULL, 0);
             break;
         case 'T':
-            o.total_timeout_s = atof(optarg);
+            o.limits.total_s = atof(optarg);
             break;
         case 'K':
-            o.kernel_timeout_s = atof(optarg);
+            o.limits.call_s = atof(optarg);
+            break;
+        case 'L':
+            o.limits.device_wait_s = atof(optarg);
             break;
         case 'c':
             o.cache_dir = optarg;
+            break;
+        case 'r':
+            o.run_dir = optarg;
             break;
         case 'a':
             o.arch = optarg;
             break;
         case 'A':
-            o.baseline_max_age_s = atof(optarg);
+            o.limits.baseline_max_age_s = atof(optarg);
             break;
         case 'F':
             o.fresh_baseline = 1;
             break;
-        case 'L':
-            o.lock_wait_s = atof(optarg);
-            break;
         case 'P':
-            o.parent_metrics = getenv("KEVOLVE_PARENT_METRICS");
+            parent_file = optarg;
             break;
         case 'k':
             o.screen_keep = atof(optarg);
+            if (!(o.screen_keep >= 0 && o.screen_keep <= 1))
+                bad = "--screen-keep must be between 0 and 1";
             break;
         case 'C':
             o.compile_only = 1;
             break;
         case 'R':
             o.cpu_reference = 1;
+            break;
+        case 'J':
+            job_file = optarg;
+            break;
+        case 'W':
+            print_job = 1;
             break;
         case 'h':
             eval_usage(stdout);
@@ -167,35 +255,63 @@ int cmd_eval(int argc, char **argv)
             return KV_EXIT_USAGE;
         }
     }
-    if (optind != argc - 1 || !o.task || o.stage < 0 || o.stage > 3) {
-        fprintf(stderr, "kevolve eval: %s\n",
-                !o.task                      ? "--task is required"
-                : optind >= argc             ? "no CANDIDATE file given"
-                : o.stage < 0 || o.stage > 3 ? "--stage must be 1, 2 or 3"
-                                             : "exactly one CANDIDATE file expected");
+    if (job_file && (options || optind != argc)) {
+        bad = "--job takes the whole evaluation from its file: give no other option or CANDIDATE";
+    } else if (!job_file) {
+        if (!bad && (optind != argc - 1 || !o.task || o.stage < 0 || o.stage > 3))
+            bad = !o.task                      ? "--task is required"
+                  : optind >= argc             ? "no CANDIDATE file given"
+                  : o.stage < 0 || o.stage > 3 ? "--stage must be 1, 2 or 3"
+                                               : "exactly one CANDIDATE file expected";
+        if (!bad) o.candidate = argv[optind];
+    }
+    if (bad) {
+        fprintf(stderr, "kevolve eval: %s\n", bad);
         eval_usage(stderr);
         return KV_EXIT_USAGE;
     }
-    o.candidate = argv[optind];
-    if (strcmp(backend, "auto") == 0) {
-        o.backend = kv_backend_kind_for_path(o.candidate);
-    } else if (kv_backend_kind_parse(backend, &o.backend) != 0) {
-        fprintf(stderr, "kevolve eval: unknown backend '%s' (cpu, opencl, cuda or auto)\n",
-                backend);
-        return KV_EXIT_USAGE;
-    }
-    json_t *result = NULL;
     char *err = NULL;
-    if (kv_kernel_eval(&o, &result, &err) != 0) {
-        fprintf(stderr, "kevolve eval: %s\n", err ? err : "evaluation failed");
-        free(err);
-        return KV_EXIT_FAILURE;
+    char **names = NULL;
+    json_t *parent = NULL;
+    if (job_file) {
+        if (kv_job_read(job_file, &o, &err) != 0) {
+            fprintf(stderr, "kevolve eval: %s\n", err);
+            free(err);
+            return KV_EXIT_USAGE;
+        }
+    } else {
+        if (scenarios) split_scenarios(scenarios, &o, &names);
+        if (parent_file && !(parent = read_parent(parent_file, &err))) {
+            fprintf(stderr, "kevolve eval: %s\n", err);
+            free(err);
+            return KV_EXIT_USAGE;
+        }
+        o.parent = parent;
     }
-    char *text = kv_json_dumps(result);
-    printf("%s\n", text);
-    fflush(stdout);
-    free(text);
-    if (!json_only && !o.compile_only) print_verdict(result);
+    int rc = KV_EXIT_OK;
+    json_t *result = NULL;
+    if (print_job) {
+        json_t *doc = kv_job_to_json(&o);
+        char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        printf("%s\n", text);
+        free(text);
+        json_decref(doc);
+    } else if (kv_kernel_eval(&o, &result, &err) != 0) {
+        fprintf(stderr, "kevolve eval: %s\n", err ? err : "evaluation failed");
+        rc = KV_EXIT_FAILURE;
+    } else {
+        char *text = kv_json_dumps(result);
+        printf("%s\n", text);
+        fflush(stdout);
+        free(text);
+        if (!json_only && !o.compile_only) print_verdict(result);
+    }
+    free(err);
     json_decref(result);
-    return KV_EXIT_OK;
+    json_decref(parent);
+    for (char **n = names; n && *n; n++)
+        free(*n);
+    free(names);
+    kv_job_clear(&o);
+    return rc;
 }

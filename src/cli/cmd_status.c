@@ -81,6 +81,26 @@ static void print_mutators(const json_t *mutators)
     }
 }
 
+/* A kernel task's best program per scenario (the store's rows). */
+static void print_scenarios(const json_t *rows)
+{
+    if (!json_array_size(rows)) return;
+    printf("scenarios  %-28s %12s %9s %8s  %s\n", "best per scenario", "median", "speedup",
+           "roofline", "program");
+    size_t i;
+    const json_t *r;
+    json_array_foreach(rows, i, r)
+    {
+        double roof = json_number_value(json_object_get(r, "roofline_fraction"));
+        printf("           %-28s %9.2f us %8.3fx %7.1f%%  %lld (of %lld)\n",
+               json_string_value(json_object_get(r, "name")),
+               json_number_value(json_object_get(r, "median_us")),
+               json_number_value(json_object_get(r, "speedup")), 100.0 * roof,
+               (long long)json_integer_value(json_object_get(r, "program_id")),
+               (long long)json_integer_value(json_object_get(r, "programs")));
+    }
+}
+
 static json_t *meta_json(kv_store *st, const char *key)
 {
     char *v = kv_store_get_meta(st, key);
@@ -119,12 +139,14 @@ int cmd_status(int argc, char **argv)
     }
     summary s = {0};
     int64_t counts[KV_STATUS_COUNT] = {0};
-    json_t *reasons = NULL, *mutators = NULL;
+    json_t *reasons = NULL, *mutators = NULL, *scenarios = NULL;
     if (kv_store_status_counts(st, counts) != 0 || kv_store_each_program(st, -1, 0, collect, &s) ||
-        !(reasons = kv_store_failure_counts(st, 50)) || !(mutators = kv_store_mutator_stats(st)))
+        !(reasons = kv_store_failure_counts(st, 50)) || !(mutators = kv_store_mutator_stats(st)) ||
+        !(scenarios = kv_store_best_per_scenario(st)))
         rc = cli_store_failed(st);
     if (!reasons) reasons = json_array();
     if (!mutators) mutators = json_array();
+    if (!scenarios) scenarios = json_array();
     kv_program *best = rc == KV_EXIT_OK ? kv_store_best_program(st) : NULL;
     if (rc == KV_EXIT_OK && !best && *kv_store_errmsg(st)) rc = cli_store_failed(st);
 
@@ -164,6 +186,7 @@ int cmd_status(int argc, char **argv)
     json_object_set_new(out, "islands", islands);
     json_object_set(out, "failure_reasons", reasons);
     json_object_set(out, "mutators", mutators);
+    json_object_set(out, "best_per_scenario", scenarios);
 
     if (as_json) {
         char *text = json_dumps(out, JSON_INDENT(2));
@@ -199,10 +222,12 @@ int cmd_status(int argc, char **argv)
                    json_string_value(json_object_get(r, "reason")));
         }
         print_mutators(mutators);
+        print_scenarios(scenarios);
     }
     json_decref(out);
     json_decref(reasons);
     json_decref(mutators);
+    json_decref(scenarios);
     kv_program_free(best);
     kv_store_close(st);
     free(path);

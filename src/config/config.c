@@ -278,6 +278,28 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
         bad(&ck, "evaluator.quick",
             "only the built-in harness has a quick mode: set evaluator.task "
             "too, or leave quick out");
+    non_negative(&ck, "evaluator.kernel_timeout", e->kernel_timeout);
+    non_negative(&ck, "evaluator.device_wait", e->device_wait);
+    positive(&ck, "evaluator.baseline_max_age", e->baseline_max_age);
+    if (e->kernel_timeout > e->timeout)
+        bad(&ck, "evaluator.kernel_timeout",
+            "%g s for one call is more than the whole evaluation's evaluator.timeout (%g s)",
+            e->kernel_timeout, e->timeout);
+    if (e->n_scenarios && !(e->task && *e->task))
+        bad(&ck, "evaluator.scenarios", "only a built-in task has scenarios: set evaluator.task");
+    for (size_t i = 0; i < e->n_devices; i++) {
+        const char *dev = e->devices[i];
+        char *end = NULL;
+        long v = dev ? strtol(dev, &end, 10) : -1;
+        if (dev && strcmp(dev, "auto") == 0 && e->n_devices == 1) continue;
+        if (!dev || !*dev || *end || v < 0 || v > 4095)
+            bad(&ck, "evaluator.devices",
+                "'%s' is not a device index (give auto, or a list of indices such as [0, 1])",
+                dev ? dev : "");
+        for (size_t j = 0; dev && j < i; j++)
+            if (strcmp(e->devices[j], dev) == 0)
+                bad(&ck, "evaluator.devices", "device %s is listed twice", dev);
+    }
     return ck.failed ? -1 : 0;
 }
 

@@ -121,8 +121,9 @@ typedef struct kv_database_config {
 } kv_database_config;
 
 typedef struct kv_evaluator_config {
-    double timeout;             /* seconds per evaluation (each stage); default 300 */
-    int max_retries;            /* retries after a crash (not after a timeout); default 3 */
+    double timeout;  /* seconds per evaluation (each stage); default 300; with a task, the job's
+                        whole budget (limits.total_s) */
+    int max_retries; /* retries after a crash (not after a timeout); default 3 */
     int cascade_evaluation;     /* -1 unset: on for an OpenEvolve Python module (OpenEvolve's
                                    default), off for a command */
     double *cascade_thresholds; /* score needed after stage i to run stage i+1 */
@@ -137,8 +138,15 @@ typedef struct kv_evaluator_config {
     char *backend;              /* kevolve: kernel backend: auto, cpu, opencl, cuda; default auto */
     int quick;     /* kevolve: the harness's quick mode (fewer trials, shorter timing); default 0 */
     int screening; /* kevolve: the harness stops children slower than their parent; 1 */
-    double screen_keep; /* kevolve: the fraction of the parent's speed to go on; 0: the task's */
-    int distributed;    /* OpenEvolve's flag; not supported (warned when true) */
+    double screen_keep;    /* kevolve: the fraction of the parent's speed to go on; 0: the task's */
+    double kernel_timeout; /* kevolve: one call of a candidate kernel; 0: the judge's (10, 5) */
+    double device_wait;    /* kevolve: longest wait for a device another process holds; 600 */
+    double baseline_max_age; /* kevolve: a kept baseline older than this is timed again; 900 */
+    char **scenarios;        /* kevolve: the task's scenarios to time (names or tags); none: all */
+    size_t n_scenarios;
+    char **devices; /* kevolve: {"auto"}, or the backend's device indices to evaluate on */
+    size_t n_devices;
+    int distributed;   /* OpenEvolve's flag; not supported (warned when true) */
     int python_module; /* kevolve: -1 auto, 1/0: run the evaluator as an OpenEvolve module or not */
     char *python;      /* kevolve: interpreter of OpenEvolve modules; default "python3" */
     int python_pool;   /* kevolve: warm interpreters that import the module once; default 0 */

@@ -382,7 +382,9 @@ const kv_key kv_config_key_table[] = {
      "Evaluator: a command (`EVALUATOR PROGRAM_PATH` prints {\"metrics\": ..., \"artifacts\": "
      "...}), or an OpenEvolve Python module (see python_module)."},
     {"evaluator", "timeout", KV_KEY_DOUBLE, C(evaluator.timeout), 0, "300", NULL,
-     "Seconds per evaluation (each stage); the process group is killed after."},
+     "Seconds per evaluation (each stage); the process group is killed after. With "
+     "evaluator.task, the whole evaluation's one budget: compile, checks and timing (waiting "
+     "for the device is not counted; see docs/evaluation.md)."},
     {"evaluator", "max_retries", KV_KEY_INT, C(evaluator.max_retries), 0, "3", NULL,
      "Retries after a crash (not after a timeout)."},
     {"evaluator", "cascade_evaluation", KV_KEY_TRIBOOL, C(evaluator.cascade_evaluation), 0, NULL,
@@ -420,6 +422,27 @@ const kv_key kv_config_key_table[] = {
      "With evaluator.screening: the least fraction of its parent's speed, on the "
      "representative scenarios, that a child needs to be evaluated in full; 0: the task's own "
      "(0.95 on a GPU's tasks, 0.85 on gqa_attention_small, whose CPU timings are noisier)."},
+    {"evaluator", "kernel_timeout", KV_KEY_DOUBLE, C(evaluator.kernel_timeout), 0, "0", NULL,
+     "With evaluator.task: seconds one call of a candidate kernel may take before it is a "
+     "timeout verdict; 0: the judge's own (10, 5 in quick mode). Inside evaluator.timeout, "
+     "which bounds the whole evaluation."},
+    {"evaluator", "device_wait", KV_KEY_DOUBLE, C(evaluator.device_wait), 0, "600", NULL,
+     "With evaluator.task: the longest an evaluation waits for its device while another "
+     "process (another run, a kevolve eval) holds it, then fails as \"device busy\" (never the "
+     "candidate's failure). Not counted in evaluator.timeout."},
+    {"evaluator", "baseline_max_age", KV_KEY_DOUBLE, C(evaluator.baseline_max_age), 0, "900", NULL,
+     "With evaluator.task: seconds the task baseline's timings are kept; older ones are timed "
+     "again (so are they when the device, its clock or temperature moved)."},
+    {"evaluator", "scenarios", KV_KEY_STRINGS, C(evaluator.scenarios), C(evaluator.n_scenarios),
+     NULL, "[] (every one)",
+     "With evaluator.task: the task's scenarios to time, by name or tag (decode, prefill); "
+     "held-out shapes are always checked."},
+    {"evaluator", "devices", KV_KEY_STRINGS, C(evaluator.devices), C(evaluator.n_devices), "auto",
+     "auto",
+     "With evaluator.task: the backend's devices to evaluate on, `auto` (every device the "
+     "backend sees: `kevolve devices`) or a list of indices such as [0, 1]. Each device takes "
+     "one evaluation's device work at a time; compiles overlap.",
+     .flags = KV_KEY_SCALAR_LIST},
     {"evaluator", "distributed", KV_KEY_BOOL, C(evaluator.distributed), 0, "false", NULL,
      "OpenEvolve's flag; not supported.",
      "not supported; kevolve evaluates on this machine's worker pool"},

@@ -35,6 +35,7 @@ typedef enum {
 #define KV_KEY_SECRET 1u      /* dumped as "***" when set */
 #define KV_KEY_WARN_ALWAYS 2u /* its note is warned whatever the value, false and null too */
 #define KV_KEY_PATHS 4u       /* KV_KEY_STRINGS of paths, made absolute like KV_KEY_PATH */
+#define KV_KEY_SCALAR_LIST 8u /* KV_KEY_STRINGS that also takes one scalar as a list of one */
 
 typedef struct kv_key {
     const char *section; /* KV_SECTION_TOP, "llm", "prompt", "database", "evaluator", or model */

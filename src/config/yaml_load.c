@@ -234,6 +234,21 @@ static json_t *yaml_to_json(load_ctx *x, yaml_node_t *n, const char *key)
 /* Sets a list of strings or numbers from sequence N. */
 static int set_list(load_ctx *x, const kv_key *k, void *base, yaml_node_t *n, const char *key)
 {
+    if (n->type == YAML_SCALAR_NODE && (k->flags & KV_KEY_SCALAR_LIST)) {
+        char *s;
+        int null;
+        if (scalar_text(x, n, key, &s, &null) != 0) return -1;
+        if (null) {
+            free(s);
+            return fail_type(x, n, key, kv_config_type_expect(k->type));
+        }
+        kv_config_field_free(k, base);
+        char **one = kv_calloc(1, sizeof *one);
+        one[0] = s;
+        *KV_FIELD(base, k->off, char **) = one;
+        *KV_FIELD(base, k->aux, size_t) = 1;
+        return 0;
+    }
     if (n->type != YAML_SEQUENCE_NODE) return fail_type(x, n, key, kv_config_type_expect(k->type));
     kv_config_field_free(k, base);
     size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);

@@ -6,6 +6,7 @@
 #include "engine/controller.h"
 #include "engine/interrupt.h"
 #include "engine/progress.h"
+#include "eval/job_build.h"
 #include "mutate/blocks.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -16,10 +17,12 @@
 
 #include <kevolve/kevolve.h>
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Hash 0 is reserved by the map; fold it onto 1. */
 static uint64_t code_key(uint64_t h)
@@ -122,6 +125,28 @@ static int replay_fn(kv_program *p, void *ud)
     return 0;
 }
 
+/* The evaluator of a kernel task: every child a job for this kevolve
+ * binary's worker, on the devices it lists (recorded in the manifest). */
+static kv_evaluator *task_evaluator(kv_controller *c, const char *work, char **err)
+{
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        *err = kv_asprintf("cannot find the kevolve binary: %s", strerror(errno));
+        return NULL;
+    }
+    self[n] = '\0';
+    json_t *devices = NULL;
+    kv_evaluator *ev = kv_eval_task_evaluator(c->cfg, self, work, &devices, err);
+    if (!ev) return NULL;
+    char *text = kv_json_dumps(devices);
+    if (kv_store_set_meta(c->store, "devices", text) != 0)
+        kv_warn("cannot record the devices in the run manifest: %s", kv_store_errmsg(c->store));
+    free(text);
+    json_decref(devices);
+    return ev;
+}
+
 int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
                        const char *output_dir, const char *evaluator, uint64_t seed)
 {
@@ -146,7 +171,10 @@ int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
     if (kv_breed_init(c) != 0) return -1;
     char *work = kv_path_join(output_dir, "work");
     char *err = NULL;
-    c->ev = kv_evaluator_new(&cfg->evaluator, evaluator, work, cfg->evaluator_sections, &err);
+    if (cfg->evaluator.task && *cfg->evaluator.task)
+        c->ev = task_evaluator(c, work, &err);
+    else
+        c->ev = kv_evaluator_new(&cfg->evaluator, evaluator, work, cfg->evaluator_sections, &err);
     free(work);
     if (!c->ev) {
         kv_error("cannot start the evaluation pipeline: %s", err ? err : "unknown error");
@@ -319,9 +347,14 @@ int kv_controller_offer_child_from(kv_controller *c, kv_program *child, const ch
     int64_t ticket = child->iteration;
     kv_u64map_put(&c->code_ids, code_key(child->code_hash), -ticket);
     json_t *pm = parent_metrics(c, child->parent_id);
+    /* A kernel task screens against the parent's rows (screening on). */
+    json_t *screen = c->cfg->evaluator.task && c->cfg->evaluator.screening && child->parent_id
+                         ? kv_store_screen_parent(c->store, child->parent_id)
+                         : NULL;
     int submitted =
-        kv_evaluator_submit_child(c->ev, ticket, child->source, c->cfg->file_suffix, pm);
+        kv_evaluator_submit_child(c->ev, ticket, child->source, c->cfg->file_suffix, pm, screen);
     json_decref(pm);
+    json_decref(screen);
     if (submitted != 0) {
         kv_error("cannot submit iteration %lld for evaluation", (long long)ticket);
         kv_program_free(child);
@@ -430,6 +463,8 @@ static int accept_result(kv_controller *c, kv_eval_result *r)
     r->artifacts = NULL;
     child->stages = r->stages;
     r->stages = NULL;
+    child->scenarios = r->scenarios;
+    memset(&r->scenarios, 0, sizeof r->scenarios);
     child->eval_seconds = r->seconds;
     judge_result(c, child);
 

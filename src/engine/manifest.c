@@ -5,7 +5,6 @@
 #include "util/log.h"
 #include "util/proc.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <stdarg.h>
@@ -17,51 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Writes OUTPUT_DIR/evaluate.sh, which runs this kevolve binary's built-in
- * kernel harness on a program: every candidate gets a fresh worker process
- * that dies with it. Returns its path, or NULL with ERR filled. */
-static char *write_task_evaluator(const kv_config *cfg, const char *output_dir,
-                                  kv_config_error *err)
-{
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
-        snprintf(err->message, sizeof err->message, "cannot find the kevolve binary: %s",
-                 strerror(errno));
-        return NULL;
-    }
-    self[n] = '\0';
-    const char *backend = cfg->evaluator.backend ? cfg->evaluator.backend : "auto";
-    for (const char *p = cfg->evaluator.task; *p; p++) {
-        if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '-')) {
-            snprintf(err->message, sizeof err->message,
-                     "evaluator.task: '%s' is not a task name (letters, digits, _ and -)",
-                     cfg->evaluator.task);
-            return NULL;
-        }
-    }
-    char keep[64] = "";
-    /* evaluator.screen_keep unset (0): the task's own threshold. */
-    if (cfg->evaluator.screening && cfg->evaluator.screen_keep > 0)
-        snprintf(keep, sizeof keep, " --screen --screen-keep %.4g", cfg->evaluator.screen_keep);
-    else if (cfg->evaluator.screening)
-        snprintf(keep, sizeof keep, " --screen");
-    char *script = kv_asprintf("#!/bin/sh\n# Written by kevolve: the built-in kernel harness as "
-                               "this run's evaluator.\nexec '%s' eval --task %s --backend %s%s%s "
-                               "\"$@\"\n",
-                               self, cfg->evaluator.task, backend,
-                               cfg->evaluator.quick ? " --quick" : "", keep);
-    char *path = kv_path_join(output_dir, "evaluate.sh");
-    int rc = kv_write_file(path, script, strlen(script));
-    free(script);
-    if (rc != 0 || chmod(path, 0755) != 0) {
-        snprintf(err->message, sizeof err->message, "cannot write %s: %s", path, strerror(errno));
-        free(path);
-        return NULL;
-    }
-    return path;
-}
-
 char *kv_manifest_evaluator_command(const kv_config *cfg, const char *output_dir,
                                     kv_config_error *err)
 {
@@ -71,7 +25,11 @@ char *kv_manifest_evaluator_command(const kv_config *cfg, const char *output_dir
                      "evaluator.task and an evaluator program are both given; keep one");
             return NULL;
         }
-        return write_task_evaluator(cfg, output_dir, err);
+        /* Each child is a job for this binary's worker (src/eval/job_build.h):
+         * no command to run; the manifest names the task. */
+        (void)output_dir;
+        return kv_asprintf("kernel task %s (backend %s)", cfg->evaluator.task,
+                           cfg->evaluator.backend ? cfg->evaluator.backend : "auto");
     }
     if (!cfg->evaluator_program) {
         snprintf(err->message, sizeof err->message,

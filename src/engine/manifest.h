@@ -19,10 +19,12 @@ void kv_run_options_apply(const kv_run_options *o, kv_config *cfg);
 size_t kv_run_initial_programs(const kv_config *cfg, const char *const **paths);
 
 /* The command that evaluates a program for CFG: the config's evaluator (an
- * absolute path that must exist), or, for a built-in kernel task
- * (evaluator.task), kevolve itself (`kevolve eval --task ...`) through a
- * wrapper script written into OUTPUT_DIR. Returns a malloc'd path, or NULL
- * with ERR filled. */
+ * absolute path that must exist); for a built-in kernel task
+ * (evaluator.task), whose children are jobs for kevolve's own worker (the
+ * controller makes that evaluator: src/eval/job_build.h), a description
+ * ("kernel task NAME (backend B)") for the manifest. Returns it malloc'd,
+ * or NULL with ERR filled. The manifest also gets the devices a kernel
+ * task runs on ("devices", written by the controller). */
 char *kv_manifest_evaluator_command(const kv_config *cfg, const char *output_dir,
                                     kv_config_error *err);
 

@@ -289,3 +289,49 @@ double kv_eval_score(const json_t *metrics)
     (void)key;
     return n ? sum / (double)n : NAN;
 }
+
+/* Number KEY of O, NAN when absent or not a number. */
+static double num(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+void kv_eval_scenario_rows(const json_t *artifacts, const json_t *metrics, kv_scenario_results *out)
+{
+    memset(out, 0, sizeof *out);
+    const json_t *scen = json_object_get(artifacts, "scenarios");
+    if (!json_is_array(scen) || !json_array_size(scen)) return;
+    int screened = json_integer_value(json_object_get(metrics, "screened_out")) == 1;
+    out->rows = kv_calloc(json_array_size(scen), sizeof *out->rows);
+    size_t i;
+    const json_t *s;
+    json_array_foreach(scen, i, s)
+    {
+        const char *name = json_string_value(json_object_get(s, "name"));
+        if (!name || !json_is_number(json_object_get(s, "median_us"))) continue;
+        kv_scenario_result *x = &out->rows[out->n++];
+        const char *tags = json_string_value(json_object_get(s, "tags"));
+        x->scenario = kv_strdup(name);
+        x->kind = tags ? kv_strndup(tags, strcspn(tags, ",")) : NULL;
+        x->weight = num(s, "weight");
+        x->median_us = num(s, "median_us");
+        x->iqr_us = num(s, "iqr_us");
+        x->baseline_us = num(s, "baseline_median_us");
+        x->speedup = num(s, "speedup");
+        x->roofline_fraction = num(s, "roofline_fraction");
+        x->max_abs_err = num(s, "max_abs_err");
+        x->tol_ratio = num(s, "tol_ratio");
+        x->energy_j = num(s, "energy_j");
+        x->screened = screened;
+    }
+    if (!out->n) {
+        kv_scenario_results_clear(out);
+        return;
+    }
+    const json_t *device = json_object_get(artifacts, "device");
+    out->task = kv_strdup(json_string_value(json_object_get(artifacts, "task")));
+    out->backend = kv_strdup(json_string_value(json_object_get(artifacts, "backend")));
+    out->device = kv_strdup(json_string_value(json_object_get(device, "name")));
+    out->device_index = (int)json_integer_value(json_object_get(device, "index"));
+}

@@ -3,6 +3,8 @@
 #ifndef KV_EVAL_EVAL_OUTPUT_H
 #define KV_EVAL_EVAL_OUTPUT_H
 
+#include "store/program.h"
+
 #include <jansson.h>
 #include <stddef.h>
 
@@ -36,6 +38,13 @@ int kv_eval_parse_output_full(const char *text, size_t len, size_t dropped, size
  * when it is not a finite number), else the mean of the finite numeric
  * metrics, NAN when there are none. NAN never passes a threshold. */
 double kv_eval_score(const json_t *metrics);
+
+/* The kernel harness's results per scenario in ARTIFACTS (its "scenarios",
+ * each timed one a row; "task", "backend", "device") into OUT, screened
+ * when METRICS say the screen stopped the program. OUT stays empty for
+ * other evaluators. */
+void kv_eval_scenario_rows(const json_t *artifacts, const json_t *metrics,
+                           kv_scenario_results *out);
 
 /* A malloc'd copy of the LEN bytes at S that jansson accepts as a string:
  * invalid UTF-8 and NUL bytes become '?'. */

@@ -8,6 +8,8 @@
 #include "util/clock.h"
 #include "eval/eval_output.h"
 #include "eval/pyeval.h"
+#include "eval/slots.h"
+#include "util/eval_job.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +37,10 @@ typedef struct job {
     int64_t ticket;
     char *program_path;
     char *parent_metrics_path; /* KEVOLVE_PARENT_METRICS, or NULL */
+    json_t *parent_screen;     /* a kernel job's parent: {"combined_score", "speedup"}, or NULL */
+    char *job_path;            /* a kernel job's document, or NULL */
+    int slot_sock;             /* our end of a kernel job's device-slot channel, or -1 */
+    kv_scenario_results rows;  /* a kernel job's rows per scenario, from its last run */
     int stage;                 /* 1-based stage now running */
     int attempt;               /* runs of the current stage so far */
     int first_attempts;        /* runs of stage 1 */
@@ -60,6 +67,10 @@ struct kv_evaluator {
 
     char **command; /* argv prefix, NULL-terminated */
     size_t n_command;
+    /* A built-in kernel task: every child is the job JSON (util/eval_job.h)
+     * run by `WORKER eval --job FILE`, its device from SLOTS. */
+    json_t *job;
+    kv_slots *slots;
     char *work_dir;
     char *config_json_path; /* NULL when no sections */
     char *run_dir;          /* KEVOLVE_RUN_DIR, or NULL */
@@ -87,6 +98,7 @@ void kv_eval_result_clear(kv_eval_result *r)
     json_decref(r->metrics);
     json_decref(r->artifacts);
     json_decref(r->stages);
+    kv_scenario_results_clear(&r->scenarios);
     memset(r, 0, sizeof *r);
 }
 
@@ -153,6 +165,30 @@ static char **resolve_command(const char *command, size_t *n, char **err)
     return NULL;
 }
 
+/* The settings every evaluator takes from CFG: timeout, retries, cascade
+ * thresholds, parallelism, artifacts, memory; WORK_DIR absolute. */
+static kv_evaluator *evaluator_alloc(const kv_evaluator_config *cfg, const char *work_dir,
+                                     int cascade)
+{
+    kv_evaluator *ev = kv_calloc(1, sizeof *ev);
+    ev->work_dir = kv_path_absolute(work_dir);
+    if (!ev->work_dir) ev->work_dir = kv_strdup(work_dir);
+    ev->timeout = cfg->timeout;
+    ev->max_retries = cfg->max_retries > 0 ? cfg->max_retries : 0;
+    ev->cascade = cascade;
+    if (ev->cascade && cfg->n_cascade_thresholds) {
+        ev->n_thresholds = cfg->n_cascade_thresholds;
+        ev->thresholds = kv_calloc(ev->n_thresholds, sizeof(double));
+        memcpy(ev->thresholds, cfg->cascade_thresholds, ev->n_thresholds * sizeof(double));
+    }
+    ev->parallel = cfg->parallel_evaluations > 0 ? (size_t)cfg->parallel_evaluations : 1;
+    ev->enable_artifacts = cfg->enable_artifacts;
+    ev->max_artifact = cfg->max_artifact_storage > 0 ? (size_t)cfg->max_artifact_storage : 0;
+    ev->memory_limit_mb = cfg->memory_limit_mb;
+    ev->running = kv_calloc(ev->parallel, sizeof(job *));
+    return ev;
+}
+
 kv_evaluator *kv_evaluator_new(const kv_evaluator_config *cfg, const char *command,
                                const char *work_dir, const json_t *sections, char **err)
 {
@@ -185,28 +221,13 @@ kv_evaluator *kv_evaluator_new(const kv_evaluator_config *cfg, const char *comma
         for (size_t i = 0; i < n_command; i++)
             cmd[i] = kv_strdup(pa[i]);
     }
-
-    kv_evaluator *ev = kv_calloc(1, sizeof *ev);
+    int py_stages = py ? kv_pyeval_stages(py) : 0;
+    kv_evaluator *ev =
+        evaluator_alloc(cfg, work_dir, py ? py_stages > 0 : cfg->cascade_evaluation == 1);
     ev->command = cmd;
     ev->n_command = n_command;
-    ev->work_dir = kv_path_absolute(work_dir);
-    if (!ev->work_dir) ev->work_dir = kv_strdup(work_dir);
-    ev->timeout = cfg->timeout;
-    ev->max_retries = cfg->max_retries > 0 ? cfg->max_retries : 0;
     ev->py = py;
-    ev->py_stages = py ? kv_pyeval_stages(py) : 0;
-    ev->cascade = py ? ev->py_stages > 0 : cfg->cascade_evaluation == 1;
-    if (ev->cascade && cfg->n_cascade_thresholds) {
-        ev->n_thresholds = cfg->n_cascade_thresholds;
-        ev->thresholds = kv_calloc(ev->n_thresholds, sizeof(double));
-        memcpy(ev->thresholds, cfg->cascade_thresholds, ev->n_thresholds * sizeof(double));
-    }
-    ev->parallel = cfg->parallel_evaluations > 0 ? (size_t)cfg->parallel_evaluations : 1;
-    ev->enable_artifacts = cfg->enable_artifacts;
-    ev->max_artifact = cfg->max_artifact_storage > 0 ? (size_t)cfg->max_artifact_storage : 0;
-    ev->memory_limit_mb = cfg->memory_limit_mb;
-    ev->running = kv_calloc(ev->parallel, sizeof(job *));
-    ev->private_ticket = 0;
+    ev->py_stages = py_stages;
 
     if (sections) {
         ev->config_json_path = kv_path_join(ev->work_dir, "kevolve_config.json");
@@ -224,12 +245,43 @@ kv_evaluator *kv_evaluator_new(const kv_evaluator_config *cfg, const char *comma
     return ev;
 }
 
+kv_evaluator *kv_evaluator_new_task(const kv_evaluator_config *cfg, const kv_job *tmpl,
+                                    const char *worker, const int *devices, size_t n_devices,
+                                    const char *work_dir, char **err)
+{
+    *err = NULL;
+    if (!cfg || !tmpl || !worker || !n_devices || !work_dir || !*work_dir) {
+        *err = kv_strdup("evaluator: a job, the worker binary, a device and a work directory are "
+                         "needed");
+        return NULL;
+    }
+    if (kv_mkdir_p(work_dir, 0755) != 0) {
+        *err = kv_asprintf("evaluator: cannot create work directory '%s': %s", work_dir,
+                           strerror(errno));
+        return NULL;
+    }
+    kv_evaluator *ev = evaluator_alloc(cfg, work_dir, cfg->cascade_evaluation == 1);
+    ev->command = kv_calloc(4, sizeof(char *));
+    ev->command[0] = kv_strdup(worker);
+    ev->command[1] = kv_strdup("eval");
+    ev->command[2] = kv_strdup("--job");
+    ev->n_command = 3;
+    ev->job = kv_job_to_json(tmpl);
+    ev->slots = kv_slots_new(devices, n_devices);
+    return ev;
+}
+
 /* ---- jobs --------------------------------------------------------------- */
 
 static void job_free(job *j)
 {
     if (!j) return;
     kv_proc_free(j->proc);
+    if (j->slot_sock >= 0) close(j->slot_sock);
+    if (j->job_path && !keep_programs()) unlink(j->job_path);
+    free(j->job_path);
+    json_decref(j->parent_screen);
+    kv_scenario_results_clear(&j->rows);
     if (j->program_path && !keep_programs()) unlink(j->program_path);
     if (j->parent_metrics_path && !keep_programs()) unlink(j->parent_metrics_path);
     free(j->program_path);
@@ -346,6 +398,10 @@ static void finish_job(kv_evaluator *ev, job *j, kv_status status, const char *r
     }
     r.metrics = json_incref(j->metrics);
     r.stages = json_incref(j->stages);
+    if (status == KV_STATUS_OK) { /* the rows of its last run */
+        r.scenarios = j->rows;
+        memset(&j->rows, 0, sizeof j->rows);
+    }
     r.artifacts = json_object();
     if (ev->enable_artifacts) {
         const char *key;
@@ -367,6 +423,27 @@ static void finish_job(kv_evaluator *ev, job *j, kv_status status, const char *r
     job_free(j);
 }
 
+/* A kernel job's document for J's current stage, written beside its
+ * program: the run's template with what is J's own. Returns 0, or -1 with
+ * *ERR. */
+static int write_job(kv_evaluator *ev, job *j, char **err)
+{
+    json_t *doc = json_deep_copy(ev->job);
+    json_object_set_new(doc, "candidate", json_string(j->program_path));
+    json_object_set_new(doc, "stage", json_integer(ev->cascade ? j->stage : 0));
+    if (ev->run_dir) json_object_set_new(doc, "run_dir", json_string(ev->run_dir));
+    if (j->parent_screen)
+        json_object_set(json_object_get(doc, "screen"), "parent", j->parent_screen);
+    json_object_set_new(doc, "slot_fd", json_integer(3));
+    if (!j->job_path) j->job_path = kv_asprintf("%s.job.json", j->program_path);
+    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    json_decref(doc);
+    int rc = text ? kv_write_file(j->job_path, text, strlen(text)) : -1;
+    if (rc != 0) *err = kv_asprintf("cannot write the job %s: %s", j->job_path, strerror(errno));
+    free(text);
+    return rc;
+}
+
 /* Starts the current stage of J. Returns 0, or -1 when it could not start
  * (the job is then finished as FAILED and freed). */
 static int start_run(kv_evaluator *ev, job *j)
@@ -381,22 +458,43 @@ static int start_run(kv_evaluator *ev, job *j)
         argvp = kv_calloc(ev->n_command + 5, sizeof(char *));
     for (size_t i = 0; i < ev->n_command; i++)
         argvp[k++] = cmd[i];
-    argvp[k++] = j->program_path;
-    if (ev->cascade) {
-        argvp[k++] = "--stage";
-        argvp[k++] = stage;
+    char *err = NULL;
+    int chan[2] = {-1, -1};
+    if (ev->job) {
+        /* The job document carries everything, the stage included; the
+         * device comes over the slot channel, the worker's descriptor 3. */
+        if (write_job(ev, j, &err) != 0 ||
+            socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0) {
+            if (!err) err = kv_asprintf("cannot make a device-slot channel: %s", strerror(errno));
+            if (argvp != argv) free(argvp);
+            j->attempt++;
+            if (j->stage == 1) j->first_attempts++;
+            record_stage(j, "failed", NULL, 0, err);
+            finish_job(ev, j, KV_STATUS_FAILED, err, KV_REASON_SPAWN_FAILED);
+            free(err);
+            return -1;
+        }
+        argvp[k++] = j->job_path;
+    } else {
+        argvp[k++] = j->program_path;
+        if (ev->cascade) {
+            argvp[k++] = "--stage";
+            argvp[k++] = stage;
+        }
     }
     argvp[k] = NULL;
 
     char *env[6] = {NULL};
     size_t e = 0;
-    env[e++] = kv_asprintf("KEVOLVE_PROGRAM=%s", j->program_path);
-    env[e++] = kv_asprintf("KEVOLVE_STAGE=%d", j->stage);
-    if (ev->config_json_path)
-        env[e++] = kv_asprintf("KEVOLVE_CONFIG_JSON=%s", ev->config_json_path);
-    if (ev->run_dir) env[e++] = kv_asprintf("KEVOLVE_RUN_DIR=%s", ev->run_dir);
-    if (j->parent_metrics_path)
-        env[e++] = kv_asprintf("KEVOLVE_PARENT_METRICS=%s", j->parent_metrics_path);
+    if (!ev->job) { /* an external evaluator's interface */
+        env[e++] = kv_asprintf("KEVOLVE_PROGRAM=%s", j->program_path);
+        env[e++] = kv_asprintf("KEVOLVE_STAGE=%d", j->stage);
+        if (ev->config_json_path)
+            env[e++] = kv_asprintf("KEVOLVE_CONFIG_JSON=%s", ev->config_json_path);
+        if (ev->run_dir) env[e++] = kv_asprintf("KEVOLVE_RUN_DIR=%s", ev->run_dir);
+        if (j->parent_metrics_path)
+            env[e++] = kv_asprintf("KEVOLVE_PARENT_METRICS=%s", j->parent_metrics_path);
+    }
 
     kv_proc_spec spec = {
         .argv = argvp,
@@ -405,12 +503,15 @@ static int start_run(kv_evaluator *ev, job *j)
         .memory_limit_mb = ev->memory_limit_mb,
         .cpu_limit_s = ev->timeout > 0 ? (long)ceil(ev->timeout) + 5 : 0,
         .max_output = KV_EVAL_MAX_OUTPUT,
+        .fds = chan[1] >= 0 ? &chan[1] : NULL,
+        .n_fds = chan[1] >= 0 ? 1 : 0,
     };
-    char *err = NULL;
     j->proc = kv_proc_start(&spec, &err);
     for (size_t i = 0; i < e; i++)
         free(env[i]);
     if (argvp != argv) free(argvp);
+    if (chan[1] >= 0) close(chan[1]);
+    j->slot_sock = chan[0];
     j->attempt++;
     if (j->stage == 1) j->first_attempts++;
     if (!j->proc) {
@@ -420,6 +521,60 @@ static int start_run(kv_evaluator *ev, job *j)
         return -1;
     }
     return 0;
+}
+
+/* ---- device slots ----------------------------------------------------------- */
+
+/* The running job of TICKET, or NULL. */
+static job *running_job(kv_evaluator *ev, int64_t ticket)
+{
+    for (size_t i = 0; i < ev->n_running; i++)
+        if (ev->running[i]->ticket == ticket) return ev->running[i];
+    return NULL;
+}
+
+/* Hands free devices to the jobs waiting for one. */
+static void grant_slots(kv_evaluator *ev)
+{
+    int64_t ticket;
+    int device;
+    while (ev->slots && kv_slots_grant(ev->slots, &ticket, &device)) {
+        job *j = running_job(ev, ticket);
+        unsigned char msg[5] = {KV_SLOT_GRANT};
+        int32_t d = device;
+        memcpy(msg + 1, &d, sizeof d);
+        if (!j || j->slot_sock < 0 || send(j->slot_sock, msg, sizeof msg, MSG_NOSIGNAL) != 5)
+            kv_slots_release(ev->slots, ticket); /* gone meanwhile: the next one */
+    }
+}
+
+/* J's process ended or is being stopped: its device and its channel go. */
+static void drop_slot(kv_evaluator *ev, job *j)
+{
+    if (j->slot_sock >= 0) close(j->slot_sock);
+    j->slot_sock = -1;
+    if (!ev->slots) return;
+    kv_slots_release(ev->slots, j->ticket);
+    grant_slots(ev);
+}
+
+/* Reads what J's worker said on its slot channel: an ask (its clock stops
+ * while it waits), a hold (its clock goes on), a free. */
+static void serve_slot(kv_evaluator *ev, job *j)
+{
+    char msg;
+    ssize_t n;
+    while (j->slot_sock >= 0 && (n = recv(j->slot_sock, &msg, 1, MSG_DONTWAIT)) == 1) {
+        if (msg == KV_SLOT_ASK) {
+            kv_proc_pause_clock(j->proc);
+            kv_slots_ask(ev->slots, j->ticket);
+            grant_slots(ev);
+        } else if (msg == KV_SLOT_HOLD) {
+            kv_proc_resume_clock(j->proc);
+        } else if (msg == KV_SLOT_FREE) {
+            if (kv_slots_release(ev->slots, j->ticket)) grant_slots(ev);
+        }
+    }
 }
 
 /* Starts queued jobs while slots are free. */
@@ -542,6 +697,11 @@ static int on_run_end(kv_evaluator *ev, job *j)
                                        kv_proc_stdout_dropped(p), KV_EVAL_MAX_OUTPUT, &metrics,
                                        &artifacts, &reason);
     keep_output(ev, j, artifacts);
+    /* A kernel job's rows, whatever artifacts are kept; none for a verdict
+     * repeated from an earlier program's (a duplicate's). */
+    kv_scenario_results_clear(&j->rows);
+    if (ev->job && rc == KV_EVAL_OUTPUT_OK && !json_object_get(artifacts, "duplicate_of_artifact"))
+        kv_eval_scenario_rows(artifacts, metrics, &j->rows);
     if (rc == KV_EVAL_OUTPUT_BAD) {
         int running = crash(ev, j, reason, KV_REASON_BAD_OUTPUT, seconds);
         free(reason);
@@ -590,10 +750,12 @@ static int on_run_end(kv_evaluator *ev, job *j)
  * signal interrupted the sleep. */
 static int wait_for_activity(kv_evaluator *ev, int wait_ms)
 {
-    struct pollfd *pf = kv_calloc(3 * ev->n_running + 1, sizeof *pf);
+    struct pollfd *pf = kv_calloc(4 * ev->n_running + 1, sizeof *pf);
     nfds_t n = 0;
     for (size_t i = 0; i < ev->n_running; i++) {
         kv_proc *p = ev->running[i]->proc;
+        if (ev->running[i]->slot_sock >= 0)
+            pf[n++] = (struct pollfd){.fd = ev->running[i]->slot_sock, .events = POLLIN};
         int fds[2];
         int k = kv_proc_fds(p, fds);
         for (int f = 0; f < k; f++)
@@ -623,9 +785,13 @@ static int wait_for_activity(kv_evaluator *ev, int wait_ms)
 /* Reads every running child's output and advances those that ended. */
 static void advance(kv_evaluator *ev)
 {
+    for (size_t i = 0; i < ev->n_running; i++)
+        serve_slot(ev, ev->running[i]);
     for (size_t i = 0; i < ev->n_running;) {
         job *j = ev->running[i];
-        if (kv_proc_poll(j->proc, 0) && !on_run_end(ev, j)) {
+        int ended = kv_proc_poll(j->proc, 0);
+        if (ended) drop_slot(ev, j);
+        if (ended && !on_run_end(ev, j)) {
             ev->running[i] = ev->running[--ev->n_running]; /* finished: drop it */
             continue;
         }
@@ -680,7 +846,7 @@ static int take_done(kv_evaluator *ev, int64_t ticket, int only_ticket, kv_eval_
 /* Queues SOURCE as ticket TICKET in file NAME of the work dir, with the
  * parent's metrics PARENT (may be NULL) written beside it. */
 static int submit_named(kv_evaluator *ev, int64_t ticket, const char *name, const char *source,
-                        const json_t *parent)
+                        const json_t *parent, const json_t *screen)
 {
     for (job *q = ev->queue_head; q; q = q->next)
         if (q->ticket == ticket) {
@@ -718,6 +884,8 @@ static int submit_named(kv_evaluator *ev, int64_t ticket, const char *name, cons
     j->ticket = ticket;
     j->program_path = path;
     j->parent_metrics_path = parent_path;
+    j->parent_screen = screen ? json_incref((json_t *)screen) : NULL;
+    j->slot_sock = -1;
     j->stage = 1;
     j->metrics = json_object();
     j->artifacts = json_object();
@@ -734,14 +902,18 @@ static int submit_named(kv_evaluator *ev, int64_t ticket, const char *name, cons
 
 int kv_evaluator_submit(kv_evaluator *ev, int64_t ticket, const char *source, const char *suffix)
 {
-    return kv_evaluator_submit_child(ev, ticket, source, suffix, NULL);
+    return kv_evaluator_submit_child(ev, ticket, source, suffix, NULL, NULL);
 }
 
 int kv_evaluator_submit_child(kv_evaluator *ev, int64_t ticket, const char *source,
-                              const char *suffix, const json_t *parent_metrics)
+                              const char *suffix, const json_t *parent_metrics,
+                              const json_t *parent_screen)
 {
     char *name = kv_asprintf("%lld%s", (long long)ticket, suffix ? suffix : "");
-    int rc = submit_named(ev, ticket, name, source, parent_metrics ? parent_metrics : NULL);
+    /* A kernel job screens against the parent's rows; an external
+     * evaluator reads its metrics. */
+    int rc = submit_named(ev, ticket, name, source, ev->job ? NULL : parent_metrics,
+                          ev->job ? parent_screen : NULL);
     free(name);
     return rc;
 }
@@ -768,8 +940,10 @@ size_t kv_evaluator_pending(const kv_evaluator *ev)
 void kv_evaluator_cancel_all(kv_evaluator *ev)
 {
     if (!ev) return;
-    for (size_t i = 0; i < ev->n_running; i++)
+    for (size_t i = 0; i < ev->n_running; i++) {
+        drop_slot(ev, ev->running[i]);
         job_free(ev->running[i]); /* kills the group */
+    }
     ev->n_running = 0;
     while (ev->queue_head) {
         job *j = ev->queue_head;
@@ -787,7 +961,7 @@ int kv_evaluator_run_one(kv_evaluator *ev, const char *source, const char *suffi
     /* Private tickets are negative, so they never meet the caller's. */
     int64_t ticket = --ev->private_ticket;
     char *name = kv_asprintf("eval%lld%s", (long long)-ticket, suffix ? suffix : "");
-    int rc = submit_named(ev, ticket, name, source, NULL);
+    int rc = submit_named(ev, ticket, name, source, NULL, NULL);
     free(name);
     if (rc != 0) return -1;
     if (!wait_result(ev, -1, ticket, 1, 0)) return -1;
@@ -807,6 +981,8 @@ void kv_evaluator_free(kv_evaluator *ev)
     free(ev->running);
     free(ev->thresholds);
     free_command(ev->command);
+    json_decref(ev->job);
+    kv_slots_free(ev->slots);
     kv_pyeval_free(ev->py);
     free(ev->work_dir);
     free(ev);

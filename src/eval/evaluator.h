@@ -28,6 +28,7 @@
 
 #include "config/config.h"
 #include "store/program.h"
+#include "util/eval_job.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -58,6 +59,7 @@ typedef struct kv_eval_result {
     json_t *stages;    /* array: {"stage":N,"status":..,"metrics":{..},"seconds":s,"reason":..} */
     double seconds;    /* wall time, all stages and retries */
     int attempts;      /* runs of the first stage, retries included */
+    kv_scenario_results scenarios; /* a kernel task's rows per scenario (owned; else empty) */
 } kv_eval_result;
 
 void kv_eval_result_clear(kv_eval_result *r);
@@ -71,18 +73,33 @@ void kv_eval_result_clear(kv_eval_result *r);
  * (may be NULL). Returns NULL with *err set on failure. */
 kv_evaluator *kv_evaluator_new(const kv_evaluator_config *cfg, const char *command,
                                const char *work_dir, const json_t *sections, char **err);
+/* An evaluator for a built-in kernel task: each child runs as `WORKER eval
+ * --job FILE`, FILE the document of JOB (a template from
+ * kv_eval_job_template, copied) with the child's program, stage, run
+ * folder and parent added. DEVICES[0..N_DEVICES) are the backend's devices
+ * the evaluations take turns on: a worker asks for its device over a
+ * channel (its descriptor 3) once it has compiled, and its clock stops
+ * until it holds one, so compiles overlap and waiting is not its time.
+ * Returns NULL with *err set on failure. */
+kv_evaluator *kv_evaluator_new_task(const kv_evaluator_config *cfg, const kv_job *job,
+                                    const char *worker, const int *devices, size_t n_devices,
+                                    const char *work_dir, char **err);
 void kv_evaluator_free(kv_evaluator *ev);
 
 /* Queues SOURCE for evaluation as ticket TICKET; the file is named
  * "<ticket><suffix>" in the work dir. Starts at once when a slot of
  * parallel_evaluations is free. Returns 0 or -1. */
 int kv_evaluator_submit(kv_evaluator *ev, int64_t ticket, const char *source, const char *suffix);
-/* The same for a child: its parent's metrics PARENT_METRICS (may be NULL)
- * are written to "<ticket><suffix>.parent_metrics.json" beside the program
- * and named by $KEVOLVE_PARENT_METRICS in the evaluator's environment (an
- * evaluator may stop early when a child cannot beat its parent). */
+/* The same for a child. An external evaluator gets its parent's metrics
+ * PARENT_METRICS (may be NULL), written to
+ * "<ticket><suffix>.parent_metrics.json" beside the program and named by
+ * $KEVOLVE_PARENT_METRICS in its environment (it may stop early when a
+ * child cannot beat its parent); a kernel task's job gets PARENT_SCREEN
+ * ({"combined_score", "speedup": {scenario: x}}, may be NULL) to screen
+ * against. */
 int kv_evaluator_submit_child(kv_evaluator *ev, int64_t ticket, const char *source,
-                              const char *suffix, const json_t *parent_metrics);
+                              const char *suffix, const json_t *parent_metrics,
+                              const json_t *parent_screen);
 /* Names the run's output folder: every evaluation from now on gets it as
  * $KEVOLVE_RUN_DIR (the kernel harness keeps its per-run caches there). */
 void kv_evaluator_set_run_dir(kv_evaluator *ev, const char *run_dir);

@@ -91,7 +91,7 @@ static char *tool_output(char **argv, char **err)
     return out;
 }
 
-char *kv_artifact_hash(kv_backend_kind backend, const kv_compiled *c, char **err)
+char *kv_artifact_hash(const kv_backend *backend, const kv_compiled *c, char **err)
 {
     size_t len = 0;
     char *so = kv_read_file(c->lib_path, &len);
@@ -108,7 +108,8 @@ char *kv_artifact_hash(kv_backend_kind backend, const kv_compiled *c, char **err
         return NULL;
     }
     char *extra = NULL;
-    if (backend == KV_BACKEND_OPENCL && c->device_source) {
+    int device_code = kv_backend_has(backend, KV_CAP_DEVICE_CODE) && c->device_source;
+    if (device_code) {
         /* The device code after the preprocessor: what the driver builds. */
         char *path = kv_asprintf("%s.cl", c->lib_path);
         if (!kv_is_file(path)) kv_write_file(path, c->device_source, strlen(c->device_source));
@@ -118,7 +119,7 @@ char *kv_artifact_hash(kv_backend_kind backend, const kv_compiled *c, char **err
         extra = tool_output(argv, err);
         free(path);
     }
-    if (backend == KV_BACKEND_OPENCL && c->device_source && !extra) {
+    if (device_code && !extra) {
         kv_buf_free(&b);
         return NULL;
     }
@@ -136,16 +137,15 @@ char *kv_artifact_hash(kv_backend_kind backend, const kv_compiled *c, char **err
 
 /* The file that keeps KEY's verdict for HASH in this run, or NULL. Kept only
  * where the candidate cannot write it (Landlock). */
-static char *verdict_path(const char *key, const char *hash)
+static char *verdict_path(const char *run, const char *key, const char *hash)
 {
-    const char *run = getenv("KEVOLVE_RUN_DIR");
     if (!run || !*run || kv_landlock_abi() <= 0) return NULL;
     return kv_asprintf("%s/artifacts/%s-%s.json", run, key, hash);
 }
 
-json_t *kv_artifact_verdict_load(const char *key, const char *hash)
+json_t *kv_artifact_verdict_load(const char *run_dir, const char *key, const char *hash)
 {
-    char *path = verdict_path(key, hash);
+    char *path = verdict_path(run_dir, key, hash);
     char *text = path ? kv_read_file(path, NULL) : NULL;
     json_t *v = text ? kv_json_loads(text) : NULL;
     free(text);
@@ -157,9 +157,10 @@ json_t *kv_artifact_verdict_load(const char *key, const char *hash)
     return v;
 }
 
-void kv_artifact_verdict_save(const char *key, const char *hash, const json_t *verdict)
+void kv_artifact_verdict_save(const char *run_dir, const char *key, const char *hash,
+                              const json_t *verdict)
 {
-    char *path = verdict_path(key, hash);
+    char *path = verdict_path(run_dir, key, hash);
     if (!path) return;
     char *dir = kv_path_dirname(path);
     kv_mkdir_p(dir, 0755);

@@ -18,12 +18,14 @@
 #include <jansson.h>
 
 /* The artifact hash of C (16 hex digits, malloc'd), or NULL with *ERR. */
-char *kv_artifact_hash(kv_backend_kind backend, const kv_compiled *c, char **err);
+char *kv_artifact_hash(const kv_backend *backend, const kv_compiled *c, char **err);
 
-/* The verdict kept for artifact HASH under KEY (task, backend, mode) in this
- * run ($KEVOLVE_RUN_DIR), or NULL when there is none or no run. */
-json_t *kv_artifact_verdict_load(const char *key, const char *hash);
-/* Keeps VERDICT for HASH under KEY in this run (a no-op outside a run). */
-void kv_artifact_verdict_save(const char *key, const char *hash, const json_t *verdict);
+/* The verdict kept for artifact HASH under KEY (task, backend, mode,
+ * scenario set) in the run's folder RUN_DIR, or NULL when there is none or
+ * no run (RUN_DIR NULL). */
+json_t *kv_artifact_verdict_load(const char *run_dir, const char *key, const char *hash);
+/* Keeps VERDICT for HASH under KEY in the run RUN_DIR (nothing without one). */
+void kv_artifact_verdict_save(const char *run_dir, const char *key, const char *hash,
+                              const json_t *verdict);
 
 #endif

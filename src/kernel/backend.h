@@ -1,4 +1,11 @@
-/* The two halves every backend (cpu, opencl, cuda) implements.
+/* The backends (cpu, opencl, cuda) as one table, and the two halves each
+ * one implements.
+ *
+ * A backend is a row of the table (kv_backend): its name, the suffixes of
+ * its candidate files, its capabilities, its toolchain, how it counts its
+ * devices and the constructors of its halves. The rest of the harness asks
+ * what a backend can do (kv_backend_has), never which one it is: a new
+ * backend is one folder under src/kernel and one row in backend.c.
  *
  * The judge's half (kv_jdev) runs in the judge, which never loads candidate
  * code: it opens the device for its own use, makes arenas (the memory a
@@ -23,6 +30,89 @@
 #include <stddef.h>
 #include <stdint.h>
 
+typedef struct kv_jdev kv_jdev;
+typedef struct kv_rdev kv_rdev;
+
+/* What a backend can do; the judge decides by these. */
+enum {
+    /* The judge writes a timed block's inputs on the device inside the timed
+     * window (with its own helper kernels), so no input exists before the
+     * clock starts: nothing to watch between blocks, and a device's memory,
+     * not the host's caches, bounds the fastest plausible time. */
+    KV_CAP_DEVICE_INPUTS = 1u << 0,
+    /* The device runtime starts threads of its own in the runner: only
+     * processes left running count against the candidate. */
+    KV_CAP_RUNTIME_THREADS = 1u << 1,
+    /* The runner stages data between the judge's shared memory and a device
+     * of its own inside the timed window (the transfers are calibrated, and
+     * outputs are read again through the runner); its runtime's threads
+     * wind down for milliseconds after a block. */
+    KV_CAP_STAGED = 1u << 2,
+    /* A candidate carries device code the runner's driver builds when it is
+     * loaded: kept beside the shared object, hashed after the preprocessor,
+     * built into a cache folder of the program's own, and its first call
+     * gets time for the driver's build. */
+    KV_CAP_DEVICE_CODE = 1u << 3,
+    /* Code is compiled for the device's architecture, which a probe of the
+     * device names (cuda: "sm_90a"). */
+    KV_CAP_ARCH = 1u << 4,
+    /* Stage 3 runs the runner under compute-sanitizer memcheck. */
+    KV_CAP_MEMCHECK = 1u << 5,
+    /* A task's device reference (kv_task.reference_cuda) runs in the judge. */
+    KV_CAP_DEVICE_REFERENCE = 1u << 6,
+};
+
+/* How a backend's sources are compiled (compile.c). */
+typedef enum kv_toolchain {
+    KV_TOOLCHAIN_CC = 0, /* the system C compiler, into a shared object */
+    KV_TOOLCHAIN_NVCC    /* nvcc, CUDA C++ into a shared object for the device's architecture */
+} kv_toolchain;
+
+typedef struct kv_backend {
+    const char *name;            /* "cpu", "opencl", "cuda" */
+    const char *const *suffixes; /* of its candidate files, NULL-terminated; [0] its own */
+    unsigned caps;               /* KV_CAP_* */
+    kv_toolchain toolchain;
+    const char *const *cflags; /* extra compiler flags (before the source), NULL-terminated */
+    const char *const *libs;   /* libraries to link (after it), NULL-terminated */
+    const char *helpers;       /* embedded source of the judge's own kernels, or NULL */
+    /* CPU the runner's process may use between timed blocks: FLOOR_S plus
+     * PER_GAP of the time since its last block; and while the judge shares
+     * a block's inputs: BURST_FLOOR_S plus PER_BURST of that copy's time. */
+    double idle_floor_s, idle_per_gap, burst_floor_s, per_burst;
+    /* The longest a call may take below the roofline's floor, as a share of
+     * it, before the time is called implausible. */
+    double roofline_slack;
+    /* Extra seconds for the first call of a new program (a driver's build). */
+    double first_call_grace_s;
+    /* Bytes of the large transfer the clock's calibration times. */
+    size_t calib_bytes;
+    /* The constructors of the two halves; NULL when this binary was built
+     * without the backend (NOT_BUILT says why). */
+    kv_jdev *(*jdev_new)(void);
+    kv_rdev *(*rdev_new)(void);
+    /* The devices this machine offers, as a JSON array of objects ({"index",
+     * "name", ...}; new reference), or NULL with *ERR ("no CUDA device:
+     * ..."). Run it in a worker child: a driver may crash. */
+    json_t *(*devices)(char **err);
+    const char *not_built;
+} kv_backend;
+
+/* The backend named NAME, or NULL. */
+const kv_backend *kv_backend_find(const char *name);
+/* The Ith backend of the table (NULL past the end). */
+const kv_backend *kv_backend_at(size_t i);
+/* The backend whose suffix PATH ends with; the first of the table (cpu)
+ * when none does. */
+const kv_backend *kv_backend_for_path(const char *path);
+/* 1 when B has every capability of CAPS. */
+int kv_backend_has(const kv_backend *b, unsigned caps);
+/* The names of the table's backends, "cpu, opencl, cuda" (static). */
+const char *kv_backend_names(void);
+/* The embedded source, among NAMES (NULL-terminated; may be NULL), that is
+ * B's: the first whose suffix is one of B's; NULL when none. */
+const char *kv_backend_source_for(const kv_backend *b, const char *const *names);
+
 /* An arena on the judge's side. */
 typedef struct kv_arena {
     uint32_t id;
@@ -33,11 +123,10 @@ typedef struct kv_arena {
     unsigned char ipc[64]; /* cuda: the IPC handle handed to the runner */
 } kv_arena;
 
-typedef struct kv_jdev kv_jdev;
 struct kv_jdev {
-    kv_backend_kind kind;
-    const char *name;
+    const kv_backend *backend;
     void *state;
+    int index; /* the device to open (the backend's own numbering), set before open */
     /* Device facts, filled by open: the bandwidth used for roofline
      * fractions, the fastest any kernel could plausibly reach (the floor
      * uses it), and the size of the last-level cache to outsize. */
@@ -51,10 +140,6 @@ struct kv_jdev {
      * after it is a guard page in the runner. */
     size_t align, margin;
     int page_guards;
-    /* On the device (cuda): the judge writes a block's inputs inside the
-     * timed window (gen_normal), because data already on the device could
-     * be worked on by the candidate before the clock starts. */
-    int device_inputs;
     /* cuda: the shared object of the judge's helper kernels, set before open. */
     const char *helpers;
 
@@ -93,20 +178,18 @@ struct kv_jdev {
                          uint64_t seed, size_t *n, char **err);
 };
 
-/* The judge's half of KIND, ready for open, or NULL with *ERR when it is
- * not built into this binary. Free with kv_jdev_free (closes it). */
-kv_jdev *kv_jdev_new(kv_backend_kind kind, char **err);
+/* The judge's half of backend B for its device INDEX, ready for open, or
+ * NULL with *ERR when it is not built into this binary. Free with
+ * kv_jdev_free (closes it). */
+kv_jdev *kv_jdev_new(const kv_backend *b, int index, char **err);
 void kv_jdev_free(kv_jdev *b);
-kv_jdev *kv_jdev_cpu_new(void);
-kv_jdev *kv_jdev_opencl_new(void); /* NULL when not built */
-kv_jdev *kv_jdev_cuda_new(void);
 
 /* ---- the runner's half ---- */
 
-typedef struct kv_rdev kv_rdev;
 struct kv_rdev {
-    kv_backend_kind kind;
+    const kv_backend *backend;
     void *state;
+    int index; /* the device to open, set before open */
     int (*open)(kv_rdev *b, char **err);
     /* Maps the arena M describes (FD: its memfd on cpu and opencl). */
     int (*map)(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err);
@@ -118,10 +201,18 @@ struct kv_rdev {
     int (*run)(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply);
 };
 
-kv_rdev *kv_rdev_new(kv_backend_kind kind, char **err);
+kv_rdev *kv_rdev_new(const kv_backend *b, int index, char **err);
+
+/* The rows' constructors and device lists (each backend's own file). */
+kv_jdev *kv_jdev_cpu_new(void);
 kv_rdev *kv_rdev_cpu_new(void);
+json_t *kv_cpu_devices(char **err);
+kv_jdev *kv_jdev_opencl_new(void);
 kv_rdev *kv_rdev_opencl_new(void);
+json_t *kv_opencl_devices(char **err);
+kv_jdev *kv_jdev_cuda_new(void);
 kv_rdev *kv_rdev_cuda_new(void);
+json_t *kv_cuda_devices(char **err);
 
 /* The harness's name for a CUDA runtime error a kv_launch returned (task.h
  * asks CUDA candidates to return cudaGetLastError()), or NULL. */

@@ -11,10 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-char *kv_baseline_path(const char *cache_dir, const char *key)
+char *kv_baseline_path(const char *run_dir, const char *cache_dir, const char *key)
 {
-    const char *run = getenv("KEVOLVE_RUN_DIR");
-    if (run && *run) return kv_asprintf("%s/baseline-%s.json", run, key);
+    if (run_dir && *run_dir) return kv_asprintf("%s/baseline-%s.json", run_dir, key);
     return kv_asprintf("%s/baseline/%s.json", cache_dir, key);
 }
 

@@ -10,9 +10,10 @@
 
 #include <jansson.h>
 
-/* The file that keeps the baseline of KEY ("task-backend-mode-hash") under
- * $KEVOLVE_RUN_DIR when set (one run), else CACHE_DIR (malloc'd). */
-char *kv_baseline_path(const char *cache_dir, const char *key);
+/* The file that keeps the baseline of KEY ("task-backend-device-mode-set-
+ * hash") in the run's folder RUN_DIR when there is one, else under
+ * CACHE_DIR (malloc'd). */
+char *kv_baseline_path(const char *run_dir, const char *cache_dir, const char *key);
 
 /* The kept entry at PATH when it is younger than MAX_AGE_S seconds, else
  * NULL. An entry: {"saved_at": unix seconds, "device": {...}, "telemetry":

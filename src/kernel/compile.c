@@ -26,15 +26,6 @@ void kv_compiled_clear(kv_compiled *c)
     memset(c, 0, sizeof *c);
 }
 
-char *kv_cache_dir_default(void)
-{
-    const char *env = getenv("KEVOLVE_CACHE_DIR");
-    if (env && *env) return kv_strdup(env);
-    const char *home = getenv("HOME");
-    if (!home || !*home) home = "/tmp";
-    return kv_asprintf("%s/.cache/kevolve/kernels", home);
-}
-
 char *kv_find_nvcc(void)
 {
     const char *env = getenv("KEVOLVE_NVCC");
@@ -159,11 +150,11 @@ json_t *kv_parse_ptxas(const char *log)
 
 /* Builds the compiler command line for BACKEND into ARGV (strings owned by
  * the caller's list OWNED). Returns the compiler path or NULL with *ERR. */
-static int build_argv(kv_backend_kind backend, const char *inc, const char *arch, const char *src,
+static int build_argv(const kv_backend *backend, const char *inc, const char *arch, const char *src,
                       const char *out, char **argv, char **owned, char **err)
 {
     int n = 0, o = 0;
-    if (backend == KV_BACKEND_CUDA) {
+    if (backend->toolchain == KV_TOOLCHAIN_NVCC) {
         char *nvcc = kv_find_nvcc();
         if (!nvcc) {
             *err = kv_strdup("nvcc not found (set KEVOLVE_NVCC or CUDA_HOME)");
@@ -206,23 +197,23 @@ static int build_argv(kv_backend_kind backend, const char *inc, const char *arch
         argv[n++] = "-Wall";
         owned[o] = kv_asprintf("-I%s", inc);
         argv[n++] = owned[o++];
-        if (backend == KV_BACKEND_OPENCL) argv[n++] = "-DCL_TARGET_OPENCL_VERSION=120";
+        for (const char *const *f = backend->cflags; f && *f; f++)
+            argv[n++] = (char *)*f;
         argv[n++] = "-o";
         argv[n++] = (char *)out;
         argv[n++] = "-x";
         argv[n++] = "c";
         argv[n++] = (char *)src;
-        if (backend == KV_BACKEND_OPENCL) argv[n++] = "-lOpenCL";
-        argv[n++] = "-lm";
-        argv[n++] = "-lpthread";
+        for (const char *const *l = backend->libs; l && *l; l++)
+            argv[n++] = (char *)*l;
     }
     argv[n] = NULL;
     owned[o] = NULL;
     return 0;
 }
 
-int kv_compile(kv_backend_kind backend, const char *source, const char *cache_dir, const char *arch,
-               kv_compiled *out, char **err)
+int kv_compile(const kv_backend *backend, const char *source, const char *cache_dir,
+               const char *arch, kv_compiled *out, char **err)
 {
     memset(out, 0, sizeof *out);
     if (kv_mkdir_p(cache_dir, 0755) != 0) {
@@ -240,7 +231,7 @@ int kv_compile(kv_backend_kind backend, const char *source, const char *cache_di
         return -1;
     }
     kv_buf keytext = KV_BUF_INIT;
-    kv_buf_printf(&keytext, "backend=%d arch=%s\n", (int)backend, arch ? arch : "");
+    kv_buf_printf(&keytext, "backend=%s arch=%s\n", backend->name, arch ? arch : "");
     for (int i = 0; argv[i]; i++)
         kv_buf_printf(&keytext, "%s ", argv[i]);
     kv_buf_printf(&keytext, "\n%s\n", tool_version(argv[0]));
@@ -253,7 +244,7 @@ int kv_compile(kv_backend_kind backend, const char *source, const char *cache_di
 
     out->key = kv_strdup(hex);
     out->lib_path = kv_asprintf("%s/%s.so", cache_dir, hex);
-    if (backend == KV_BACKEND_OPENCL) out->device_source = kv_strdup(source);
+    if (kv_backend_has(backend, KV_CAP_DEVICE_CODE)) out->device_source = kv_strdup(source);
     char *log_path = kv_asprintf("%s/%s.log", cache_dir, hex);
     char *fail_path = kv_asprintf("%s/%s.failed", cache_dir, hex);
     char *src_path = kv_asprintf("%s/%s.%d.src", cache_dir, hex, (int)getpid());
@@ -301,7 +292,8 @@ int kv_compile(kv_backend_kind backend, const char *source, const char *cache_di
         for (int i = 0; owned[i]; i++)
             free(owned[i]);
     }
-    if (rc >= 0 && backend == KV_BACKEND_CUDA) out->resources = kv_parse_ptxas(out->log);
+    if (rc >= 0 && backend->toolchain == KV_TOOLCHAIN_NVCC)
+        out->resources = kv_parse_ptxas(out->log);
     free(log_path);
     free(fail_path);
     free(src_path);

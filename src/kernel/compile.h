@@ -10,32 +10,31 @@
 #ifndef KV_KERNEL_COMPILE_H
 #define KV_KERNEL_COMPILE_H
 
+#include "kernel/backend.h"
+
 #include <kevolve/task.h>
 
 #include <jansson.h>
 
 typedef struct kv_compiled {
     char *lib_path;      /* shared object exporting kv_launch */
-    char *device_source; /* opencl: the text to build with clBuildProgram; else NULL */
+    char *device_source; /* KV_CAP_DEVICE_CODE: the text the runner's driver builds; else NULL */
     char *log;           /* compiler output ("" when silent) */
     char *key;           /* cache key, 16 hex digits */
     int cached;          /* 1 when the cache already held it */
     double seconds;      /* compile time (0 when cached) */
     json_t
-        *resources; /* cuda: {"registers","shared_bytes","spill_bytes","stack_bytes"}; else NULL */
+        *resources; /* nvcc: {"registers","shared_bytes","spill_bytes","stack_bytes"}; else NULL */
 } kv_compiled;
 
 void kv_compiled_clear(kv_compiled *c);
-
-/* $KEVOLVE_CACHE_DIR, else ~/.cache/kevolve/kernels (malloc'd). */
-char *kv_cache_dir_default(void);
 
 /* Compiles SOURCE for BACKEND (ARCH: "sm_90a" style for cuda, else
  * ignored) into CACHE_DIR (created when missing). Returns 0 and fills OUT;
  * 1 when the source does not compile (OUT->log says why); -1 when the
  * harness cannot compile at all (no compiler, unwritable cache), with *ERR. */
-int kv_compile(kv_backend_kind backend, const char *source, const char *cache_dir, const char *arch,
-               kv_compiled *out, char **err);
+int kv_compile(const kv_backend *backend, const char *source, const char *cache_dir,
+               const char *arch, kv_compiled *out, char **err);
 
 /* Parses ptxas -v output into {"registers","shared_bytes","spill_bytes",
  * "stack_bytes"} (maxima over kernels), or NULL when it reports nothing. */

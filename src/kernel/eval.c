@@ -1,9 +1,10 @@
-/* The harness's entry (see harness.h): in the caller's process it reads and
- * compiles the candidate, the baseline, the task's device reference and the
- * judge's own kernels (cached), takes the device lock (waiting a bounded
- * time), runs the judge in a forked child (judge.h), which runs the
- * candidate in a sandboxed runner of its own, and turns the judge's report
- * into the evaluator's JSON. */
+/* The harness's entry (see harness.h): in the caller's process it reads the
+ * job, compiles the candidate, the baseline, the task's device reference and
+ * the judge's own kernels (cached), takes its device (from the evaluator's
+ * slot channel, then the device's lock against other processes; the wait is
+ * not charged to the job's budget), runs the judge in a forked child
+ * (judge.h), which runs the candidate in a sandboxed runner of its own, and
+ * turns the judge's report into the evaluator's JSON. */
 #include "kernel/harness.h"
 #include "kernel/artifact.h"
 #include "kernel/backend.h"
@@ -17,7 +18,9 @@
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/fs.h"
+#include "util/hash.h"
 #include "util/json.h"
+#include "util/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,46 +32,6 @@
 #include <time.h>
 #include <unistd.h>
 
-void kv_kernel_opts_init(kv_kernel_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    o->backend = KV_BACKEND_CPU;
-    o->total_timeout_s = 900;
-    o->baseline_max_age_s = 900;
-    o->lock_wait_s = 600;
-}
-
-const char *kv_backend_kind_name(kv_backend_kind k)
-{
-    switch (k) {
-    case KV_BACKEND_CPU:
-        return "cpu";
-    case KV_BACKEND_OPENCL:
-        return "opencl";
-    case KV_BACKEND_CUDA:
-        return "cuda";
-    default:
-        return "?";
-    }
-}
-
-int kv_backend_kind_parse(const char *name, kv_backend_kind *out)
-{
-    for (int k = 0; k < KV_BACKEND_COUNT; k++)
-        if (name && strcmp(name, kv_backend_kind_name((kv_backend_kind)k)) == 0) {
-            *out = (kv_backend_kind)k;
-            return 0;
-        }
-    return -1;
-}
-
-kv_backend_kind kv_backend_kind_for_path(const char *path)
-{
-    if (kv_ends_with(path, ".cu") || kv_ends_with(path, ".cuh")) return KV_BACKEND_CUDA;
-    if (kv_ends_with(path, ".cl")) return KV_BACKEND_OPENCL;
-    return KV_BACKEND_CPU;
-}
-
 /* Turns a child's "no_device"/"not_built" failure or death into *ERR. */
 static char *outcome_error(const kv_worker_outcome *w, const char *what)
 {
@@ -79,27 +42,35 @@ static char *outcome_error(const kv_worker_outcome *w, const char *what)
     return kv_asprintf("%s: worker exited with status %d", what, w->exit_code);
 }
 
-int kv_kernel_probe(kv_backend_kind backend, json_t **info, char **err)
+/* Worker entry: lists the devices of the backend CTX names. */
+static void list_devices_main(void *ctx)
 {
-    *info = NULL;
-    kv_kernel_opts o;
-    kv_kernel_opts_init(&o);
-    kv_judge_ctx ctx = {.opts = &o, .kind = backend, .probe_only = 1};
+    const kv_backend *b = ctx;
+    if (!b->devices) kv_worker_fail("not_built", NULL, "%s", b->not_built);
+    char *err = NULL;
+    json_t *list = b->devices(&err);
+    if (!list) kv_worker_fail("no_device", NULL, "%s", err ? err : "no device");
+    json_t *res = json_pack("{s:o}", "devices", list);
+    kv_worker_result(res);
+    json_decref(res);
+}
+
+int kv_kernel_devices(const char *backend, json_t **list, char **err)
+{
+    *list = NULL;
+    const kv_backend *b = kv_backend_find(backend);
+    if (!b) {
+        *err = kv_asprintf("unknown backend '%s' (%s)", backend ? backend : "", kv_backend_names());
+        return -1;
+    }
     kv_worker_outcome w;
-    if (kv_worker_run(kv_judge_main, &ctx, 120, &w, err) != 0) return -1;
+    if (kv_worker_run(list_devices_main, (void *)b, 60, &w, err) != 0) return -1;
     int rc = 0;
     if (w.result) {
-        *info = json_incref(json_object_get(w.result, "device"));
+        *list = json_incref(json_object_get(w.result, "devices"));
     } else {
-        const char *kind = backend == KV_BACKEND_CUDA     ? "no CUDA device"
-                           : backend == KV_BACKEND_OPENCL ? "no OpenCL device"
-                                                          : "no CPU device";
-        char *why = outcome_error(&w, "probe");
-        const char *d = w.fail_detail ? w.fail_detail : "";
-        *err = w.fail_code && (strcmp(w.fail_code, "not_built") == 0 || kv_starts_with(d, kind))
-                   ? kv_strdup(d)
-                   : kv_asprintf("%s: %s", kind, why);
-        free(why);
+        *err = w.fail_detail && w.fail_code ? kv_strdup(w.fail_detail)
+                                            : outcome_error(&w, "listing the devices");
         rc = -1;
     }
     kv_worker_outcome_clear(&w);
@@ -191,13 +162,14 @@ static char *read_source(const char *path, char **err)
     return src;
 }
 
-/* Opens (creating) CACHE/gpu.lock and takes it exclusively, waiting at most
- * WAIT_S seconds. Returns the descriptor (close-on-exec: no process started
- * later holds it), or -1 with *ERR ("device busy: ..."). Waiting is not
- * counted in the judge's deadline. */
-static int take_lock(const char *cache, double wait_s, char **err)
+/* Takes the lock of DEVICE of backend B (CACHE/device-B-N.lock)
+ * exclusively, waiting at most WAIT_S seconds: other processes (another
+ * run, a `kevolve eval` by hand) time on the device too. Returns the
+ * descriptor (close-on-exec: no process started later holds it), or -1
+ * with *ERR ("device busy: ..."). */
+static int take_lock(const char *cache, const kv_backend *b, int device, double wait_s, char **err)
 {
-    char *path = kv_asprintf("%s/gpu.lock", cache);
+    char *path = kv_asprintf("%s/device-%s-%d.lock", cache, b->name, device);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
         *err = kv_asprintf("cannot open the device lock %s: %s", path, strerror(errno));
@@ -227,25 +199,44 @@ static int take_lock(const char *cache, double wait_s, char **err)
     return fd;
 }
 
+/* Takes the job's device: from the evaluator's slot channel when the job
+ * has one (the evaluator hands out each device to one job at a time), else
+ * the job's own; then its lock against other processes. Sets *DEVICE and
+ * returns the lock's descriptor, or -1 with *ERR. The time it waits is not
+ * the job's: its budget moves by it. */
+static int take_device(const kv_job *job, const kv_backend *b, const char *cache, int *device,
+                       char **err)
+{
+    double t0 = kv_now_s();
+    *device = job->device;
+    if (job->slot_fd >= 0 && (*device = kv_slot_ask(job->slot_fd, err)) < 0) return -1;
+    double wait = job->limits.device_wait_s > 0 ? job->limits.device_wait_s : 600;
+    int fd = take_lock(cache, b, *device, wait, err);
+    if (fd >= 0 && job->slot_fd >= 0) kv_slot_tell(job->slot_fd, KV_SLOT_HOLD);
+    kv_proc_extend_budget(kv_now_s() - t0);
+    return fd;
+}
+
 /* Compiles the task's own embedded source NAME (baseline, reference, the
- * judge's kernels) for BACKEND into C. */
-static int compile_own(kv_backend_kind backend, const char *name, const char *what,
-                       const char *cache, const char *arch, kv_compiled *c, char **err)
+ * judge's kernels) for backend B into C. */
+static int compile_own(const kv_backend *b, const char *name, const char *what, const char *cache,
+                       const char *arch, kv_compiled *c, char **err)
 {
     const char *text = name ? kv_embedded_text(name) : NULL;
     if (!text) {
-        *err = kv_asprintf("%s %s is not embedded in this binary", what, name ? name : "(none)");
+        *err = kv_asprintf("%s %s is not embedded in this binary", what,
+                           name ? name : "(none for this backend)");
         return -1;
     }
-    if (kv_compile(backend, text, cache, arch, c, err) != 0) {
+    if (kv_compile(b, text, cache, arch, c, err) != 0) {
         if (!*err) *err = kv_asprintf("%s %s does not compile: %s", what, name, c->log);
         return -1;
     }
     return 0;
 }
 
-/* opencl: the device code of C, in a file beside its shared object, for the
- * runner to build (malloc'd path), or NULL. */
+/* KV_CAP_DEVICE_CODE: the device code of C, in a file beside its shared
+ * object, for the runner to build (malloc'd path), or NULL. */
 static char *device_source_file(const kv_compiled *c)
 {
     if (!c->device_source) return NULL;
@@ -260,17 +251,9 @@ static char *device_source_file(const kv_compiled *c)
     return path;
 }
 
-/* The kevolve binary the runners re-execute. */
-static const char *self_exe(const kv_kernel_opts *o)
-{
-    if (o->self_exe) return o->self_exe;
-    const char *env = getenv("KEVOLVE_BINARY");
-    return env && *env ? env : NULL; /* NULL: /proc/self/exe */
-}
-
 /* Turns the judge's outcome W into *RESULT (a verdict), or *ERR for the
  * harness's own failures. Returns 0 or -1. */
-static int verdict(const kv_kernel_opts *o, kv_worker_outcome *w, double timeout, json_t *artifacts,
+static int verdict(const kv_job *job, kv_worker_outcome *w, double timeout, json_t *artifacts,
                    json_t **result, char **err)
 {
     if (w->phase) json_object_set_new(artifacts, "last_phase", json_string(w->phase));
@@ -281,7 +264,7 @@ static int verdict(const kv_kernel_opts *o, kv_worker_outcome *w, double timeout
         json_object_foreach(w->fail_extra, k, v) json_object_set(artifacts, k, v);
     }
     if (w->result) {
-        *result = accepted(o->stage, w->result, artifacts);
+        *result = accepted(job->stage, w->result, artifacts);
         return 0;
     }
     if (w->fail_code &&
@@ -297,8 +280,9 @@ static int verdict(const kv_kernel_opts *o, kv_worker_outcome *w, double timeout
     /* The judge itself died or overran: the harness's failure, not a verdict
      * on the candidate (whose process is a runner the judge watches). */
     if (w->timed_out)
-        *err = kv_asprintf("harness_error: the judge exceeded its %g s limit during %s", timeout,
-                           w->phase ? w->phase : "startup");
+        *err = kv_asprintf("harness_error: the judge exceeded what was left of the job's %g s "
+                           "(limits.total_s; %.0f s at its start) during %s",
+                           job->limits.total_s, timeout, w->phase ? w->phase : "startup");
     else
         *err = kv_asprintf("harness_error: the judge died (%s %d) during %s",
                            w->signal ? kv_worker_signal_name(w->signal) : "exit",
@@ -316,49 +300,152 @@ static uint64_t unpredictable_seed(void)
     return s;
 }
 
-int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
+/* 1 when scenario SH is in the job's set: its name, or one of its tags. */
+static int in_set(const kv_job *job, const kv_shape *sh)
+{
+    for (size_t i = 0; i < job->n_scenarios; i++) {
+        const char *want = job->scenarios[i];
+        if (strcmp(want, sh->name) == 0) return 1;
+        size_t n = strlen(want);
+        for (const char *t = sh->tags; t && *t;) {
+            size_t len = strcspn(t, ",");
+            if (len == n && strncmp(t, want, n) == 0) return 1;
+            t += len + (t[len] == ',');
+        }
+    }
+    return 0;
+}
+
+/* The task TASK with its scenarios cut to the job's set, into *VIEW (its
+ * scenario array in *OWNED, to free). Returns 0, or -1 with *ERR naming an
+ * entry of the set that matches no scenario. */
+static int scenario_view(const kv_task *task, const kv_job *job, kv_task *view, kv_shape **owned,
+                         char **err)
+{
+    *view = *task;
+    *owned = NULL;
+    if (!job->n_scenarios) return 0;
+    for (size_t i = 0; i < job->n_scenarios; i++) {
+        kv_job one = *job;
+        one.scenarios = &job->scenarios[i];
+        one.n_scenarios = 1;
+        int any = 0;
+        for (int s = 0; s < task->num_scenarios && !any; s++)
+            any = in_set(&one, &task->scenarios[s]);
+        if (!any) {
+            kv_buf names = KV_BUF_INIT;
+            for (int s = 0; s < task->num_scenarios; s++)
+                kv_buf_printf(&names, "%s%s", s ? ", " : "", task->scenarios[s].name);
+            *err = kv_asprintf("scenario '%s' is neither a scenario nor a tag of task %s "
+                               "(scenarios: %s)",
+                               job->scenarios[i], task->name, names.data);
+            kv_buf_free(&names);
+            return -1;
+        }
+    }
+    *owned = kv_calloc((size_t)task->num_scenarios, sizeof **owned);
+    int n = 0;
+    for (int s = 0; s < task->num_scenarios; s++)
+        if (in_set(job, &task->scenarios[s])) (*owned)[n++] = task->scenarios[s];
+    view->scenarios = *owned;
+    view->num_scenarios = n;
+    return 0;
+}
+
+/* A short key of the job's scenario set, for the files kept per run ("all"
+ * or a hash of the names). */
+static void set_key(const kv_task *view, const kv_task *task, char out[17])
+{
+    if (view->num_scenarios == task->num_scenarios) {
+        snprintf(out, 17, "all");
+        return;
+    }
+    kv_buf b = KV_BUF_INIT;
+    for (int i = 0; i < view->num_scenarios; i++)
+        kv_buf_printf(&b, "%s\n", view->scenarios[i].name);
+    kv_hash_hex(kv_hash64(b.data, b.len), out);
+    kv_buf_free(&b);
+}
+
+/* The architecture to compile for: the job's, else that of its device (a
+ * worker child lists the devices). Returns a malloc'd name or NULL with *ERR. */
+static char *device_arch(const kv_job *job, const kv_backend *b, int device, char **err)
+{
+    if (job->arch) return kv_strdup(job->arch);
+    json_t *list = NULL;
+    if (kv_kernel_devices(b->name, &list, err) != 0) return NULL;
+    char *arch = NULL;
+    size_t i;
+    json_t *d;
+    json_array_foreach(list, i, d)
+    {
+        if (json_integer_value(json_object_get(d, "index")) == device)
+            arch = kv_strdup(json_string_value(json_object_get(d, "arch")));
+    }
+    json_decref(list);
+    if (!arch) *err = kv_asprintf("no %s device %d on this machine", b->name, device);
+    return arch;
+}
+
+int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
 {
     *result = NULL;
-    const kv_task *task = kv_task_find(o->task);
+    *err = NULL;
+    /* The job's one budget: what this process and everything it starts may
+     * take, less the time it waits for its device. */
+    kv_proc_set_budget(job->limits.total_s > 0 ? job->limits.total_s : 900);
+    const kv_task *task = kv_task_find(job->task);
     if (!task) {
         kv_buf names = KV_BUF_INIT;
         for (size_t i = 0; kv_task_at(i); i++)
             kv_buf_printf(&names, "%s%s", i ? ", " : "", kv_task_at(i)->name);
-        *err = kv_asprintf("unknown task '%s' (known: %s)", o->task ? o->task : "", names.data);
+        *err = kv_asprintf("unknown task '%s' (known: %s)", job->task ? job->task : "", names.data);
         kv_buf_free(&names);
         return -1;
     }
-    if (!o->candidate) {
+    if (!job->candidate) {
         *err = kv_strdup("no candidate file given");
         return -1;
     }
-    char *src = read_source(o->candidate, err);
-    if (!src) return -1;
+    const kv_backend *backend = !job->backend || strcmp(job->backend, "auto") == 0
+                                    ? kv_backend_for_path(job->candidate)
+                                    : kv_backend_find(job->backend);
+    if (!backend) {
+        *err = kv_asprintf("unknown backend '%s' (%s or auto)", job->backend, kv_backend_names());
+        return -1;
+    }
+    kv_task view;
+    kv_shape *view_scenarios = NULL;
+    if (scenario_view(task, job, &view, &view_scenarios, err) != 0) return -1;
+    char *src = read_source(job->candidate, err);
+    if (!src) {
+        free(view_scenarios);
+        return -1;
+    }
     json_t *artifacts = json_object();
     json_object_set_new(artifacts, "task", json_string(task->name));
-    json_object_set_new(artifacts, "backend", json_string(kv_backend_kind_name(o->backend)));
-    char *cache = o->cache_dir ? kv_strdup(o->cache_dir) : kv_cache_dir_default();
-    char *arch = o->arch ? kv_strdup(o->arch) : NULL;
+    json_object_set_new(artifacts, "backend", json_string(backend->name));
+    char *cache = job->cache_dir ? kv_strdup(job->cache_dir) : kv_cache_dir_default();
+    char *arch = NULL;
     kv_compiled cand = {0}, base = {0}, ref = {0}, helpers = {0};
     char *hash = NULL, *vkey = NULL;
-    json_t *parent = NULL;
     char *cand_cl = NULL, *base_cl = NULL, *base_path = NULL;
     json_t *kept = NULL;
-    int lock = -1, rc = -1;
-    if (o->backend == KV_BACKEND_CUDA && !(o->compile_only && arch)) {
-        json_t *info = NULL;
-        if (kv_kernel_probe(KV_BACKEND_CUDA, &info, err) != 0) goto out;
-        if (!arch) arch = kv_strdup(json_string_value(json_object_get(info, "arch")));
-        json_decref(info);
-    }
-    if (o->stage == 3 && o->backend != KV_BACKEND_CUDA) {
+    int lock = -1, rc = -1, device = job->device;
+    char set[17];
+    set_key(&view, task, set);
+    if (kv_backend_has(backend, KV_CAP_ARCH) &&
+        !(arch = device_arch(job, backend, job->device, err)))
+        goto out;
+    if (job->stage == 3 && !kv_backend_has(backend, KV_CAP_MEMCHECK)) {
         json_t *metrics = json_pack("{s:f,s:i}", "combined_score", 1.0, "correct", 1);
-        json_object_set_new(artifacts, "memcheck", json_string("skipped: cuda only"));
+        json_object_set_new(artifacts, "memcheck",
+                            json_sprintf("skipped: no memcheck on %s", backend->name));
         *result = json_pack("{s:o,s:O}", "metrics", metrics, "artifacts", artifacts);
         rc = 0;
         goto out;
     }
-    int crc = kv_compile(o->backend, src, cache, arch, &cand, err);
+    int crc = kv_compile(backend, src, cache, arch, &cand, err);
     if (crc < 0) goto out;
     json_object_set_new(artifacts, "compile_log", json_string(cand.log ? cand.log : ""));
     json_object_set_new(artifacts, "cache_key", json_string(cand.key));
@@ -371,17 +458,17 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
     /* The same compiled code as a program judged earlier in this run: its
      * verdict, at the cost of this compile. */
     char *aerr = NULL;
-    hash = kv_artifact_hash(o->backend, &cand, &aerr);
+    hash = kv_artifact_hash(backend, &cand, &aerr);
     if (!hash) {
         json_object_set_new(artifacts, "artifact_hash_error", json_string(aerr));
         free(aerr);
     } else {
         json_object_set_new(artifacts, "artifact_hash", json_string(hash));
     }
-    if (hash && !o->compile_only) {
-        vkey = kv_asprintf("%s-%s-%s-s%d", task->name, kv_backend_kind_name(o->backend),
-                           o->quick ? "quick" : "full", o->stage);
-        json_t *seen = kv_artifact_verdict_load(vkey, hash);
+    if (hash && !job->compile_only) {
+        vkey = kv_asprintf("%s-%s-%s-s%d-%s", task->name, backend->name,
+                           job->quick ? "quick" : "full", job->stage, set);
+        json_t *seen = kv_artifact_verdict_load(job->run_dir, vkey, hash);
         if (seen) {
             json_t *a = json_object_get(seen, "artifacts");
             json_object_set_new(a, "duplicate_of_artifact", json_string(hash));
@@ -390,79 +477,77 @@ int kv_kernel_eval(const kv_kernel_opts *o, json_t **result, char **err)
             goto out;
         }
     }
-    if (o->compile_only) {
+    if (job->compile_only) {
         *result = json_pack("{s:{},s:O}", "metrics", "artifacts", artifacts);
         rc = 0;
         goto out;
     }
-    int timing = o->stage != 1 && o->stage != 3;
+    int timing = job->stage != 1 && job->stage != 3;
     if (timing) {
-        if (compile_own(o->backend, task->baseline[o->backend], "the baseline", cache, arch, &base,
-                        err) != 0)
+        if (compile_own(backend, kv_backend_source_for(backend, task->baselines), "the baseline",
+                        cache, arch, &base, err) != 0)
             goto out;
         base_cl = device_source_file(&base);
-        /* Kept only where the candidate cannot reach the file (Landlock). */
-        char *key = kv_asprintf("%s-%s-%s-%s", task->name, kv_backend_kind_name(o->backend),
-                                o->quick ? "quick" : "full", base.key);
-        base_path = kv_baseline_path(cache, key);
-        free(key);
-        if (kv_landlock_abi() > 0 && !o->fresh_baseline)
-            kept = kv_baseline_load(base_path, o->baseline_max_age_s);
     }
-    /* The task's GPU reference (compiled once, then cached like the baseline). */
-    int device_ref = o->backend == KV_BACKEND_CUDA && task->reference_cuda && !o->cpu_reference;
-    if (device_ref && compile_own(o->backend, task->reference_cuda, "the device reference", cache,
+    /* The task's device reference (compiled once, then cached like the baseline). */
+    int device_ref = kv_backend_has(backend, KV_CAP_DEVICE_REFERENCE) && task->reference_cuda &&
+                     !job->cpu_reference;
+    if (device_ref && compile_own(backend, task->reference_cuda, "the device reference", cache,
                                   arch, &ref, err) != 0)
         goto out;
-    if (o->backend == KV_BACKEND_CUDA &&
-        compile_own(o->backend, "src/kernel/cuda/judge_kernels.cu", "the judge's kernels", cache,
-                    arch, &helpers, err) != 0)
+    if (backend->helpers && compile_own(backend, backend->helpers, "the judge's kernels", cache,
+                                        arch, &helpers, err) != 0)
         goto out;
     cand_cl = device_source_file(&cand);
-    if (timing && o->parent_metrics) {
-        char *text = kv_read_file(o->parent_metrics, NULL);
-        parent = text ? kv_json_loads(text) : NULL;
-        free(text);
-        if (parent && !json_is_object(parent)) {
-            json_decref(parent);
-            parent = NULL;
-        }
-    }
-    lock = take_lock(cache, o->lock_wait_s > 0 ? o->lock_wait_s : 600, err);
+    lock = take_device(job, backend, cache, &device, err);
     if (lock < 0) goto out;
-    kv_judge_ctx ctx = {.task = task,
-                        .opts = o,
-                        .kind = o->backend,
+    json_object_set_new(artifacts, "device_index", json_integer(device));
+    if (timing) {
+        /* Kept only where the candidate cannot reach the file (Landlock),
+         * per device: speedups compare with the same device's baseline. */
+        char *key = kv_asprintf("%s-%s%d-%s-%s-%s", task->name, backend->name, device,
+                                job->quick ? "quick" : "full", set, base.key);
+        base_path = kv_baseline_path(job->run_dir, cache, key);
+        free(key);
+        if (kv_landlock_abi() > 0 && !job->fresh_baseline)
+            kept = kv_baseline_load(base_path, job->limits.baseline_max_age_s);
+    }
+    kv_judge_ctx ctx = {.task = &view,
+                        .job = job,
+                        .backend = backend,
+                        .device = device,
                         .cand = &cand,
                         .base = timing ? &base : NULL,
                         .ref = device_ref ? &ref : NULL,
-                        .helpers = o->backend == KV_BACKEND_CUDA ? &helpers : NULL,
-                        .self_exe = self_exe(o),
+                        .helpers = backend->helpers ? &helpers : NULL,
+                        .self_exe = job->self_exe,
                         .baseline = kept,
                         .device_src = cand_cl,
                         .base_device_src = base_cl,
-                        .memcheck = o->stage == 3,
-                        .parent = parent,
-                        .seed = o->seed ? o->seed : unpredictable_seed()};
+                        .memcheck = job->stage == 3,
+                        .seed = job->seed ? job->seed : unpredictable_seed()};
     kv_worker_outcome w;
-    double timeout = o->total_timeout_s > 0 ? o->total_timeout_s : 900;
+    /* The judge gets what is left of the budget, less a reserve to report. */
+    double left = kv_proc_time_left();
+    double timeout = left - (left * 0.05 < 5 ? left * 0.05 : 5);
+    if (timeout < 1) timeout = 1;
     int wrc = kv_worker_run(kv_judge_main, &ctx, timeout, &w, err);
     close(lock);
     lock = -1;
+    if (job->slot_fd >= 0) kv_slot_tell(job->slot_fd, KV_SLOT_FREE);
     if (wrc != 0) goto out;
     json_t *fresh = w.result ? json_object_get(w.result, "baseline") : NULL;
     if (fresh && base_path && kv_landlock_abi() > 0) kv_baseline_save(base_path, fresh);
-    rc = verdict(o, &w, timeout, artifacts, result, err);
+    rc = verdict(job, &w, timeout, artifacts, result, err);
     if (*result) add_resources(json_object_get(*result, "metrics"), artifacts, &cand);
     /* A verdict the screen cut short is an estimate against one parent: not kept. */
     if (*result && hash && vkey &&
         !json_object_get(json_object_get(*result, "metrics"), "screened_out"))
-        kv_artifact_verdict_save(vkey, hash, *result);
+        kv_artifact_verdict_save(job->run_dir, vkey, hash, *result);
     kv_worker_outcome_clear(&w);
 out:
     if (lock >= 0) close(lock);
     if (kept) json_decref(kept);
-    if (parent) json_decref(parent);
     free(hash);
     free(vkey);
     json_decref(artifacts);
@@ -476,5 +561,6 @@ out:
     free(cache);
     free(arch);
     free(src);
+    free(view_scenarios);
     return rc;
 }

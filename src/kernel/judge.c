@@ -23,7 +23,7 @@
 static const char *const prof_names[PROF_COUNT] = {"alloc", "fill",  "upload", "reference",
                                                    "run",   "check", "timed",  "baseline"};
 
-static settings settings_for(const kv_kernel_opts *o, kv_backend_kind kind)
+static settings settings_for(const kv_job *o, const kv_backend *backend)
 {
     settings s;
     if (o->quick) {
@@ -49,17 +49,18 @@ static settings settings_for(const kv_kernel_opts *o, kv_backend_kind kind)
                        .budget_bytes = 1024u << 20,
                        .checks_per_scenario = 5};
     }
-    /* A GPU has the memory for enough distinct input sets that a block of
-     * long-context calls is long against the judge's own overhead (the
-     * window's fixed cost is tens of microseconds). */
-    if (kind == KV_BACKEND_CUDA) {
+    /* A device whose memory holds the inputs (a GPU) has room for enough
+     * distinct input sets that a block of long-context calls is long
+     * against the judge's own overhead (the window's fixed cost is tens of
+     * microseconds). */
+    if (kv_backend_has(backend, KV_CAP_DEVICE_INPUTS)) {
         s.budget_bytes = o->quick ? (4ull << 30) : (12ull << 30);
         s.block_s = o->quick ? 0.01 : 0.02;
     } else {
         /* Small shapes make a full check cheap: one after every block. */
         s.checks_per_scenario = s.min_blocks;
     }
-    if (o->kernel_timeout_s > 0) s.kernel_timeout_s = o->kernel_timeout_s;
+    if (o->limits.call_s > 0) s.kernel_timeout_s = o->limits.call_s;
     return s;
 }
 
@@ -202,9 +203,10 @@ void kv_judge_check_quiet(judge *j, const shape_data *d, const char *context)
     if (j->ctx->memcheck) return; /* the runner's process is compute-sanitizer's */
     int threads = kv_runner_threads(j->rn);
     int children = kv_runner_children(j->rn);
-    /* On cuda the runtime starts its own threads on first use: only
-     * processes count there. */
-    int extra = j->b->kind == KV_BACKEND_CUDA || threads < 0 ? 0 : threads - j->base_threads;
+    /* A device runtime may start its own threads on first use: then only
+     * processes count. */
+    int extra =
+        kv_judge_can(j, KV_CAP_RUNTIME_THREADS) || threads < 0 ? 0 : threads - j->base_threads;
     /* A thread that pthread_join has returned for stays listed until the
      * kernel finishes its exit, milliseconds on a loaded machine: it gets
      * 50 ms to go. Nothing is lost by waiting: the outputs were read before,
@@ -246,8 +248,11 @@ static void start_runner(judge *j, const kv_compiled *c, const char *device_src,
 {
     kv_worker_phase("starting the %s's process", who);
     j->who = who;
-    char *own = j->b->kind == KV_BACKEND_OPENCL ? kv_asprintf("%s.pocl", c->lib_path) : NULL;
-    kv_runner_spec spec = {.kind = j->b->kind,
+    /* A driver's cache of built device code, the program's own: a shared
+     * one could be poisoned for the next evaluation's baseline. */
+    char *own = kv_judge_can(j, KV_CAP_DEVICE_CODE) ? kv_asprintf("%s.pocl", c->lib_path) : NULL;
+    kv_runner_spec spec = {.backend = j->b->backend,
+                           .device = j->ctx->device,
                            .self_exe = j->ctx->self_exe,
                            .lib = c->lib_path,
                            .device_src = device_src,
@@ -413,14 +418,14 @@ static void time_against_baseline(judge *j, const kv_shape *sh, json_t *s, json_
  * says so ("screened": the ratio, the parent's score, the estimate). */
 static int screened_out(judge *j, json_t **summary, const int *rep, json_t *result)
 {
-    const json_t *parent = j->ctx->parent;
+    /* The parent's speedups per scenario, from its rows in the store. */
+    const json_t *parent = j->job->parent;
+    const json_t *speedup = json_object_get(parent, "speedup");
     double logsum = 0;
     int n = 0;
     for (int i = 0; i < j->task->num_scenarios; i++) {
         if (!rep[i]) continue;
-        char key[200];
-        snprintf(key, sizeof key, "%s_speedup", j->task->scenarios[i].name);
-        double ps = json_number_value(json_object_get(parent, key));
+        double ps = json_number_value(json_object_get(speedup, j->task->scenarios[i].name));
         double cs = json_number_value(json_object_get(summary[i], "speedup"));
         if (ps > 0 && cs > 0) {
             logsum += log(cs / ps);
@@ -429,7 +434,7 @@ static int screened_out(judge *j, json_t **summary, const int *rep, json_t *resu
     }
     if (n == 0) return 0; /* nothing to compare with: evaluate in full */
     /* The threshold: the config's (--screen-keep), else the task's own. */
-    double ratio = exp(logsum / n), keep = j->o->screen_keep;
+    double ratio = exp(logsum / n), keep = j->job->screen_keep;
     if (!(keep > 0)) keep = j->task->screen_keep > 0 ? j->task->screen_keep : 0.95;
     double pscore = json_number_value(json_object_get(parent, "combined_score"));
     json_t *info = json_pack("{s:f,s:f,s:i,s:b}", "ratio_to_parent", ratio, "keep", keep,
@@ -461,20 +466,20 @@ static void memcheck_verdict(judge *j, json_t *result)
 void kv_judge_main(void *vctx)
 {
     kv_judge_ctx *ctx = vctx;
-    judge j = {.task = ctx->task, .o = ctx->opts, .ctx = ctx};
-    j.s = settings_for(ctx->opts, ctx->kind);
+    judge j = {.task = ctx->task, .job = ctx->job, .ctx = ctx};
+    j.s = settings_for(ctx->job, ctx->backend);
     kv_rng_seed(&j.rng, ctx->seed);
     j.extra = json_object();
     char *err = NULL;
-    kv_worker_phase("opening the %s device", kv_backend_kind_name(ctx->kind));
-    j.b = kv_jdev_new(ctx->kind, &err);
+    kv_worker_phase("opening the %s device %d", ctx->backend->name, ctx->device);
+    j.b = kv_jdev_new(ctx->backend, ctx->device, &err);
     if (!j.b) kv_worker_fail("not_built", NULL, "%s", err);
     j.b->helpers = ctx->helpers ? ctx->helpers->lib_path : NULL;
     if (j.b->open(j.b, &err) != 0)
         kv_worker_fail(kv_starts_with(err, "harness_error") ? "harness_error" : "no_device", NULL,
                        "%s", err);
-    if (ctx->opts->ceiling_gbps > 0)
-        j.b->ceiling_gbps = j.b->bandwidth_gbps = ctx->opts->ceiling_gbps;
+    if (ctx->job->ceiling_gbps > 0)
+        j.b->ceiling_gbps = j.b->bandwidth_gbps = ctx->job->ceiling_gbps;
     json_t *result = json_object();
     json_object_set(result, "device", j.b->device);
     json_object_set_new(result, "bandwidth_gbps", json_real(j.b->bandwidth_gbps));
@@ -493,7 +498,7 @@ void kv_judge_main(void *vctx)
     int nsc = j.task->num_scenarios;
     json_t **summary = kv_calloc((size_t)nsc + 1, sizeof *summary);
     int *rep = kv_calloc((size_t)nsc + 1, sizeof *rep);
-    int screening = ctx->parent && baseline && kv_judge_representatives(j.task, rep) > 0;
+    int screening = ctx->job->parent && baseline && kv_judge_representatives(j.task, rep) > 0;
     json_t *held = json_array();
     for (int stage = screening ? 0 : 1; stage < 2; stage++) {
         for (int i = 0; i < nsc; i++)

@@ -14,23 +14,24 @@
 #ifndef KV_KERNEL_JUDGE_H
 #define KV_KERNEL_JUDGE_H
 
+#include "kernel/backend.h"
 #include "kernel/compile.h"
 #include "kernel/harness.h"
 
 typedef struct kv_judge_ctx {
-    const kv_task *task;
-    const kv_kernel_opts *opts;
-    kv_backend_kind kind;
+    const kv_task *task; /* the task, its scenarios cut to the job's set */
+    const kv_job *job;   /* quick, limits, screening (job->parent), ceiling */
+    const kv_backend *backend;
+    int device; /* the backend's device the judge and its runners open */
     const kv_compiled *cand;
     const kv_compiled *base;    /* NULL: correctness only */
     const kv_compiled *ref;     /* the task's device reference, or NULL: the CPU's */
-    const kv_compiled *helpers; /* cuda: the judge's helper kernels */
+    const kv_compiled *helpers; /* the judge's helper kernels (the backend's), or NULL */
     const char *self_exe;       /* the kevolve binary, for the runners */
     json_t *baseline;           /* the baseline's timings when still valid, else NULL */
-    const char *device_src;     /* opencl: a file with the candidate's device code */
+    const char *device_src;     /* KV_CAP_DEVICE_CODE: a file with the candidate's device code */
     const char *base_device_src;
-    int memcheck;         /* correctness only, the runner under compute-sanitizer memcheck */
-    const json_t *parent; /* the parent's metrics when screening, else NULL */
+    int memcheck; /* correctness only, the runner under compute-sanitizer memcheck */
     uint64_t seed;
     int probe_only; /* open the device, report it, stop */
 } kv_judge_ctx;

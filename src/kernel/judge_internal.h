@@ -63,7 +63,7 @@ typedef struct layout {
 typedef struct judge {
     double prof[PROF_COUNT];
     const kv_task *task;
-    const kv_kernel_opts *o;
+    const kv_job *job;
     const kv_judge_ctx *ctx;
     kv_jdev *b;
     kv_runner *rn;    /* the runner in use (candidate or baseline) */
@@ -99,6 +99,12 @@ typedef struct shape_data {
     int have_prev;
     double max_abs, max_rel, rel_l2, max_ratio; /* worst errors over trials */
 } shape_data;
+
+/* 1 when the judge's backend has capabilities CAPS (KV_CAP_*). */
+static inline int kv_judge_can(const judge *j, unsigned caps)
+{
+    return kv_backend_has(j->b->backend, caps);
+}
 
 void kv_shape_data_init(shape_data *d, const kv_task *t, const kv_shape *sh, int held);
 void kv_shape_data_free(shape_data *d, const kv_task *t);

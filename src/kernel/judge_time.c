@@ -99,7 +99,7 @@ void kv_judge_calibrate(judge *j)
 {
     kv_worker_phase("calibrating the judge's clock");
     memset(&j->c, 0, sizeof j->c);
-    size_t big = j->b->kind == KV_BACKEND_CUDA ? (256u << 20) : (8u << 20), small = 64u << 10;
+    size_t big = j->b->backend->calib_bytes, small = 64u << 10;
     layout l;
     memset(&l, 0, sizeof l);
     l.bytes = 2 * big;
@@ -109,7 +109,7 @@ void kv_judge_calibrate(judge *j)
     kv_rmsg_run m;
     null_block(&a, 0, 0, &m);
     j->c.round_trip_s = median_block(j, &m, 15);
-    if (j->b->kind == KV_BACKEND_OPENCL) {
+    if (kv_judge_can(j, KV_CAP_STAGED)) {
         /* The runner moves an input and an output in and out: 4 x bytes. */
         null_block(&a, small, 1, &m);
         double t_small = median_block(j, &m, 9);
@@ -120,7 +120,7 @@ void kv_judge_calibrate(judge *j)
         j->c.per_byte_s = fmax(0, (t_big - t_small) / (4.0 * (double)(big - small)));
         double per_call = fmax(0, (t_many - t_small) / 15.0 - 4.0 * small * j->c.per_byte_s);
         j->c.xfer_s = per_call; /* per call, beside the bytes */
-    } else if (j->b->kind == KV_BACKEND_CUDA && j->b->gen_normal) {
+    } else if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS) && j->b->gen_normal) {
         double t_small = time_gen(j, &a, small), t_big = time_gen(j, &a, big);
         j->c.per_byte_s = fmax(0, (t_big - t_small) / (double)(big - small));
         j->c.xfer_s = fmax(0, t_small - small * j->c.per_byte_s); /* per launch */
@@ -201,7 +201,7 @@ static void prepare_block(judge *j, timing *tm, size_t n)
                                    tm->poison[i], es, &err) != 0)
                         kv_judge_fail_err(j, err, "poisoning outputs");
             }
-        } else if (j->b->device_inputs) {
+        } else if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) {
             tm->seeds[i] = kv_rng_next(&j->rng);
         } else {
             /* Drawn into the judge's own copy first: the candidate's process
@@ -214,10 +214,10 @@ static void prepare_block(judge *j, timing *tm, size_t n)
     }
     /* The shared arena gets the block's inputs in one burst, with the
      * runner's CPU noted on both sides of it (check_idle). */
-    tm->burst_cpu = j->b->device_inputs ? -1 : kv_runner_cpu_seconds(j->rn);
+    tm->burst_cpu = kv_judge_can(j, KV_CAP_DEVICE_INPUTS) ? -1 : kv_runner_cpu_seconds(j->rn);
     tm->burst_t0 = kv_now_s();
     at = 0;
-    for (int i = 0; i < t->num_tensors && !j->b->device_inputs; i++) {
+    for (int i = 0; i < t->num_tensors && !kv_judge_can(j, KV_CAP_DEVICE_INPUTS); i++) {
         if (t->tensors[i].role == KV_OUT) continue;
         size_t r = region(tm, i, n);
         memcpy(j->b->ptr(j->b, &tm->a, tm->l.off[i]), tm->copy + at, r);
@@ -249,10 +249,10 @@ static void write_inputs_on_device(judge *j, timing *tm, size_t n)
 static double window_overhead(const judge *j, const timing *tm, size_t n)
 {
     double o = j->c.round_trip_s;
-    if (j->b->kind == KV_BACKEND_OPENCL)
+    if (kv_judge_can(j, KV_CAP_STAGED))
         o += (double)n *
              (j->c.xfer_s + j->c.per_byte_s * 2.0 * (double)(tm->in_bytes + tm->out_bytes));
-    else if (j->b->kind == KV_BACKEND_CUDA)
+    else if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS))
         o += tm->n_inputs * j->c.xfer_s + j->c.per_byte_s * (double)(n * tm->in_bytes) +
              j->c.flush_s;
     return o;
@@ -263,13 +263,13 @@ static double window_overhead(const judge *j, const timing *tm, size_t n)
  * clock. GAP: the seconds since then. */
 static void check_idle(judge *j, const timing *tm, double gap)
 {
-    if (j->b->kind == KV_BACKEND_CUDA) return; /* its inputs do not exist before the window */
-    if (j->trusted) return;                    /* the task's own baseline is not suspected */
+    if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) return; /* none exist before the window */
+    if (j->trusted) return; /* the task's own baseline is not suspected */
     double now = kv_runner_cpu_seconds(j->rn);
     if (now < 0 || j->idle_cpu < 0) return;
-    /* PoCL's threads wind down for milliseconds after a block: more room. */
-    int ocl = j->b->kind == KV_BACKEND_OPENCL;
-    double used = now - j->idle_cpu, allowed = ocl ? 0.02 + 0.25 * gap : 0.003 + 0.05 * gap;
+    /* A runtime's thread pool winds down after a block: the backend says how long. */
+    const kv_backend *bk = j->b->backend;
+    double used = now - j->idle_cpu, allowed = bk->idle_floor_s + bk->idle_per_gap * gap;
     if (used > allowed)
         kv_judge_fail(j, "async_work_outside_harness_stream",
                       "scenario %s: the candidate's process used %.1f ms of CPU between timed "
@@ -283,7 +283,7 @@ static void check_idle(judge *j, const timing *tm, double gap)
      * small share of a block. */
     if (tm->burst_cpu >= 0) {
         double during = now - tm->burst_cpu, burst = kv_now_s() - tm->burst_t0;
-        double room = ocl ? 0.001 + 0.1 * burst : 0.0003 + 0.05 * burst;
+        double room = bk->burst_floor_s + bk->per_burst * burst;
         if (during > room)
             kv_judge_fail(j, "async_work_outside_harness_stream",
                           "scenario %s: the candidate's process used %.2f ms of CPU while the "
@@ -482,7 +482,7 @@ static double timed_block(judge *j, timing *tm, size_t n, double *last_reply, in
     char ctx[160];
     snprintf(ctx, sizeof ctx, "timing scenario %s", tm->sh->name);
     double t0 = kv_now_s();
-    if (j->b->device_inputs) write_inputs_on_device(j, tm, n);
+    if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) write_inputs_on_device(j, tm, n);
     kv_rfail f;
     char *err = NULL;
     double secs = 0;
@@ -531,7 +531,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
         kv_judge_layout(j, sh->syms, n, 0, &tm.l);
         kv_worker_phase("timing %s: %zu input sets", sh->name, n);
         kv_judge_arena_new(j, &tm.l, &tm.a);
-        if (!j->b->device_inputs) {
+        if (!kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) {
             tm.copy_bytes = 0;
             for (int i = 0; i < t->num_tensors; i++)
                 if (t->tensors[i].role == KV_IN) tm.copy_bytes += region(&tm, i, n);
@@ -585,7 +585,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
      * Before a verdict, the clock is measured again (never higher) and the
      * same windows are counted with it: on a loaded machine a calibration
      * can take more off a block than the block held. */
-    double slack = j->b->kind == KV_BACKEND_CUDA ? 0.5 : 0.2;
+    double slack = j->b->backend->roofline_slack;
     if (!j->trusted && med < slack * floor_us && !j->recalibrated) {
         recalibrate_down(j);
         for (size_t i = 0; i < ns; i++)

@@ -15,6 +15,9 @@ int kv_memfd_write(kv_arena *a, size_t off, const void *src, size_t n, char **er
 int kv_memfd_read(kv_arena *a, size_t off, void *dst, size_t n, char **err);
 int kv_memfd_fill(kv_arena *a, size_t off, size_t count, const void *pattern, size_t esize,
                   char **err);
+/* Sets B's arena operations (new, free, write, read, fill, sync, ptr) and
+ * layout to the memfd ones: a judge that holds its arenas on the host. */
+void kv_memfd_jdev_ops(kv_jdev *b);
 
 /* In the runner: maps the memfd FD that M describes, with M's guard pages
  * (PROT_NONE) and read-only ranges applied; the mapping or NULL with *ERR. */

@@ -169,12 +169,16 @@ static ssize_t receive(void *buf, int *fd)
 
 int kv_runner_main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"backend", required_argument, NULL, 'b'},    {"lib", required_argument, NULL, 'l'},
-        {"device-src", required_argument, NULL, 'd'}, {"scratch", required_argument, NULL, 's'},
-        {"own-dir", required_argument, NULL, 'o'},    {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"backend", required_argument, NULL, 'b'},
+                                             {"lib", required_argument, NULL, 'l'},
+                                             {"device-src", required_argument, NULL, 'd'},
+                                             {"scratch", required_argument, NULL, 's'},
+                                             {"own-dir", required_argument, NULL, 'o'},
+                                             {"device", required_argument, NULL, 'n'},
+                                             {NULL, 0, NULL, 0}};
     const char *backend = NULL, *lib = NULL, *device_src_path = NULL, *scratch = NULL;
     const char *own_dir = NULL;
+    int device = 0;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -194,6 +198,9 @@ int kv_runner_main(int argc, char **argv)
         case 'o':
             own_dir = optarg;
             break;
+        case 'n':
+            device = atoi(optarg);
+            break;
         default:
             return 2;
         }
@@ -211,10 +218,7 @@ int kv_runner_main(int argc, char **argv)
     kv_rmsg_reply *reply = kv_calloc(1, sizeof *reply);
     unsigned char *buf = kv_malloc(KV_RMSG_MAX);
     char *err = NULL;
-    kv_backend_kind kind = strcmp(backend, "cuda") == 0     ? KV_BACKEND_CUDA
-                           : strcmp(backend, "opencl") == 0 ? KV_BACKEND_OPENCL
-                                                            : KV_BACKEND_CPU;
-    kv_rdev *dev = kv_rdev_new(kind, &err);
+    kv_rdev *dev = kv_rdev_new(kv_backend_find(backend), device, &err);
     const char *what = NULL;
     /* The device first (drivers open their nodes and helper files), then the
      * sandbox, then, only when the judge asks, the candidate. */

@@ -179,7 +179,11 @@ kv_runner *kv_runner_start(const kv_runner_spec *spec, double timeout_s, char **
     argv[a++] = (char *)exe;
     argv[a++] = "__runner";
     argv[a++] = "--backend";
-    argv[a++] = (char *)kv_backend_kind_name(spec->kind);
+    argv[a++] = (char *)spec->backend->name;
+    char device[16];
+    snprintf(device, sizeof device, "%d", spec->device);
+    argv[a++] = "--device";
+    argv[a++] = device;
     argv[a++] = "--lib";
     argv[a++] = (char *)spec->lib;
     if (spec->device_src) {

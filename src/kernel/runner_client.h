@@ -21,7 +21,8 @@ typedef struct kv_rfail {
 } kv_rfail;
 
 typedef struct kv_runner_spec {
-    kv_backend_kind kind;
+    const kv_backend *backend;
+    int device;             /* the backend's device to open */
     const char *self_exe;   /* the kevolve binary (NULL: /proc/self/exe) */
     const char *lib;        /* the candidate's shared object */
     const char *device_src; /* opencl: a file with the device code; else NULL */

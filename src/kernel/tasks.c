@@ -1,4 +1,5 @@
-/* Registry of the built-in kernel tasks and the embedded source files. */
+/* Registry of the built-in kernel tasks (found by the build in their
+ * sources) and the embedded source files. */
 #include "kernel/tasks.h"
 
 #include <string.h>
@@ -9,25 +10,23 @@ struct kv_embedded_file {
 };
 extern const struct kv_embedded_file kv_embedded_files[]; /* kv_embedded.c (generated) */
 
-extern const kv_task kv_task_softmax;
-extern const kv_task kv_task_gqa_attention, kv_task_gqa_attention_decode,
-    kv_task_gqa_attention_search, kv_task_gqa_attention_small;
-
-static const kv_task *const kv_tasks[] = {
-    &kv_task_softmax, &kv_task_gqa_attention, &kv_task_gqa_attention_decode,
-    &kv_task_gqa_attention_search, &kv_task_gqa_attention_small};
+/* Every `const kv_task kv_task_NAME` of the tasks (tasks/TASK/NAME.c), in name order,
+ * NULL-terminated: kv_task_list.c, written by the build (task_list.cmake). */
+extern const kv_task *const kv_task_list[];
 
 const kv_task *kv_task_find(const char *name)
 {
     if (!name) return NULL;
-    for (size_t i = 0; i < sizeof kv_tasks / sizeof kv_tasks[0]; i++)
-        if (strcmp(kv_tasks[i]->name, name) == 0) return kv_tasks[i];
+    for (size_t i = 0; kv_task_list[i]; i++)
+        if (strcmp(kv_task_list[i]->name, name) == 0) return kv_task_list[i];
     return NULL;
 }
 
 const kv_task *kv_task_at(size_t i)
 {
-    return i < sizeof kv_tasks / sizeof kv_tasks[0] ? kv_tasks[i] : NULL;
+    for (size_t n = 0; kv_task_list[n]; n++)
+        if (n == i) return kv_task_list[n];
+    return NULL;
 }
 
 const char *kv_embedded_text(const char *name)

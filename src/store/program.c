@@ -41,6 +41,35 @@ static json_t *copy_json(const json_t *v)
     return v ? json_deep_copy(v) : NULL;
 }
 
+void kv_scenario_results_clear(kv_scenario_results *r)
+{
+    free(r->task);
+    free(r->backend);
+    free(r->device);
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->rows[i].scenario);
+        free(r->rows[i].kind);
+    }
+    free(r->rows);
+    memset(r, 0, sizeof *r);
+}
+
+/* A deep copy of R. */
+static kv_scenario_results copy_scenarios(const kv_scenario_results *r)
+{
+    kv_scenario_results c = *r;
+    c.task = kv_strdup(r->task);
+    c.backend = kv_strdup(r->backend);
+    c.device = kv_strdup(r->device);
+    c.rows = r->n ? kv_calloc(r->n, sizeof *c.rows) : NULL;
+    for (size_t i = 0; i < r->n; i++) {
+        c.rows[i] = r->rows[i];
+        c.rows[i].scenario = kv_strdup(r->rows[i].scenario);
+        c.rows[i].kind = kv_strdup(r->rows[i].kind);
+    }
+    return c;
+}
+
 kv_program *kv_program_clone(const kv_program *p)
 {
     kv_program *c = kv_malloc(sizeof *c);
@@ -54,6 +83,7 @@ kv_program *kv_program_clone(const kv_program *p)
     c->artifacts = copy_json(p->artifacts);
     c->stages = copy_json(p->stages);
     c->features = copy_json(p->features);
+    c->scenarios = copy_scenarios(&p->scenarios);
     return c;
 }
 
@@ -69,6 +99,7 @@ void kv_program_free(kv_program *p)
     json_decref(p->artifacts);
     json_decref(p->stages);
     json_decref(p->features);
+    kv_scenario_results_clear(&p->scenarios);
     free(p);
 }
 

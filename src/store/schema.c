@@ -125,10 +125,80 @@ static const char *const schema_v2[] = {
     NULL,
 };
 
+/* Version 3: a kernel program's results per scenario as rows (written
+ * with the program, in its transaction), which screening, status, the
+ * dashboard and the export read; older stores get them from the harness's
+ * "scenarios" artifact. CREATE says where the rows go (the shim of a
+ * read-only connection makes them a temporary table), PROGRAM_REF how they
+ * name their program. */
+#define SCENARIO_TABLE(create, program_ref)                                                        \
+    create " scenario_results ("                                                                   \
+           " program_id INTEGER NOT NULL" program_ref ","                                          \
+           " scenario TEXT NOT NULL,"                                                              \
+           " task TEXT,"                                                                           \
+           " backend TEXT,"                                                                        \
+           " device TEXT,"          /* the device's name */                                        \
+           " device_index INTEGER," /* the backend's numbering */                                  \
+           " kind TEXT,"            /* the scenario's first tag: decode, prefill, ... */           \
+           " weight REAL,"                                                                         \
+           " median_us REAL,"                                                                      \
+           " iqr_us REAL,"                                                                         \
+           " baseline_us REAL," /* the task's baseline, on the same device */                      \
+           " speedup REAL,"                                                                        \
+           " roofline_fraction REAL,"                                                              \
+           " max_abs_err REAL,"                                                                    \
+           " tol_ratio REAL,"                                                                      \
+           " screened INTEGER NOT NULL DEFAULT 0," /* the screen stopped the program here */       \
+           " energy_j REAL,"                       /* per call, where a counter measured it */     \
+           " PRIMARY KEY (program_id, scenario))"
+/* The rows of programs stored before: from each program's harness
+ * artifacts (a duplicate repeats another's verdict: no rows). */
+#define SCENARIO_BACKFILL                                                                          \
+    "WITH kept AS MATERIALIZED (SELECT program_id, value FROM artifacts"                           \
+    " WHERE name = 'scenarios' AND is_json = 1 AND json_valid(value)"                              \
+    " AND json_type(value) = 'array')"                                                             \
+    " INSERT OR IGNORE INTO scenario_results (program_id, scenario, task, backend, device,"        \
+    " device_index, kind, weight, median_us, iqr_us, baseline_us, speedup, roofline_fraction,"     \
+    " max_abs_err, tol_ratio, screened)"                                                           \
+    " SELECT a.program_id, json_extract(e.value, '$.name'),"                                       \
+    " (SELECT value FROM artifacts WHERE program_id = a.program_id AND name = 'task'),"            \
+    " (SELECT value FROM artifacts WHERE program_id = a.program_id AND name = 'backend'),"         \
+    " (SELECT json_extract(value, '$.name') FROM artifacts"                                        \
+    "  WHERE program_id = a.program_id AND name = 'device' AND is_json = 1),"                      \
+    " (SELECT json_extract(value, '$.index') FROM artifacts"                                       \
+    "  WHERE program_id = a.program_id AND name = 'device' AND is_json = 1),"                      \
+    " CASE WHEN instr(ifnull(json_extract(e.value, '$.tags'), ''), ',') > 0"                       \
+    "  THEN substr(json_extract(e.value, '$.tags'), 1,"                                            \
+    "   instr(json_extract(e.value, '$.tags'), ',') - 1)"                                          \
+    "  ELSE json_extract(e.value, '$.tags') END,"                                                  \
+    " json_extract(e.value, '$.weight'), json_extract(e.value, '$.median_us'),"                    \
+    " json_extract(e.value, '$.iqr_us'), json_extract(e.value, '$.baseline_median_us'),"           \
+    " json_extract(e.value, '$.speedup'), json_extract(e.value, '$.roofline_fraction'),"           \
+    " json_extract(e.value, '$.max_abs_err'), json_extract(e.value, '$.tol_ratio'),"               \
+    " ifnull(json_extract(p.metrics, '$.screened_out'), 0)"                                        \
+    " FROM kept a JOIN programs p ON p.id = a.program_id, json_each(a.value) e"                    \
+    " WHERE p.status != 'duplicate' AND json_extract(e.value, '$.median_us') IS NOT NULL"
+
+static const char *const schema_v3[] = {
+    SCENARIO_TABLE("CREATE TABLE", " REFERENCES programs(id) ON DELETE CASCADE"),
+    "CREATE INDEX scenario_results_scenario ON scenario_results(scenario, speedup)",
+    SCENARIO_BACKFILL,
+    NULL,
+};
+
+/* What a read-only connection to a version-2 store adds in its own
+ * temporary schema, so that it reads like version 3 without a write. */
+static const char *const shim_v3[] = {
+    SCENARIO_TABLE("CREATE TEMP TABLE", ""), /* a temporary table cannot reference main's */
+    SCENARIO_BACKFILL,
+    NULL,
+};
+
 /* migrations[i] takes the schema from version i to i + 1. */
 static const char *const *const migrations[] = {
     schema_v1,
     schema_v2,
+    schema_v3,
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
@@ -167,4 +237,18 @@ int kv_schema_migrate(sqlite3 *db, int from, char **err)
     int rc = exec(db, set, SCHEMA_VERSION, err);
     free(set);
     return rc;
+}
+
+int kv_schema_read_shim(sqlite3 *db, int from, char **err)
+{
+    if (from == SCHEMA_VERSION) return 0;
+    if (from != 2) {
+        *err = kv_asprintf("schema version %d is older than this kevolve's %d; open it"
+                           " read-write once (e.g. kevolve resume) to upgrade it",
+                           from, SCHEMA_VERSION);
+        return -1;
+    }
+    for (const char *const *sql = shim_v3; *sql; sql++)
+        if (exec(db, *sql, SCHEMA_VERSION, err) != 0) return -1;
+    return 0;
 }

@@ -16,4 +16,10 @@ int kv_schema_version(void);
  * Returns 0, or -1 with a malloc'd message in *err. */
 int kv_schema_migrate(sqlite3 *db, int from, char **err);
 
+/* For a read-only connection to a store at version FROM: makes it read like
+ * this build's version without writing the file (temporary tables built
+ * from what it holds), where the versions between allow it. Returns 0, or
+ * -1 with a malloc'd message in *err (too old: open it read-write once). */
+int kv_schema_read_shim(sqlite3 *db, int from, char **err);
+
 #endif

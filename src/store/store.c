@@ -63,6 +63,13 @@ static const char *const stmt_sql[KV_STMT_COUNT] = {
                            " FROM evaluations WHERE program_id = ?1 ORDER BY id",
     [KV_STMT_GET_ARTIFACTS] =
         "SELECT name, value, is_json FROM artifacts WHERE program_id = ?1 ORDER BY id",
+    [KV_STMT_INSERT_SCENARIO] =
+        "INSERT INTO scenario_results(program_id, scenario, task, backend, device, device_index,"
+        " kind, weight, median_us, iqr_us, baseline_us, speedup, roofline_fraction, max_abs_err,"
+        " tol_ratio, screened, energy_j)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    [KV_STMT_GET_SCENARIOS] = "SELECT " KV_SCENARIO_COLUMNS " FROM scenario_results"
+                              " WHERE program_id = ?1 ORDER BY rowid",
 };
 
 /* Replaces the connection's error text with MSG (taken). */
@@ -339,17 +346,19 @@ fail:
     return -1;
 }
 
-/* Read-only connections need the schema at this build's version (an older
- * store is upgraded by opening it read-write once). Returns 0 or -1. */
+/* Read-only connections read the schema of this build's version: an older
+ * store is shimmed in temporary tables where it can be (its file is left as
+ * it is), else it must be opened read-write once. Returns 0 or -1. */
 static int check_for_reading(kv_store *s)
 {
     int version = 0;
     if (read_schema_version(s, KV_STORE_READONLY, &version) != 0) return -1;
-    if (version < kv_schema_version())
-        return kv_store_fail(s,
-                             "schema version %d is older than this kevolve's %d; open it"
-                             " read-write once (e.g. kevolve resume) to upgrade it",
-                             version, kv_schema_version());
+    char *err = NULL;
+    if (version < kv_schema_version() && kv_schema_read_shim(s->db, version, &err) != 0) {
+        kv_store_fail(s, "%s", err);
+        free(err);
+        return -1;
+    }
     return 0;
 }
 

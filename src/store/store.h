@@ -97,7 +97,8 @@ int kv_store_insert_program(kv_store *s, kv_program *p);
 /* Records search's view of a stored program: its fitness and feature bins
  * (p->fitness, p->features of row p->id). -1 when p->id is not stored. */
 int kv_store_update_placement(kv_store *s, const kv_program *p);
-/* Loads one program (with metrics, artifacts, stages, features). NULL when absent.
+/* Loads one program (with metrics, artifacts, stages, features, scenario
+ * rows). NULL when absent.
  * Stages and artifacts come back as stored (a stage's "seconds" as a real,
  * a missing "stage" key as its index); none at all reads back as NULL. */
 kv_program *kv_store_get_program(kv_store *s, int64_t id);
@@ -112,6 +113,24 @@ kv_program *kv_store_get_program(kv_store *s, int64_t id);
  * read from the store (get_program, another each_program, ...). */
 typedef int (*kv_program_fn)(kv_program *p, void *ud);
 int kv_store_each_program(kv_store *s, int status, int with_source, kv_program_fn fn, void *ud);
+
+/* ---- a kernel task's results per scenario (kv_program.scenarios) ---- */
+
+/* P's scenario rows as a JSON array of {"name", "kind", "median_us",
+ * "iqr_us", "baseline_us", "speedup", "roofline_fraction", "max_abs_err",
+ * "tol_ratio", "energy_j", "weight", "screened", "device"} (numbers only
+ * where known; new reference). */
+json_t *kv_store_scenarios_json(const kv_program *p);
+/* What a child of program ID is screened against: {"combined_score",
+ * "speedup": {scenario: x}} from its rows (new reference), or NULL when it
+ * has none or is not OK. */
+json_t *kv_store_screen_parent(kv_store *s, int64_t id);
+/* For each scenario of the run, in the task's order, the row of the OK
+ * program judged on every scenario that was fastest against the baseline
+ * there: kv_store_scenarios_json's keys plus "program_id", "programs" (how
+ * many were judged there), "task", "backend". An empty array when the run
+ * has no rows; NULL with the error set on a database error. */
+json_t *kv_store_best_per_scenario(kv_store *s);
 
 /* Counts; -1 on a database error. */
 int64_t kv_store_count_programs(kv_store *s, int status); /* -1 = all */

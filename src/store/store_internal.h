@@ -27,6 +27,8 @@ typedef enum kv_stmt {
     KV_STMT_GET_PROGRAM,
     KV_STMT_GET_STAGES,
     KV_STMT_GET_ARTIFACTS,
+    KV_STMT_INSERT_SCENARIO,
+    KV_STMT_GET_SCENARIOS,
     KV_STMT_COUNT
 } kv_stmt;
 
@@ -47,6 +49,11 @@ struct kv_store {
     "id, parent_id, other_parent_id, island, generation, iteration, " src ", mutator, "            \
     "change_summary, metrics, features, fitness, status, status_reason, is_migrant, "              \
     "migrated_from, code_hash, created_at, eval_seconds, reason_code, duplicate_of"
+
+/* The columns a scenario row is read with (kv_store_read_scenario). */
+#define KV_SCENARIO_COLUMNS                                                                        \
+    "scenario, kind, weight, median_us, iqr_us, baseline_us, speedup, roofline_fraction, "         \
+    "max_abs_err, tol_ratio, energy_j, screened, task, backend, device, device_index, program_id"
 
 /* The cached statement WHICH, ready to bind (NULL with the error set when it
  * cannot be prepared). The caller resets it after use (kv_store_step_done
@@ -73,7 +80,14 @@ void kv_store_clear_err(kv_store *s);
 kv_program *kv_store_read_program(kv_store *s, sqlite3_stmt *st);
 
 /* Loads the stages and artifacts of P (p->id) into p->stages and
- * p->artifacts (left NULL when it has none). Returns 0 or -1. */
+ * p->artifacts (left NULL when it has none), and its scenario rows into
+ * p->scenarios. Returns 0 or -1. */
 int kv_store_load_details(kv_store *s, kv_program *p);
+
+/* Writes P's scenario rows (program ID), inside the caller's transaction.
+ * Returns 0 or -1. */
+int kv_store_write_scenarios(kv_store *s, int64_t id, const kv_scenario_results *r);
+/* Reads P's scenario rows (p->id) into p->scenarios. Returns 0 or -1. */
+int kv_store_load_scenarios(kv_store *s, kv_program *p);
 
 #endif

@@ -234,7 +234,7 @@ static int write_program(kv_store *s, const kv_program *p, int64_t *id)
     {
         if (insert_artifact(s, *id, name, v) != 0) return -1;
     }
-    return 0;
+    return kv_store_write_scenarios(s, *id, &p->scenarios);
 }
 
 int kv_store_insert_program(kv_store *s, kv_program *p)
@@ -346,7 +346,7 @@ int kv_store_load_details(kv_store *s, kv_program *p)
     }
     if (rc != SQLITE_DONE) goto db_fail;
     sqlite3_reset(st);
-    return 0;
+    return kv_store_load_scenarios(s, p);
 db_fail:
     kv_store_db_fail(s, "load stages and artifacts");
 fail:

@@ -365,9 +365,14 @@ json_t *kv_store_web_best_history(kv_store *s)
                                " WHERE status = 'ok' AND fitness IS NOT NULL"
                                " ORDER BY iteration, id",
                                "best history");
-    sqlite3_stmt *art =
-        prepare(s, "SELECT value FROM artifacts WHERE program_id = ?1 AND name = 'scenarios'",
-                "best history scenarios");
+    /* Each best program's rows per scenario (kernel tasks). */
+    sqlite3_stmt *art = prepare(
+        s,
+        "SELECT json_group_array(json_object('name', scenario, 'speedup', speedup, 'median_us',"
+        " median_us, 'roofline_fraction', roofline_fraction, 'tags', kind))"
+        " FROM (SELECT * FROM scenario_results WHERE program_id = ?1 ORDER BY rowid)"
+        " HAVING count(*) > 0",
+        "best history scenarios");
     if (!st || !art) {
         sqlite3_finalize(st);
         sqlite3_finalize(art);

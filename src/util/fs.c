@@ -186,3 +186,12 @@ int kv_remove_tree(const char *path)
     if (!kv_is_dir(path)) return remove(path) == 0 || errno == ENOENT ? 0 : -1;
     return nftw(path, remove_entry, 32, FTW_DEPTH | FTW_PHYS);
 }
+
+char *kv_cache_dir_default(void)
+{
+    const char *env = getenv("KEVOLVE_CACHE_DIR");
+    if (env && *env) return kv_strdup(env);
+    const char *home = getenv("HOME");
+    if (!home || !*home) home = "/tmp";
+    return kv_asprintf("%s/.cache/kevolve/kernels", home);
+}

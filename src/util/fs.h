@@ -31,5 +31,9 @@ char *kv_path_basename(const char *path);
 char *kv_path_absolute(const char *path);
 /* Removes a directory tree (rm -rf). Returns 0 or -1. */
 int kv_remove_tree(const char *path);
+/* Where compiled kernels are kept: $KEVOLVE_CACHE_DIR, else
+ * ~/.cache/kevolve/kernels (malloc'd). Resolved by whoever builds an
+ * evaluation job, which carries it. */
+char *kv_cache_dir_default(void);
 
 #endif

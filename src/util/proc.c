@@ -80,6 +80,7 @@ struct kv_proc {
     size_t max_output;
     double timeout_s;
     double start, deadline; /* monotonic seconds; deadline 0: none */
+    double paused_at;       /* when its clock was stopped (kv_proc_pause_clock), else 0 */
     int ended;
     kv_proc_end how;
     int exit_code, signal;
@@ -257,28 +258,24 @@ static void live_remove(pid_t pid)
     pthread_mutex_unlock(&g_live_lock);
 }
 
-/* ---- the inherited deadline ------------------------------------------- */
+/* ---- this process's own budget ---------------------------------------- */
 
-static double g_born;      /* monotonic seconds at this process's start */
-static double g_inherited; /* KEVOLVE_TIMEOUT at the start; 0: none */
+static double g_deadline; /* monotonic seconds; 0: no budget */
 
-/* Before main: the deadline counts from the process's start, not from its
- * first spawn. */
-__attribute__((constructor)) static void note_birth(void)
+void kv_proc_set_budget(double seconds)
 {
-    g_born = kv_now_s();
-    const char *v = getenv("KEVOLVE_TIMEOUT");
-    if (v && *v) {
-        char *end = NULL;
-        double t = strtod(v, &end);
-        if (end && *end == '\0' && t > 0 && t < 1e9) g_inherited = t;
-    }
+    g_deadline = seconds > 0 ? kv_now_s() + seconds : 0;
+}
+
+void kv_proc_extend_budget(double seconds)
+{
+    if (g_deadline > 0 && seconds > 0) g_deadline += seconds;
 }
 
 double kv_proc_time_left(void)
 {
-    if (g_inherited <= 0) return -1;
-    double left = g_born + g_inherited - kv_now_s();
+    if (g_deadline <= 0) return -1;
+    double left = g_deadline - kv_now_s();
     return left > 0 ? left : 0;
 }
 
@@ -629,7 +626,7 @@ kv_proc *kv_proc_start(const kv_proc_spec *spec, char **err)
         return NULL;
     }
 
-    /* The one deadline, passed down. */
+    /* The one budget, passed down. */
     double timeout_s = effective_timeout(spec->timeout_s);
     size_t n_extra = 0;
     while (spec->extra_env && spec->extra_env[n_extra])
@@ -842,21 +839,41 @@ static int check_end(kv_proc *p)
         lost_supervisor(p);
         return 1;
     }
-    if (p->deadline > 0 && kv_now_s() >= p->deadline + KV_PROC_GRACE_S) {
+    if (p->deadline > 0 && !p->paused_at && kv_now_s() >= p->deadline + KV_PROC_GRACE_S) {
         lost_supervisor(p);
         return 1;
     }
     return 0;
 }
 
-/* Asks the supervisor to kill everything, waits (bounded) for its report. */
-static void kill_now(kv_proc *p)
+/* Sends control byte B to P's supervisor; 0 or -1. */
+static int control(kv_proc *p, char b)
 {
-    char b = KV_SUP_KILL_BYTE;
     ssize_t n;
     do {
         n = write(p->ctl_fd, &b, 1);
     } while (n < 0 && errno == EINTR);
+    return n == 1 ? 0 : -1;
+}
+
+void kv_proc_pause_clock(kv_proc *p)
+{
+    if (!p || p->ended || p->paused_at) return;
+    if (control(p, KV_SUP_PAUSE_BYTE) == 0) p->paused_at = kv_now_s();
+}
+
+void kv_proc_resume_clock(kv_proc *p)
+{
+    if (!p || p->ended || !p->paused_at) return;
+    if (control(p, KV_SUP_RESUME_BYTE) != 0) return;
+    if (p->deadline > 0) p->deadline += kv_now_s() - p->paused_at;
+    p->paused_at = 0;
+}
+
+/* Asks the supervisor to kill everything, waits (bounded) for its report. */
+static void kill_now(kv_proc *p)
+{
+    control(p, KV_SUP_KILL_BYTE);
     double until = kv_now_s() + KV_PROC_GRACE_S;
     while (!p->ended) {
         double left = until - kv_now_s();
@@ -878,7 +895,7 @@ static void kill_now(kv_proc *p)
 
 int kv_proc_ms_to_deadline(const kv_proc *p)
 {
-    if (!p || p->ended || p->deadline <= 0) return -1;
+    if (!p || p->ended || p->deadline <= 0 || p->paused_at) return -1;
     double left = p->deadline + KV_PROC_GRACE_S - kv_now_s();
     if (left <= 0) return 0;
     if (left > INT_MAX / 1000.0) return INT_MAX;

@@ -14,11 +14,14 @@
  * caller, the extra descriptors of the spec at 3, 4, ... and no other, and
  * a scrubbed environment (no API keys or tokens).
  *
- * One deadline is passed down: a program with a time limit gets
- * KEVOLVE_TIMEOUT (seconds, counted from its start) in its environment, and
- * a process started that way (kevolve eval, inside an evaluation) never gives
- * its own programs more than what is left of it (less a small reserve so
- * that it can still report), whatever its spec says.
+ * One budget is passed down: a program with a time limit gets
+ * KEVOLVE_TIMEOUT (seconds, counted from its start) in its environment (the
+ * external evaluators' interface), and a process that was given a budget of
+ * its own (kv_proc_set_budget: the kernel worker, from its job) never gives
+ * the programs it starts more than what is left of it (less a small reserve
+ * so that it can still report), whatever their spec says. A caller may stop
+ * a program's clock while it waits for something that is not its work (a
+ * device another evaluation holds): kv_proc_pause_clock.
  *
  * Process-wide effects of the first kv_proc_start: SIGPIPE is ignored (when
  * it had its default action), SIGCHLD is no longer ignored, and the caller
@@ -107,9 +110,20 @@ void kv_proc_free(kv_proc *p);
  * …SECRET, …PASSWORD, OPENAI_*, ANTHROPIC_*, …): such names never reach a child. */
 int kv_env_is_secret(const char *name);
 
-/* Seconds left of the deadline this process inherited (KEVOLVE_TIMEOUT at
- * its start), or -1 when it has none. Never below 0. */
+/* Gives this process a budget of SECONDS from now (<= 0: none): what it
+ * starts from then on never gets more than what is left of it. */
+void kv_proc_set_budget(double seconds);
+/* Moves the budget SECONDS later (time spent waiting, not working). */
+void kv_proc_extend_budget(double seconds);
+/* Seconds left of this process's budget, or -1 when it has none. Never
+ * below 0. */
 double kv_proc_time_left(void);
+
+/* Stops P's clock: its time limit does not run until kv_proc_resume_clock,
+ * which moves the limit later by the time stopped. For a program waiting
+ * on its caller (a device slot): the wait is not its time. */
+void kv_proc_pause_clock(kv_proc *p);
+void kv_proc_resume_clock(kv_proc *p);
 
 /* For tests: 1 makes kv_proc_start run supervisors in a fork of the caller,
  * the fallback used where the supervisor program cannot be executed; 0

@@ -467,9 +467,10 @@ _Noreturn void kv_supervise(const kv_sup_args *a)
     send_record(a->status_fd, KV_SUP_STARTED, pid, 0, 0);
 
     int how = 0, status = 0, reaped = 0;
+    double paused_at = 0; /* the clock stopped (KV_SUP_PAUSE_BYTE) since, else 0 */
     while (!how) {
         int wait_ms = -1;
-        if (a->timeout_ms > 0) {
+        if (a->timeout_ms > 0 && !paused_at) {
             double left = start + (double)a->timeout_ms / 1000.0 - now_s();
             /* At most a minute at a time: the loop recomputes it. */
             wait_ms = left <= 0 ? 0 : left > 60.0 ? 60000 : (int)(left * 1000.0) + 1;
@@ -497,11 +498,17 @@ _Noreturn void kv_supervise(const kv_sup_args *a)
             ssize_t n = read(a->ctl_fd, &b, 1);
             if (n == 1 && b == KV_SUP_KILL_BYTE)
                 how = KV_SUP_END_KILLED;
-            else if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+            else if (n == 1 && b == KV_SUP_PAUSE_BYTE && !paused_at)
+                paused_at = now_s();
+            else if (n == 1 && b == KV_SUP_RESUME_BYTE && paused_at) {
+                start += now_s() - paused_at; /* the limit moves by the pause */
+                paused_at = 0;
+            } else if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
                 how = KV_SUP_END_PARENT_GONE; /* kevolve is gone */
         }
         if (!how && getppid() != a->parent) how = KV_SUP_END_PARENT_GONE;
-        if (!how && a->timeout_ms > 0 && now_s() >= start + (double)a->timeout_ms / 1000.0)
+        if (!how && a->timeout_ms > 0 && !paused_at &&
+            now_s() >= start + (double)a->timeout_ms / 1000.0)
             how = KV_SUP_END_TIMED_OUT;
     }
     int flags = 0;

@@ -67,6 +67,10 @@ enum {
 };
 /* The control byte that asks the supervisor to kill the program now. */
 #define KV_SUP_KILL_BYTE 'K'
+/* Control bytes that stop and restart the time limit's clock: the time
+ * between them moves the limit later. */
+#define KV_SUP_PAUSE_BYTE 'P'
+#define KV_SUP_RESUME_BYTE 'R'
 /* How long the supervisor keeps killing descendants that will not die
  * (uninterruptible sleep: a device driver tearing down a context). */
 #define KV_SUP_KILL_LIMIT_S 10.0

@@ -58,6 +58,8 @@ json_t *kv_web_program_json(const kv_program *p)
     json_object_set_new(o, "created_at", real_or_null(p->created_at));
     json_object_set_new(o, "eval_seconds", real_or_null(p->eval_seconds));
     json_object_set_new(o, "metrics", copy_or_null(p->metrics));
+    /* A kernel task's rows per scenario (the store's scenario_results). */
+    if (p->scenarios.n) json_object_set_new(o, "scenarios", kv_store_scenarios_json(p));
     json_object_set_new(o, "features", copy_or_null(p->features));
     json_object_set_new(o, "stages", copy_or_null(p->stages));
     json_object_set_new(o, "artifacts", copy_or_null(p->artifacts));

@@ -112,12 +112,13 @@ _Static_assert(GQA_NHELD_BIG == N(gqa_held_out) - 1, "the long context is the la
         [KV_I32] = {.atol = 0, .rtol = 0},                                                         \
     }
 
-#define GQA_BASELINES                                                                              \
-    .baseline = {                                                                                  \
-        [KV_BACKEND_CPU] = "gqa_attention/cpu/naive.c",                                            \
-        [KV_BACKEND_OPENCL] = "gqa_attention/opencl/naive.cl",                                     \
-        [KV_BACKEND_CUDA] = "gqa_attention/cuda/naive.cu",                                         \
-    }
+static const char *const gqa_baselines[] = {
+    "gqa_attention/cpu/naive.c",
+    "gqa_attention/opencl/naive.cl",
+    "gqa_attention/cuda/naive.cu",
+    0,
+};
+#define GQA_BASELINES .baselines = gqa_baselines
 
 /* What every gqa_attention task shares: tensors, held-out shapes,
  * tolerances, references, roofline and baselines. */

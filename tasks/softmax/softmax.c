@@ -48,6 +48,9 @@ static const kv_shape softmax_held_out[] = {
     {.name = "tall_300x33", .syms = {300, 33}},
 };
 
+static const char *const softmax_baselines[] = {
+    "softmax/cpu/baseline.c", "softmax/opencl/baseline.cl", "softmax/cuda/baseline.cu", 0};
+
 const kv_task kv_task_softmax = {
     .name = "softmax",
     .description = "row softmax of a rows x cols f32 matrix: y[r,:] = softmax(x[r,:])",
@@ -72,10 +75,5 @@ const kv_task kv_task_softmax = {
         },
     .reference = softmax_reference,
     .roofline = softmax_roofline,
-    .baseline =
-        {
-            [KV_BACKEND_CPU] = "softmax/cpu/baseline.c",
-            [KV_BACKEND_OPENCL] = "softmax/opencl/baseline.cl",
-            [KV_BACKEND_CUDA] = "softmax/cuda/baseline.cu",
-        },
+    .baselines = softmax_baselines,
 };

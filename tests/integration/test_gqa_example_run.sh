@@ -11,7 +11,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     echo "SKIP: a GPU is present: run.sh would pick cuda (bench/ covers it)"
     exit 77
 fi
-expect_exit 0 env KV="$KV" "$ex/run.sh" --iterations 2 --output "$WORK/out"
+expect_exit 0 env KV="$KV" KEVOLVE_KEEP_PROGRAMS=1 "$ex/run.sh" --iterations 2 --output "$WORK/out"
 backend=$(sed -n 's/^gqa_attention example: backend \([a-z]*\), task .*/\1/p' "$WORK/err.txt")
 case $backend in
 opencl) command -v clinfo >/dev/null && clinfo -l 2>/dev/null | grep -q Platform ||
@@ -20,8 +20,12 @@ cpu) ! { command -v clinfo >/dev/null && clinfo -l 2>/dev/null | grep -q Platfor
     fail "run.sh picked cpu although clinfo lists an OpenCL platform" ;;
 *) fail "run.sh named no backend: $(head -c 300 "$WORK/err.txt")" ;;
 esac
-grep -q "eval --task gqa_attention_small --backend auto --quick" "$WORK/out/evaluate.sh" ||
-    fail "the example's evaluator is not the quick small-shape harness: $(cat "$WORK/out/evaluate.sh")"
+job=$(ls "$WORK"/out/work/*.job.json | head -n 1)
+python3 - "$job" <<'PY' || fail "the example's job is not the quick small-shape harness: $(cat "$job")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["task"] == "gqa_attention_small" and j["backend"] == "auto" and j["quick"] is True, j
+PY
 db="$WORK/out/run.db"
 [ "$(sql "$db" "select json_extract(metrics, '\$.correct') from programs where mutator = 'initial'")" = 1 ] ||
     fail "the $backend seed was not judged correct"

@@ -1,13 +1,14 @@
 #!/bin/bash
-# No evaluation spent twice: within a run ($KEVOLVE_RUN_DIR), the task's
+# No evaluation spent twice: within a run (--run-dir, a job's run_dir), the task's
 # baseline is timed once and kept; a candidate whose compiled code equals an
 # evaluated one's (a changed comment) takes its verdict; and with its
 # parent's metrics a child slower than its parent on one scenario of each
 # class stops there, while a faster one is evaluated in full.
 . "$(dirname "$0")/lib.sh"
 
-export KEVOLVE_CACHE_DIR="$WORK/cache" KEVOLVE_RUN_DIR="$WORK/run"
-mkdir -p "$KEVOLVE_RUN_DIR"
+export KEVOLVE_CACHE_DIR="$WORK/cache"
+RUN="$WORK/run"
+mkdir -p "$RUN"
 base="$KV_SOURCE_DIR/tasks/softmax/cpu/baseline.c"
 cp "$base" "$WORK/a.c"
 { cat "$base"; echo "/* only a comment differs */"; } >"$WORK/b.c"
@@ -18,14 +19,14 @@ json() {
 landlock=$(python3 -c 'import ctypes; print(int(ctypes.CDLL(None).syscall(444, None, 0, 1) > 0))')
 [ "$landlock" = 1 ] || { echo "SKIP: no Landlock on this kernel: nothing is kept"; exit 77; }
 
-"$KV" eval --task softmax --backend cpu --quick "$WORK/a.c" >"$WORK/a.json" 2>"$WORK/a.err" ||
+"$KV" eval --task softmax --backend cpu --quick --run-dir "$RUN" "$WORK/a.c" >"$WORK/a.json" 2>"$WORK/a.err" ||
     fail "eval a: $(cat "$WORK/a.err")"
 [ "$(json "$WORK/a.json" "d['metrics']['correct']")" = 1 ] || fail "the baseline copy was rejected"
 [ "$(json "$WORK/a.json" "'baseline' in d['artifacts']")" = True ] ||
     fail "the first evaluation of a run did not time the baseline"
-ls "$KEVOLVE_RUN_DIR"/baseline-softmax-cpu-quick-*.json >/dev/null || fail "no kept baseline in the run"
+ls "$RUN"/baseline-softmax-cpu0-quick-*.json >/dev/null || fail "no kept baseline in the run"
 
-"$KV" eval --task softmax --backend cpu --quick "$WORK/b.c" >"$WORK/b.json" 2>"$WORK/b.err" ||
+"$KV" eval --task softmax --backend cpu --quick --run-dir "$RUN" "$WORK/b.c" >"$WORK/b.json" 2>"$WORK/b.err" ||
     fail "eval b: $(cat "$WORK/b.err")"
 [ "$(json "$WORK/b.json" "d['artifacts'].get('duplicate_of_artifact', '')")" = \
     "$(json "$WORK/a.json" "d['artifacts']['artifact_hash']")" ] ||
@@ -33,7 +34,7 @@ ls "$KEVOLVE_RUN_DIR"/baseline-softmax-cpu-quick-*.json >/dev/null || fail "no k
 
 # A different program: timed, against the kept baseline.
 { cat "$base"; printf '\nint kevolve_test_marker(void) { return 3; }\n'; } >"$WORK/c.c"
-"$KV" eval --task softmax --backend cpu --quick "$WORK/c.c" >"$WORK/c.json" 2>"$WORK/c.err" ||
+"$KV" eval --task softmax --backend cpu --quick --run-dir "$RUN" "$WORK/c.c" >"$WORK/c.json" 2>"$WORK/c.err" ||
     fail "eval c: $(cat "$WORK/c.err")"
 [ "$(json "$WORK/c.json" "d['artifacts'].get('baseline_kept', False)")" = True ] ||
     fail "the second timed evaluation timed the baseline again"
@@ -41,40 +42,42 @@ ls "$KEVOLVE_RUN_DIR"/baseline-softmax-cpu-quick-*.json >/dev/null || fail "no k
     fail "a different program was taken for a duplicate"
 
 # Screening: a parent ten times faster everywhere stops the child after
-# one scenario of each class; a parent ten times slower lets it go on.
+# one scenario of each class; a parent ten times slower lets it go on. The
+# parent is what the job carries ({"combined_score", "speedup": {scenario:
+# x}}: a run takes it from the parent's rows).
 python3 - "$WORK/c.json" "$WORK/fast_parent.json" "$WORK/slow_parent.json" <<'PY'
 import json, sys
-m = json.load(open(sys.argv[1]))["metrics"]
+d = json.load(open(sys.argv[1]))
 for path, f in ((sys.argv[2], 10.0), (sys.argv[3], 0.1)):
-    p = {k: v * f for k, v in m.items() if k.endswith("_speedup")}
-    p["combined_score"] = m["combined_score"] * f
+    p = {"speedup": {s["name"]: s["speedup"] * f for s in d["artifacts"]["scenarios"]},
+         "combined_score": d["metrics"]["combined_score"] * f}
     json.dump(p, open(path, "w"))
 PY
 { cat "$WORK/c.c"; printf '\nint kevolve_test_marker2(void) { return 4; }\n'; } >"$WORK/d.c"
-KEVOLVE_PARENT_METRICS="$WORK/fast_parent.json" "$KV" eval --task softmax --backend cpu --quick \
-    --screen "$WORK/d.c" >"$WORK/d.json" 2>"$WORK/d.err" || fail "eval d: $(cat "$WORK/d.err")"
+"$KV" eval --task softmax --backend cpu --quick --run-dir "$RUN" \
+    --parent "$WORK/fast_parent.json" "$WORK/d.c" >"$WORK/d.json" 2>"$WORK/d.err" || fail "eval d: $(cat "$WORK/d.err")"
 [ "$(json "$WORK/d.json" "d['metrics'].get('screened_out', 0)")" = 1 ] ||
     fail "a child ten times slower than its parent was not stopped"
 timed=$(json "$WORK/d.json" "sum('median_us' in s for s in d['artifacts']['scenarios'])")
 [ "$timed" -lt 3 ] || fail "the stopped child was timed on every scenario ($timed)"
 printf '\nint kevolve_test_marker3(void) { return 5; }\n' >>"$WORK/d.c"
-KEVOLVE_PARENT_METRICS="$WORK/slow_parent.json" "$KV" eval --task softmax --backend cpu --quick \
-    --screen "$WORK/d.c" >"$WORK/e.json" 2>"$WORK/e.err" || fail "eval e: $(cat "$WORK/e.err")"
+"$KV" eval --task softmax --backend cpu --quick --run-dir "$RUN" \
+    --parent "$WORK/slow_parent.json" "$WORK/d.c" >"$WORK/e.json" 2>"$WORK/e.err" || fail "eval e: $(cat "$WORK/e.err")"
 [ "$(json "$WORK/e.json" "d['metrics'].get('screened_out', 0)")" = 0 ] ||
     fail "a child faster than its parent was stopped"
 timed=$(json "$WORK/e.json" "sum('median_us' in s for s in d['artifacts']['scenarios'])")
 [ "$timed" -eq 3 ] || fail "the child that beat its parent was not timed on every scenario ($timed)"
 # The threshold is the task's own (gqa_attention_small: 0.85) unless
 # --screen-keep (evaluator.screen_keep) says otherwise.
-python3 -c 'import json,sys; json.dump({n + "_speedup": 1000.0 for n in ("decode_16x8_b1_l256",
-    "decode_40x8_b2_l200", "prefill_16x8_s64", "chunked_40x8_q16_l160")} |
-    {"combined_score": 1000.0}, open(sys.argv[1], "w"))' "$WORK/gqa_parent.json"
+python3 -c 'import json,sys; json.dump({"speedup": {n: 1000.0 for n in ("decode_16x8_b1_l256",
+    "decode_40x8_b2_l200", "prefill_16x8_s64", "chunked_40x8_q16_l160")},
+    "combined_score": 1000.0}, open(sys.argv[1], "w"))' "$WORK/gqa_parent.json"
 for keep in task 0.5; do
     args=""
     [ "$keep" = task ] || args="--screen-keep $keep"
     # shellcheck disable=SC2086
-    KEVOLVE_PARENT_METRICS="$WORK/gqa_parent.json" "$KV" eval --task gqa_attention_small \
-        --backend cpu --quick --screen $args "$KV_SOURCE_DIR/tasks/gqa_attention/cpu/seed.c" \
+    "$KV" eval --task gqa_attention_small --backend cpu --quick --run-dir "$RUN" \
+        --parent "$WORK/gqa_parent.json" $args "$KV_SOURCE_DIR/tasks/gqa_attention/cpu/seed.c" \
         >"$WORK/g.json" 2>"$WORK/g.err" || fail "eval gqa ($keep): $(cat "$WORK/g.err")"
     [ "$(json "$WORK/g.json" "d['metrics'].get('correct')")" = 1 ] ||
         fail "the seed was rejected ($keep): $(json "$WORK/g.json" \

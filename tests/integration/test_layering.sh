@@ -101,4 +101,13 @@ for p in problems:
     print(p, file=sys.stderr)
 sys.exit(1 if problems else 0)
 PY
+
+# Backends are rows of one table (src/kernel/backend.c): the rest of the code
+# asks what a backend can do (kv_backend_has), never which one it is. Only
+# the table, the backends' own folders and the config's early check of a
+# name may compare a backend's name.
+cd "$KV_SOURCE_DIR"
+which=$(grep -rnE 'KV_BACKEND_[A-Z]|->kind == |strcmp\([^;]*"(cpu|opencl|cuda)"' src --include='*.c' --include='*.h' |
+    grep -vE '^src/kernel/(backend\.c|cpu/|opencl/|cuda/)|^src/config/config\.c:' || true)
+[ -z "$which" ] || fail "code outside the backend table asks which backend it is: $which"
 echo "ok"

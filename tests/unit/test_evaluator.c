@@ -489,8 +489,8 @@ static void child_evaluations_get_the_run_dir_and_parent_metrics(void **state)
     kv_evaluator *ev = evaluator(f, &cfg, "env.py", NULL);
     kv_evaluator_set_run_dir(ev, f->dir);
     json_t *parent = json_pack("{s:f, s:i}", "combined_score", 2.5, "correct", 1);
-    assert_int_equal(kv_evaluator_submit_child(ev, 7, "child", ".py", parent), 0);
-    assert_int_equal(kv_evaluator_submit_child(ev, 8, "initial", ".py", NULL), 0);
+    assert_int_equal(kv_evaluator_submit_child(ev, 7, "child", ".py", parent, NULL), 0);
+    assert_int_equal(kv_evaluator_submit_child(ev, 8, "initial", ".py", NULL, NULL), 0);
     for (int got = 0; got < 2;) {
         kv_eval_result r;
         if (kv_evaluator_poll(ev, 5000, &r) != 1) continue;

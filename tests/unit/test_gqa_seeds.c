@@ -58,7 +58,8 @@ static void the_task_has_one_seed_per_design_and_the_naive_baseline(void **state
     }
     const kv_task *t = kv_task_find("gqa_attention");
     assert_non_null(t);
-    assert_string_equal(t->baseline[KV_BACKEND_CUDA], PREFIX "naive.cu");
+    assert_string_equal(kv_backend_source_for(kv_backend_find("cuda"), t->baselines),
+                        PREFIX "naive.cu");
 }
 
 /* Every seed declares its axes (each at one of its own values) inside one
@@ -130,7 +131,7 @@ static void compile_or_fail(const char *what, const char *src)
 {
     kv_compiled c;
     char *err = NULL;
-    int rc = kv_compile(KV_BACKEND_CUDA, src, g_cache, "sm_90a", &c, &err);
+    int rc = kv_compile(kv_backend_find("cuda"), src, g_cache, "sm_90a", &c, &err);
     if (rc != 0)
         fail_msg("nvcc failed on %s (%d): %s %.4000s", what, rc, err ? err : "",
                  c.log ? c.log : "");

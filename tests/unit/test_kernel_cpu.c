@@ -26,17 +26,18 @@ static char *src_path(const char *rel)
 /* Evaluates REL (relative to the source tree) quickly; asserts it was judged. */
 static json_t *eval_rel(const char *rel, int stage, double ceiling)
 {
-    kv_kernel_opts o;
-    kv_kernel_opts_init(&o);
+    kv_job o;
+    kv_job_init(&o);
+    o.self_exe = getenv("KV_BINARY"); /* the runners re-execute kevolve, not this test */
     char *path = src_path(rel);
     o.task = "softmax";
-    o.backend = KV_BACKEND_CPU;
+    o.backend = "cpu";
     o.candidate = path;
     o.quick = 1;
     o.stage = stage;
     o.cache_dir = g_cache;
     o.ceiling_gbps = ceiling;
-    o.kernel_timeout_s = 5;
+    o.limits.call_s = 5;
     json_t *res = NULL;
     char *err = NULL;
     int rc = kv_kernel_eval(&o, &res, &err);
@@ -139,13 +140,13 @@ static void compiled_candidates_are_cached_by_source(void **state)
     assert_non_null(src);
     kv_compiled a, b, c;
     char *err = NULL;
-    assert_int_equal(kv_compile(KV_BACKEND_CPU, src, g_cache, NULL, &a, &err), 0);
-    assert_int_equal(kv_compile(KV_BACKEND_CPU, src, g_cache, NULL, &b, &err), 0);
+    assert_int_equal(kv_compile(kv_backend_find("cpu"), src, g_cache, NULL, &a, &err), 0);
+    assert_int_equal(kv_compile(kv_backend_find("cpu"), src, g_cache, NULL, &b, &err), 0);
     assert_string_equal(a.key, b.key);
     assert_int_equal(b.cached, 1);
     assert_string_equal(a.lib_path, b.lib_path);
     char *changed = kv_asprintf("%s\n/* changed */\n", src);
-    assert_int_equal(kv_compile(KV_BACKEND_CPU, changed, g_cache, NULL, &c, &err), 0);
+    assert_int_equal(kv_compile(kv_backend_find("cpu"), changed, g_cache, NULL, &c, &err), 0);
     assert_string_not_equal(a.key, c.key);
     assert_int_equal(c.cached, 0);
     kv_compiled_clear(&a);
@@ -159,8 +160,9 @@ static void compiled_candidates_are_cached_by_source(void **state)
 static void unknown_task_and_missing_file_are_usage_errors(void **state)
 {
     (void)state;
-    kv_kernel_opts o;
-    kv_kernel_opts_init(&o);
+    kv_job o;
+    kv_job_init(&o);
+    o.self_exe = getenv("KV_BINARY"); /* the runners re-execute kevolve, not this test */
     o.task = "no_such_task";
     o.candidate = "/nonexistent.c";
     o.cache_dir = g_cache;

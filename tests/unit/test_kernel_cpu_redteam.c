@@ -24,15 +24,16 @@ static void expect_rejected(const char *name, const char *want, const char *deta
 {
     const char *root = getenv("KV_SOURCE_DIR");
     char *path = kv_asprintf("%s/tests/data/kernels/cpu/%s.c", root ? root : ".", name);
-    kv_kernel_opts o;
-    kv_kernel_opts_init(&o);
+    kv_job o;
+    kv_job_init(&o);
+    o.self_exe = getenv("KV_BINARY"); /* the runners re-execute kevolve, not this test */
     o.task = "softmax";
-    o.backend = KV_BACKEND_CPU;
+    o.backend = "cpu";
     o.candidate = path;
     o.quick = 1;
     o.stage = 1; /* correctness is where every one of these must fail */
     o.cache_dir = g_cache;
-    o.kernel_timeout_s = 1.5;
+    o.limits.call_s = 1.5;
     json_t *res = NULL;
     char *err = NULL;
     if (kv_kernel_eval(&o, &res, &err) != 0) fail_msg("%s: harness failed: %s", name, err);

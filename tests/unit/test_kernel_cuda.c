@@ -26,16 +26,17 @@ static json_t *eval_task(const char *task, const char *rel, int stage, int cpu_r
 {
     const char *root = getenv("KV_SOURCE_DIR");
     char *path = kv_asprintf("%s/%s", root ? root : ".", rel);
-    kv_kernel_opts o;
-    kv_kernel_opts_init(&o);
+    kv_job o;
+    kv_job_init(&o);
+    o.self_exe = getenv("KV_BINARY"); /* the runners re-execute kevolve, not this test */
     o.task = task;
     o.cpu_reference = cpu_reference;
-    o.backend = KV_BACKEND_CUDA;
+    o.backend = "cuda";
     o.candidate = path;
     o.quick = 1;
     o.stage = stage;
     o.cache_dir = g_cache;
-    o.kernel_timeout_s = 3;
+    o.limits.call_s = 3;
     json_t *res = NULL;
     kv_kernel_eval(&o, &res, err);
     free(path);
@@ -82,8 +83,8 @@ static void cuda_baseline_compiles_for_hopper_with_resource_usage(void **state)
     skip_without_nvcc();
     kv_compiled c;
     char *err = NULL;
-    int rc = kv_compile(KV_BACKEND_CUDA, kv_embedded_text("softmax/cuda/baseline.cu"), g_cache,
-                        "sm_90a", &c, &err);
+    int rc = kv_compile(kv_backend_find("cuda"), kv_embedded_text("softmax/cuda/baseline.cu"),
+                        g_cache, "sm_90a", &c, &err);
     if (rc != 0) fail_msg("nvcc failed (%d): %s %s", rc, err ? err : "", c.log ? c.log : "");
     assert_true(kv_is_file(c.lib_path));
     assert_non_null(c.resources);
@@ -131,7 +132,7 @@ static void gqa_cuda_baseline_compiles_for_hopper_at_both_ends_of_its_axes(void 
     for (int i = 0; i < 3; i++) {
         kv_compiled c;
         char *err = NULL;
-        int rc = kv_compile(KV_BACKEND_CUDA, texts[i], g_cache, "sm_90a", &c, &err);
+        int rc = kv_compile(kv_backend_find("cuda"), texts[i], g_cache, "sm_90a", &c, &err);
         if (rc != 0)
             fail_msg("nvcc failed on the %s source (%d): %s %s", names[i], rc, err ? err : "",
                      c.log ? c.log : "");
@@ -233,7 +234,7 @@ static int setup(void **state)
     (void)state;
     json_t *info = NULL;
     char *err = NULL;
-    g_have_gpu = kv_kernel_probe(KV_BACKEND_CUDA, &info, &err) == 0;
+    g_have_gpu = kv_kernel_devices("cuda", &info, &err) == 0;
     if (!g_have_gpu) fprintf(stderr, "no GPU here (%s): GPU tests skip\n", err);
     free(err);
     if (info) json_decref(info);

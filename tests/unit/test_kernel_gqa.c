@@ -332,19 +332,20 @@ static void bf16_accumulation_fails_at_long_context_while_bf16_probabilities_pas
 
 /* Evaluates TEXT (written to a file NAME) on the small variant, correctness
  * only; returns the verdict JSON. */
-static json_t *eval_text(const char *text, const char *name, kv_backend_kind backend)
+static json_t *eval_text(const char *text, const char *name, const char *backend)
 {
     char *path = kv_asprintf("%s/%s", g_cache, name);
     assert_int_equal(kv_write_file(path, text, strlen(text)), 0);
-    kv_kernel_opts o;
-    kv_kernel_opts_init(&o);
+    kv_job o;
+    kv_job_init(&o);
+    o.self_exe = getenv("KV_BINARY"); /* the runners re-execute kevolve, not this test */
     o.task = "gqa_attention_small";
     o.backend = backend;
     o.candidate = path;
     o.quick = 1;
     o.stage = 1;
     o.cache_dir = g_cache;
-    o.kernel_timeout_s = 20;
+    o.limits.call_s = 20;
     json_t *res = NULL;
     char *err = NULL;
     if (kv_kernel_eval(&o, &res, &err) != 0) fail_msg("%s: %s", name, err);
@@ -378,8 +379,7 @@ static char *replace_all(const char *text, const char *from, const char *to)
 static void naive_cpu_start_is_correct_on_every_scenario_and_held_out_shape(void **state)
 {
     (void)state;
-    json_t *res =
-        eval_text(kv_embedded_text("gqa_attention/cpu/naive.c"), "naive.c", KV_BACKEND_CPU);
+    json_t *res = eval_text(kv_embedded_text("gqa_attention/cpu/naive.c"), "naive.c", "cpu");
     assert_string_equal(reason(res), "accepted");
     json_t *art = json_object_get(res, "artifacts");
     assert_int_equal(json_array_size(json_object_get(art, "scenarios")), 4);
@@ -392,7 +392,7 @@ static void kernel_without_causal_mask_is_rejected(void **state)
     (void)state;
     char *bad = replace_all(kv_embedded_text("gqa_attention/cpu/naive.c"),
                             "int64_t keys = L - SQ + i + 1;", "int64_t keys = L;");
-    json_t *res = eval_text(bad, "no_mask.c", KV_BACKEND_CPU);
+    json_t *res = eval_text(bad, "no_mask.c", "cpu");
     assert_string_equal(reason(res), "wrong_result");
     json_decref(res);
     free(bad);
@@ -403,7 +403,7 @@ static void kernel_reading_the_wrong_kv_head_is_rejected(void **state)
     (void)state;
     char *bad =
         replace_all(kv_embedded_text("gqa_attention/cpu/naive.c"), "h / (HQ / HKV)", "h % HKV");
-    json_t *res = eval_text(bad, "wrong_head.c", KV_BACKEND_CPU);
+    json_t *res = eval_text(bad, "wrong_head.c", "cpu");
     assert_string_equal(reason(res), "wrong_result");
     json_decref(res);
     free(bad);
@@ -415,7 +415,7 @@ static void kernel_accumulating_in_bf16_is_rejected(void **state)
     char *bad = replace_all(
         kv_embedded_text("gqa_attention/cpu/naive.c"), "acc[d] += p * bf16_to_f32(vh[j * D + d]);",
         "acc[d] = bf16_to_f32(f32_to_bf16(acc[d] + p * bf16_to_f32(vh[j * D + d])));");
-    json_t *res = eval_text(bad, "bf16_acc.c", KV_BACKEND_CPU);
+    json_t *res = eval_text(bad, "bf16_acc.c", "cpu");
     assert_string_equal(reason(res), "wrong_result");
     json_decref(res);
     free(bad);
@@ -426,13 +426,13 @@ static void naive_opencl_start_and_a_tuned_variant_are_correct(void **state)
     (void)state;
     json_t *info = NULL;
     char *err = NULL;
-    if (kv_kernel_probe(KV_BACKEND_OPENCL, &info, &err) != 0) {
+    if (kv_kernel_devices("opencl", &info, &err) != 0) {
         free(err);
         skip();
     }
     json_decref(info);
     const char *naive = kv_embedded_text("gqa_attention/opencl/naive.cl");
-    json_t *res = eval_text(naive, "naive.cl", KV_BACKEND_OPENCL);
+    json_t *res = eval_text(naive, "naive.cl", "opencl");
     assert_string_equal(reason(res), "accepted");
     json_decref(res);
     /* The seed (naive.cl's design with its tune axes), every axis of the
@@ -443,7 +443,7 @@ static void naive_opencl_start_and_a_tuned_variant_are_correct(void **state)
     char *c = replace_all(b, "#define SHARE_KV 0 ", "#define SHARE_KV 1 ");
     char *d = replace_all(c, "#define ONLINE 0 ", "#define ONLINE 1 ");
     char *e = replace_all(d, "#define THREADS 128 ", "#define THREADS 256 ");
-    res = eval_text(e, "tuned.cl", KV_BACKEND_OPENCL);
+    res = eval_text(e, "tuned.cl", "opencl");
     assert_string_equal(reason(res), "accepted");
     json_decref(res);
     free(a);

@@ -26,15 +26,16 @@ static inline json_t *eval_rel(const char *rel, int stage)
 {
     const char *root = getenv("KV_SOURCE_DIR");
     char *path = rel[0] == '/' ? kv_strdup(rel) : kv_asprintf("%s/%s", root ? root : ".", rel);
-    kv_kernel_opts o;
-    kv_kernel_opts_init(&o);
+    kv_job o;
+    kv_job_init(&o);
+    o.self_exe = getenv("KV_BINARY"); /* the runners re-execute kevolve, not this test */
     o.task = "softmax";
-    o.backend = KV_BACKEND_OPENCL;
+    o.backend = "opencl";
     o.candidate = path;
     o.quick = 1;
     o.stage = stage;
     o.cache_dir = g_cache;
-    o.kernel_timeout_s = 3;
+    o.limits.call_s = 3;
     json_t *res = NULL;
     char *err = NULL;
     if (kv_kernel_eval(&o, &res, &err) != 0) fail_msg("%s: harness failed: %s", rel, err);
@@ -60,7 +61,7 @@ static int setup(void **state)
     (void)state;
     json_t *info = NULL;
     char *err = NULL;
-    g_have_opencl = kv_kernel_probe(KV_BACKEND_OPENCL, &info, &err) == 0;
+    g_have_opencl = kv_kernel_devices("opencl", &info, &err) == 0;
     if (!g_have_opencl) fprintf(stderr, "SKIP: no OpenCL device: %s\n", err);
     free(err);
     if (info) json_decref(info);

@@ -12,6 +12,7 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <poll.h>
 #include <sys/stat.h>
@@ -733,10 +734,12 @@ static void a_time_limit_of_weeks_is_kept_without_overflow(void **state)
     kv_proc_free(p);
 }
 
-/* Run as "test_proc --inner": inside a process started with a time limit,
- * a program asking for 100 s gets what is left of that limit. */
-static int inner_main(void)
+/* Run as "test_proc --inner SECONDS": a process that gives itself a budget
+ * of SECONDS (as the kernel worker does from its job) starts a program
+ * asking for 100 s, which gets what is left of that budget. */
+static int inner_main(const char *seconds)
 {
+    kv_proc_set_budget(atof(seconds));
     char *argv[] = {"sleep", "1000", NULL};
     kv_proc_spec spec = {.argv = argv, .timeout_s = 100};
     char *err = NULL;
@@ -754,12 +757,41 @@ static void a_deadline_is_passed_down_to_what_a_program_starts(void **state)
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     assert_true(n > 0);
     self[n] = '\0';
-    char *argv[] = {self, "--inner", NULL};
-    kv_proc *p = run((kv_proc_spec){.argv = argv, .timeout_s = 3});
+    char *argv[] = {self, "--inner", "3", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .timeout_s = 30});
     /* The inner program was stopped first, with a reserve left for the
      * inner process to report: 3 s less 10%. */
     assert_string_equal(kv_proc_describe(p), "exit 0");
     assert_non_null(strstr(kv_proc_stdout(p), "timed out after 2."));
+    kv_proc_free(p);
+    /* The time limit a process is started with is not its budget: only
+     * what it gives itself is (the worker reads its job, not its
+     * environment). */
+    kv_proc_set_budget(0);
+    assert_true(kv_proc_time_left() < 0);
+}
+
+static void a_stopped_clock_does_not_run_the_limit_down(void **state)
+{
+    (void)state;
+    /* 1.2 s of sleep under a limit of 0.8 s: killed, unless the clock is
+     * stopped for 0.8 s of it (waiting for a device is not the program's
+     * time), which moves the limit to 1.6 s. */
+    char *argv[] = {"sleep", "1.2", NULL};
+    kv_proc *p = run((kv_proc_spec){.argv = argv, .timeout_s = 0.8});
+    assert_int_equal(kv_proc_how(p), KV_PROC_TIMED_OUT);
+    kv_proc_free(p);
+    char *err = NULL;
+    kv_proc_spec spec = {.argv = argv, .timeout_s = 0.8};
+    p = kv_proc_start(&spec, &err);
+    assert_non_null(p);
+    kv_proc_pause_clock(p);
+    assert_int_equal(kv_proc_ms_to_deadline(p), -1); /* no deadline while stopped */
+    struct timespec ts = {0, 800 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    kv_proc_resume_clock(p);
+    kv_proc_wait(p);
+    assert_string_equal(kv_proc_describe(p), "exit 0");
     kv_proc_free(p);
 }
 
@@ -779,7 +811,7 @@ static void environment_carries_the_time_limit(void **state)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "--inner") == 0) return inner_main();
+    if (argc > 2 && strcmp(argv[1], "--inner") == 0) return inner_main(argv[2]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(exit_code_and_output_are_captured),
         cmocka_unit_test(death_by_signal_is_described_by_name),
@@ -816,6 +848,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(a_program_that_kills_its_supervisor_still_leaves_nothing),
         cmocka_unit_test(a_deadline_is_passed_down_to_what_a_program_starts),
         cmocka_unit_test(environment_carries_the_time_limit),
+        cmocka_unit_test(a_stopped_clock_does_not_run_the_limit_down),
         cmocka_unit_test(a_time_limit_of_weeks_is_kept_without_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

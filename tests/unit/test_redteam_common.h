@@ -18,6 +18,10 @@
  *     found), and the next evaluation with the same cache starts at once;
  *   - the evaluation ends within its time (the watchdog can't be disarmed).
  *
+ * The evaluation is given its run folder and parent as a run's job would
+ * be (--run-dir, --parent); the environment names them too, so that a
+ * hostile candidate knows where to aim.
+ *
  * Many cheats are judged "correct" by the judge of today, whose checks run
  * in the candidate's process. Until the separated judge of issue 11 lands,
  * a case that fails is skipped with what it got, unless it is an honest
@@ -223,7 +227,16 @@ static int rt_watch_tree(int root, rt_run *r, double now)
         }
         if (!in) continue;
         rt_remember(r, pids[i]);
-        if (states[i] == 'T' && kill(pids[i], SIGCONT) == 0) found++;
+        /* kevolve's supervisor freezes a tree for the moment before it kills
+         * it (a loaded machine can show that moment): a stop counts when it
+         * lasts. */
+        char again = 0;
+        if (states[i] == 'T') {
+            struct timespec pause = {0, 50 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+            if (rt_stat(pids[i], &again, NULL, NULL, NULL, 0) != 0) again = 0;
+        }
+        if (again == 'T' && kill(pids[i], SIGCONT) == 0) found++;
         if (states[i] == 't') found += rt_traced_long(r, pids[i], now);
     }
     return found;
@@ -428,15 +441,18 @@ static void rt_reset_scratch(void)
     kv_remove_tree(p);
     mkdir(p, 0755);
     free(p);
-    p = kv_asprintf("%s/run/evaluate.sh", g_root);
-    const char *wrapper = "#!/bin/sh\n# the controller's evaluator wrapper\n";
-    kv_write_file(p, wrapper, strlen(wrapper));
+    p = kv_asprintf("%s/run/work", g_root);
+    mkdir(p, 0755);
+    free(p);
+    p = kv_asprintf("%s/run/work/1.job.json", g_root); /* what a run hands its workers */
+    const char *job = "{\"version\": 1, \"task\": \"the controller's job\"}\n";
+    kv_write_file(p, job, strlen(job));
     free(p);
     p = kv_asprintf("%s/parent_metrics.json", g_root);
-    const char *pm = "{\"combined_score\": 1.0, \"correct\": 1}\n";
+    const char *pm = "{\"combined_score\": 1.0, \"speedup\": {}}\n";
     kv_write_file(p, pm, strlen(pm));
     free(p);
-    p = kv_asprintf("%s/home/.cache/kevolve/kernels/gpu.lock", g_root);
+    p = kv_asprintf("%s/home/.cache/kevolve/kernels/device-%s-0.lock", g_root, g_backend);
     if (truncate(p, 0) != 0 && errno != ENOENT) fprintf(stderr, "truncate %s failed\n", p);
     free(p);
 }
@@ -502,7 +518,8 @@ static int rt_reason_ok(const char *reason, const char *patterns)
     return ok;
 }
 
-/* kevolve eval --task TASK --backend <g_backend> --quick ARGS FILE. */
+/* kevolve eval --task TASK --backend <g_backend> --quick --run-dir RUN
+ * --parent PARENT ARGS FILE: as a run evaluates a child. */
 static int rt_eval(const char *task, const char *file, const char *args, double limit, rt_run *r)
 {
     const char *bin = getenv("KV_BINARY");
@@ -517,12 +534,20 @@ static int rt_eval(const char *task, const char *file, const char *args, double 
     argv[n++] = "--backend";
     argv[n++] = (char *)g_backend;
     argv[n++] = "--quick";
+    char *run = kv_asprintf("%s/run", g_root),
+         *parent = kv_asprintf("%s/parent_metrics.json", g_root);
+    argv[n++] = "--run-dir";
+    argv[n++] = run;
+    argv[n++] = "--parent";
+    argv[n++] = parent;
     for (char *t = strtok_r(copy, " ", &save); t && n < 30; t = strtok_r(NULL, " ", &save))
         argv[n++] = t;
     argv[n++] = (char *)file;
     argv[n] = NULL;
     int rc = rt_exec(argv, limit, r);
     free(copy);
+    free(run);
+    free(parent);
     return rc;
 }
 
@@ -729,7 +754,7 @@ static int rt_setup(void **state)
     if (strcmp(g_backend, "opencl") == 0) { /* PoCL in CI; a machine without one skips */
         json_t *info = NULL;
         char *err = NULL;
-        g_no_backend = kv_kernel_probe(KV_BACKEND_OPENCL, &info, &err) != 0;
+        g_no_backend = kv_kernel_devices("opencl", &info, &err) != 0;
         if (g_no_backend) fprintf(stderr, "SKIP: no OpenCL device: %s\n", err);
         free(err);
         if (info) json_decref(info);

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "eval/eval_output.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -89,6 +90,8 @@ static int64_t add(kv_store *s, int64_t parent, int island, int64_t iteration, c
         p->status_reason = kv_strdup(reason);
     }
     p->artifacts = artifacts;
+    /* The harness's scenarios become the program's rows, as the evaluator makes them. */
+    if (status == KV_STATUS_OK) kv_eval_scenario_rows(artifacts, p->metrics, &p->scenarios);
     assert_int_equal(kv_store_insert_program(s, p), 0);
     int64_t id = p->id;
     kv_program_free(p);

@@ -74,18 +74,24 @@ static double measure_memcpy_gbps(void)
     return 2.0 * (double)n / best / 1e9;
 }
 
+static const char *cpu_model(char *buf, size_t cap);
+
 static int cpu_open(kv_jdev *b, char **err)
 {
-    (void)err;
+    if (b->index != 0) {
+        *err = kv_asprintf("no CPU device %d: the host is device 0", b->index);
+        return -1;
+    }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu < 1) ncpu = 1;
     b->cache_bytes = llc_bytes();
     b->bandwidth_gbps = measure_memcpy_gbps();
     /* Threads may each stream at the single-thread rate at best. */
     b->ceiling_gbps = b->bandwidth_gbps * (double)ncpu;
-    b->device =
-        json_pack("{s:s,s:I,s:I,s:f}", "name", "host cpu", "cpus", (json_int_t)ncpu, "cache_bytes",
-                  (json_int_t)b->cache_bytes, "memcpy_gbps", b->bandwidth_gbps);
+    char model[256];
+    b->device = json_pack("{s:s,s:i,s:I,s:I,s:f}", "name", cpu_model(model, sizeof model), "index",
+                          0, "cpus", (json_int_t)ncpu, "cache_bytes", (json_int_t)b->cache_bytes,
+                          "memcpy_gbps", b->bandwidth_gbps);
     return 0;
 }
 
@@ -94,139 +100,46 @@ static void cpu_close(kv_jdev *b)
     (void)b;
 }
 
-int kv_memfd_arena_new(size_t bytes, unsigned char canary, kv_arena *out, char **err)
-{
-    memset(out, 0, sizeof *out);
-    out->fd = -1;
-    int fd = memfd_create("kevolve-arena", MFD_CLOEXEC);
-    if (fd < 0) {
-        *err = kv_asprintf("harness_error: memfd_create: %s", strerror(errno));
-        return -1;
-    }
-    if (ftruncate(fd, (off_t)bytes) != 0) {
-        *err = kv_asprintf("out_of_memory: an arena of %zu bytes: %s", bytes, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-        *err =
-            kv_asprintf("out_of_memory: mapping an arena of %zu bytes: %s", bytes, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    memset(p, canary, bytes);
-    out->fd = fd;
-    out->host = p;
-    out->bytes = bytes;
-    return 0;
-}
-
-void kv_memfd_arena_free(kv_arena *a)
-{
-    if (a->host) munmap(a->host, a->bytes);
-    if (a->fd >= 0) close(a->fd);
-    memset(a, 0, sizeof *a);
-    a->fd = -1;
-}
-
-int kv_memfd_write(kv_arena *a, size_t off, const void *src, size_t n, char **err)
-{
-    if (off > a->bytes || n > a->bytes - off) {
-        *err = kv_asprintf("harness_error: write of %zu bytes at %zu past an arena of %zu", n, off,
-                           a->bytes);
-        return -1;
-    }
-    memcpy(a->host + off, src, n);
-    return 0;
-}
-
-int kv_memfd_read(kv_arena *a, size_t off, void *dst, size_t n, char **err)
-{
-    if (off > a->bytes || n > a->bytes - off) {
-        *err = kv_asprintf("harness_error: read of %zu bytes at %zu past an arena of %zu", n, off,
-                           a->bytes);
-        return -1;
-    }
-    memcpy(dst, a->host + off, n);
-    return 0;
-}
-
-int kv_memfd_fill(kv_arena *a, size_t off, size_t count, const void *pattern, size_t esize,
-                  char **err)
-{
-    if (off > a->bytes || count > (a->bytes - off) / esize) {
-        *err = kv_asprintf("harness_error: fill past an arena");
-        return -1;
-    }
-    unsigned char *p = a->host + off;
-    for (size_t i = 0; i < count; i++)
-        memcpy(p + i * esize, pattern, esize);
-    return 0;
-}
-
-static int cpu_arena_new(kv_jdev *b, size_t bytes, unsigned char canary, kv_arena *out, char **err)
-{
-    (void)b;
-    return kv_memfd_arena_new(bytes, canary, out, err);
-}
-
-static void cpu_arena_free(kv_jdev *b, kv_arena *a)
-{
-    (void)b;
-    kv_memfd_arena_free(a);
-}
-
-static int cpu_write(kv_jdev *b, kv_arena *a, size_t off, const void *src, size_t n, char **err)
-{
-    (void)b;
-    return kv_memfd_write(a, off, src, n, err);
-}
-
-static int cpu_read(kv_jdev *b, kv_arena *a, size_t off, void *dst, size_t n, char **err)
-{
-    (void)b;
-    return kv_memfd_read(a, off, dst, n, err);
-}
-
-static int cpu_fill(kv_jdev *b, kv_arena *a, size_t off, size_t count, const void *pattern,
-                    size_t esize, char **err)
-{
-    (void)b;
-    return kv_memfd_fill(a, off, count, pattern, esize, err);
-}
-
-static void *cpu_ptr(kv_jdev *b, kv_arena *a, size_t off)
-{
-    (void)b;
-    return a->host + off;
-}
-
-static int cpu_sync(kv_jdev *b, char **err)
-{
-    (void)b;
-    (void)err;
-    return 0;
-}
-
 kv_jdev *kv_jdev_cpu_new(void)
 {
     kv_jdev *b = kv_calloc(1, sizeof *b);
-    b->kind = KV_BACKEND_CPU;
-    b->name = "cpu";
-    b->align = 64;
-    b->margin = 64;
+    kv_memfd_jdev_ops(b);
     b->page_guards = 1;
     b->open = cpu_open;
     b->close = cpu_close;
-    b->arena_new = cpu_arena_new;
-    b->arena_free = cpu_arena_free;
-    b->write = cpu_write;
-    b->read = cpu_read;
-    b->fill = cpu_fill;
-    b->sync = cpu_sync;
-    b->ptr = cpu_ptr;
     return b;
+}
+
+/* The model name of the host's processor, from /proc/cpuinfo, into BUF. */
+static const char *cpu_model(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "host cpu");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return buf;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0) continue;
+        const char *v = strchr(line, ':');
+        if (!v) continue;
+        v += 1 + strspn(v + 1, " \t");
+        snprintf(buf, cap, "%.*s", (int)strcspn(v, "\n"), v);
+        break;
+    }
+    fclose(f);
+    return buf;
+}
+
+json_t *kv_cpu_devices(char **err)
+{
+    (void)err;
+    char model[256];
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    /* The machine is one device: every core works on one candidate's calls. */
+    return json_pack("[{s:i,s:s,s:I,s:I,s:I}]", "index", 0, "name", cpu_model(model, sizeof model),
+                     "cpus", (json_int_t)(ncpu > 0 ? ncpu : 1), "memory_bytes",
+                     (json_int_t)(pages > 0 && page > 0 ? pages * page : 0), "cache_bytes",
+                     (json_int_t)llc_bytes());
 }
 
 /* ---- the runner's half ---- */
@@ -255,27 +168,6 @@ static int cpu_ropen(kv_rdev *b, char **err)
     (void)err;
     b->state = kv_calloc(1, sizeof(cpu_rstate));
     return 0;
-}
-
-unsigned char *kv_memfd_map_guarded(const kv_rmsg_map *m, int fd, char **err)
-{
-    void *p = mmap(NULL, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-        *err = kv_asprintf("harness_error: mapping arena %u: %s", m->arena, strerror(errno));
-        return NULL;
-    }
-    for (uint32_t g = 0; g < m->num_guards && g < KV_RMAX_GUARDS; g++) {
-        const kv_rguard *r = &m->guards[g];
-        if (r->offset > m->bytes || r->length > m->bytes - r->offset) continue;
-        int prot = r->prot == 1 ? PROT_READ : PROT_NONE;
-        if (mprotect((unsigned char *)p + r->offset, r->length, prot) != 0) {
-            *err = kv_asprintf("harness_error: protecting arena %u: %s", m->arena, strerror(errno));
-            munmap(p, m->bytes);
-            return NULL;
-        }
-        kv_runner_guard_add((unsigned char *)p + r->offset, r->length, r->tensor, r->prot == 1);
-    }
-    return p;
 }
 
 static int cpu_map(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err)
@@ -326,21 +218,6 @@ static int cpu_load(kv_rdev *b, const char *lib, const char *device_src, char **
     return 0;
 }
 
-void kv_rrun_args(const kv_rmsg_run *r, unsigned char *base, uint32_t i, kv_launch_args *a)
-{
-    memset(a, 0, sizeof *a);
-    a->abi_version = KV_TASK_ABI_VERSION;
-    uint32_t nt = r->num_tensors < KV_MAX_TENSORS ? r->num_tensors : KV_MAX_TENSORS;
-    uint32_t ns = r->num_syms < KV_MAX_SYMS ? r->num_syms : KV_MAX_SYMS;
-    uint64_t set = r->num_sets ? (r->first_set + i) % r->num_sets : 0;
-    a->num_tensors = nt;
-    for (uint32_t t = 0; t < nt; t++)
-        a->tensors[t] = base + r->offset[t] + set * r->stride[t];
-    a->num_syms = ns;
-    for (uint32_t k = 0; k < ns; k++)
-        a->syms[k] = r->syms[k];
-}
-
 static int cpu_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
 {
     cpu_rstate *s = b->state;
@@ -368,7 +245,6 @@ static int cpu_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
 kv_rdev *kv_rdev_cpu_new(void)
 {
     kv_rdev *b = kv_calloc(1, sizeof *b);
-    b->kind = KV_BACKEND_CPU;
     b->open = cpu_ropen;
     b->map = cpu_map;
     b->unmap = cpu_unmap;

@@ -67,9 +67,9 @@ static char *cu_err(cu_state *s, CUresult rc, const char *what)
         }                                                                                          \
     } while (0)
 
-/* Opens the device named by $KEVOLVE_CUDA_DEVICE (default 0) and its primary
- * context, current on this thread, with a stream of its own. */
-static int open_context(cu_state *s, char **err)
+/* Opens device INDEX and its primary context, current on this thread, with
+ * a stream of its own. */
+static int open_context(cu_state *s, int index, char **err)
 {
     if (kv_cu_load(&s->cu, err) != 0) return -1;
     CUresult rc = s->cu.Init(0);
@@ -80,8 +80,10 @@ static int open_context(cu_state *s, char **err)
                            rc ? kv_cu_error_name(&s->cu, rc) : "ok", count);
         return -1;
     }
-    const char *want = getenv("KEVOLVE_CUDA_DEVICE");
-    int index = want ? atoi(want) : 0;
+    if (index < 0 || index >= count) {
+        *err = kv_asprintf("no CUDA device: no device %d (%d on this machine)", index, count);
+        return -1;
+    }
     CHECK(s->cu.DeviceGet(&s->dev, index), "cuDeviceGet");
     CHECK(s->cu.DevicePrimaryCtxRetain(&s->ctx, s->dev), "cuDevicePrimaryCtxRetain");
     CHECK(s->cu.CtxSetCurrent(s->ctx), "cuCtxSetCurrent");
@@ -140,7 +142,7 @@ static int load_helpers(cu_state *s, const char *helpers, char **err)
 static int cuda_open(kv_jdev *b, char **err)
 {
     cu_state *s = b->state;
-    if (open_context(s, err) != 0) return -1;
+    if (open_context(s, b->index, err) != 0) return -1;
     CHECK(s->cu.EventCreate(&s->e0, 0), "cuEventCreate");
     CHECK(s->cu.EventCreate(&s->e1, 0), "cuEventCreate");
     char name[256] = "", bus[64] = "";
@@ -168,10 +170,10 @@ static int cuda_open(kv_jdev *b, char **err)
     s->flush_bytes = 2 * b->cache_bytes;
     if (s->cu.MemAlloc(&s->flush_buf, s->flush_bytes) != 0) s->flush_buf = 0;
     s->nvml = kv_nvml_open(bus);
-    b->device = json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:i,s:f,s:f,s:i}", "name", name, "arch", arch,
-                          "pci_bus", bus, "sm_count", sms, "memory_bytes", (json_int_t)mem,
-                          "l2_bytes", (json_int_t)l2, "sm_clock_khz", clk, "theoretical_gbps",
-                          theory, "copy_gbps", copy, "nvml", s->nvml != NULL);
+    b->device = json_pack("{s:s,s:i,s:s,s:s,s:i,s:I,s:I,s:i,s:f,s:f,s:i}", "name", name, "index",
+                          b->index, "arch", arch, "pci_bus", bus, "sm_count", sms, "memory_bytes",
+                          (json_int_t)mem, "l2_bytes", (json_int_t)l2, "sm_clock_khz", clk,
+                          "theoretical_gbps", theory, "copy_gbps", copy, "nvml", s->nvml != NULL);
     if (b->helpers && load_helpers(s, b->helpers, err) != 0) return -1;
     return 0;
 }
@@ -359,15 +361,50 @@ static int cuda_count_changed(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, 
     return read_counters(s, n, NULL, err);
 }
 
+json_t *kv_cuda_devices(char **err)
+{
+    kv_cu cu;
+    if (kv_cu_load(&cu, err) != 0) return NULL;
+    int count = 0, version = 0;
+    CUresult rc = cu.Init(0);
+    if (rc == 0) rc = cu.DeviceGetCount(&count);
+    if (rc != 0) {
+        *err =
+            kv_asprintf("no CUDA device: cuInit/cuDeviceGetCount: %s", kv_cu_error_name(&cu, rc));
+        return NULL;
+    }
+    cu.DriverGetVersion(&version);
+    char cuda[16];
+    snprintf(cuda, sizeof cuda, "%d.%d", version / 1000, version % 1000 / 10);
+    const char *driver = kv_nvml_driver_version();
+    json_t *list = json_array();
+    for (int i = 0; i < count; i++) {
+        CUdevice d;
+        if (cu.DeviceGet(&d, i) != 0) continue;
+        char name[256] = "", bus[64] = "", arch[16];
+        int major = 0, minor = 0, sms = 0;
+        size_t mem = 0;
+        cu.DeviceGetName(name, sizeof name, d);
+        cu.DeviceGetPCIBusId(bus, sizeof bus, d);
+        cu.DeviceTotalMem(&mem, d);
+        cu.DeviceGetAttribute(&major, ATTR_CC_MAJOR, d);
+        cu.DeviceGetAttribute(&minor, ATTR_CC_MINOR, d);
+        cu.DeviceGetAttribute(&sms, ATTR_SM_COUNT, d);
+        snprintf(arch, sizeof arch, "sm_%d%d%s", major, minor, major >= 9 ? "a" : "");
+        json_array_append_new(list, json_pack("{s:i,s:s,s:s,s:s,s:i,s:I,s:s,s:s?}", "index", i,
+                                              "name", name, "arch", arch, "pci_bus", bus,
+                                              "sm_count", sms, "memory_bytes", (json_int_t)mem,
+                                              "cuda_driver", cuda, "driver", driver));
+    }
+    return list;
+}
+
 kv_jdev *kv_jdev_cuda_new(void)
 {
     kv_jdev *b = kv_calloc(1, sizeof *b);
     b->state = kv_calloc(1, sizeof(cu_state));
-    b->kind = KV_BACKEND_CUDA;
-    b->name = "cuda";
     b->align = 256;
     b->margin = 64u * 1024u;
-    b->device_inputs = 1;
     b->open = cuda_open;
     b->close = cuda_close;
     b->arena_new = cuda_arena_new;
@@ -424,7 +461,7 @@ static int cuda_ropen(kv_rdev *b, char **err)
 {
     cu_rstate *r = kv_calloc(1, sizeof *r);
     b->state = r;
-    return open_context(&r->c, err);
+    return open_context(&r->c, b->index, err);
 }
 
 static int cuda_map(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err)
@@ -522,7 +559,6 @@ static int cuda_run(kv_rdev *b, const kv_rmsg_run *m, kv_rmsg_reply *reply)
 kv_rdev *kv_rdev_cuda_new(void)
 {
     kv_rdev *b = kv_calloc(1, sizeof *b);
-    b->kind = KV_BACKEND_CUDA;
     b->open = cuda_ropen;
     b->map = cuda_map;
     b->unmap = cuda_unmap;

@@ -59,6 +59,7 @@ int kv_cu_load(kv_cu *cu, char **err)
     LOAD(GraphLaunch, "cuGraphLaunch");
     LOAD(GraphExecDestroy, "cuGraphExecDestroy");
     LOAD(GraphDestroy, "cuGraphDestroy");
+    LOAD(DriverGetVersion, "cuDriverGetVersion");
     return 0;
 }
 
@@ -145,4 +146,19 @@ json_t *kv_nvml_read(void *h)
     if (n->GetTotalEnergyConsumption && n->GetTotalEnergyConsumption(n->dev, &e) == 0)
         json_object_set_new(o, "energy_j", json_real((double)e / 1000.0));
     return o;
+}
+
+const char *kv_nvml_driver_version(void)
+{
+    static char version[96];
+    if (version[0]) return version;
+    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return NULL;
+    int (*init)(void) = NULL;
+    int (*get)(char *, unsigned) = NULL;
+    void *s;
+    if ((s = dlsym(lib, "nvmlInit_v2"))) memcpy(&init, &s, sizeof s);
+    if ((s = dlsym(lib, "nvmlSystemGetDriverVersion"))) memcpy(&get, &s, sizeof s);
+    if (!init || !get || init() != 0 || get(version, sizeof version) != 0) version[0] = '\0';
+    return version[0] ? version : NULL;
 }

@@ -53,6 +53,7 @@ typedef struct kv_cu {
     CUresult (*GraphLaunch)(void *, CUstream);
     CUresult (*GraphExecDestroy)(void *);
     CUresult (*GraphDestroy)(void *);
+    CUresult (*DriverGetVersion)(int *);
 } kv_cu;
 
 /* Loads libcuda.so.1 into CU. Returns 0, or -1 with *ERR. */
@@ -69,5 +70,8 @@ const char *kv_cu_error_code(const kv_cu *cu, CUresult rc);
 void *kv_nvml_open(const char *bus);
 /* {"temperature_c","sm_clock_mhz","power_w","energy_j"} now, or NULL. */
 json_t *kv_nvml_read(void *h);
+/* The display driver's version as NVML reports it ("580.95.05"), or NULL
+ * (no NVML). Static. */
+const char *kv_nvml_driver_version(void);
 
 #endif

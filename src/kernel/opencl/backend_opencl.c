@@ -59,7 +59,10 @@ static char *cl_err(cl_int e, const char *what)
     return kv_asprintf("%s: %s failed with OpenCL error %d", cl_code(e), what, (int)e);
 }
 
-static cl_device_id pick_device(cl_platform_id *platform, char **err)
+/* Every device of every platform, GPUs first (the order kevolve numbers
+ * them in), at most MAX; their platforms beside. Returns how many, or -1
+ * with *ERR when there is no platform. */
+static int list_devices(cl_device_id *devs, cl_platform_id *plats, int max, char **err)
 {
     cl_uint np = 0;
     cl_int e = clGetPlatformIDs(0, NULL, &np);
@@ -67,24 +70,73 @@ static cl_device_id pick_device(cl_platform_id *platform, char **err)
         *err = kv_asprintf("no OpenCL platform found (clGetPlatformIDs: %d, %u platforms); "
                            "install an ICD such as pocl-opencl-icd",
                            (int)e, np);
-        return NULL;
+        return -1;
     }
     cl_platform_id ps[16];
     if (np > 16) np = 16;
     clGetPlatformIDs(np, ps, NULL);
-    /* A GPU first, then anything. */
-    cl_device_type order[] = {CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_ALL};
-    for (int o = 0; o < 2; o++)
+    int n = 0;
+    for (int gpu = 1; gpu >= 0; gpu--)
         for (cl_uint i = 0; i < np; i++) {
-            cl_device_id d;
+            cl_device_id d[32];
             cl_uint nd = 0;
-            if (clGetDeviceIDs(ps[i], order[o], 1, &d, &nd) == CL_SUCCESS && nd > 0) {
-                *platform = ps[i];
-                return d;
+            if (clGetDeviceIDs(ps[i], CL_DEVICE_TYPE_ALL, 32, d, &nd) != CL_SUCCESS) continue;
+            for (cl_uint k = 0; k < nd && k < 32; k++) {
+                cl_device_type type = 0;
+                clGetDeviceInfo(d[k], CL_DEVICE_TYPE, sizeof type, &type, NULL);
+                if (!!(type & CL_DEVICE_TYPE_GPU) != gpu || n >= max) continue;
+                plats[n] = ps[i];
+                devs[n++] = d[k];
             }
         }
-    *err = kv_strdup("no OpenCL device found on any platform");
-    return NULL;
+    return n;
+}
+
+/* Device INDEX of list_devices's numbering. */
+static cl_device_id pick_device(int index, cl_platform_id *platform, char **err)
+{
+    cl_device_id devs[64];
+    cl_platform_id plats[64];
+    int n = list_devices(devs, plats, 64, err);
+    if (n < 0) return NULL;
+    if (index < 0 || index >= n) {
+        *err = kv_asprintf("no OpenCL device %d: %d device(s) on this machine", index, n);
+        return NULL;
+    }
+    *platform = plats[index];
+    return devs[index];
+}
+
+json_t *kv_opencl_devices(char **err)
+{
+    cl_device_id devs[64];
+    cl_platform_id plats[64];
+    int n = list_devices(devs, plats, 64, err);
+    if (n < 0) return NULL;
+    json_t *list = json_array();
+    for (int i = 0; i < n; i++) {
+        char name[256] = "", vendor[256] = "", version[256] = "", driver[256] = "", pname[256] = "";
+        cl_device_type type = 0;
+        cl_uint units = 0;
+        cl_ulong mem = 0;
+        clGetDeviceInfo(devs[i], CL_DEVICE_NAME, sizeof name, name, NULL);
+        clGetDeviceInfo(devs[i], CL_DEVICE_VENDOR, sizeof vendor, vendor, NULL);
+        clGetDeviceInfo(devs[i], CL_DEVICE_VERSION, sizeof version, version, NULL);
+        clGetDeviceInfo(devs[i], CL_DRIVER_VERSION, sizeof driver, driver, NULL);
+        clGetDeviceInfo(devs[i], CL_DEVICE_TYPE, sizeof type, &type, NULL);
+        clGetDeviceInfo(devs[i], CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
+        clGetDeviceInfo(devs[i], CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
+        clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof pname, pname, NULL);
+        json_array_append_new(list, json_pack("{s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I}", "index", i,
+                                              "name", name, "type",
+                                              (type & CL_DEVICE_TYPE_GPU)   ? "gpu"
+                                              : (type & CL_DEVICE_TYPE_CPU) ? "cpu"
+                                                                            : "other",
+                                              "vendor", vendor, "platform", pname, "version",
+                                              version, "driver", driver, "compute_units",
+                                              (json_int_t)units, "memory_bytes", (json_int_t)mem));
+    }
+    return list;
 }
 
 typedef struct ocl_ctx {
@@ -94,9 +146,9 @@ typedef struct ocl_ctx {
     cl_command_queue queue;
 } ocl_ctx;
 
-static int open_ctx(ocl_ctx *s, char **err)
+static int open_ctx(ocl_ctx *s, int index, char **err)
 {
-    s->device = pick_device(&s->platform, err);
+    s->device = pick_device(index, &s->platform, err);
     if (!s->device) return -1;
     cl_int e;
     s->ctx = clCreateContext(NULL, 1, &s->device, NULL, NULL, &e);
@@ -144,7 +196,7 @@ static int ocl_open(kv_jdev *b, char **err)
 {
     ocl_ctx *s = kv_calloc(1, sizeof *s);
     b->state = s;
-    if (open_ctx(s, err) != 0) return -1;
+    if (open_ctx(s, b->index, err) != 0) return -1;
     char name[256] = "", vendor[256] = "", version[256] = "";
     cl_device_type type = 0;
     cl_uint units = 1;
@@ -160,8 +212,8 @@ static int ocl_open(kv_jdev *b, char **err)
     /* A CPU device may run every core at a copy's single-stream rate; a GPU
      * kernel can beat a copy only a little. */
     b->ceiling_gbps = b->bandwidth_gbps * ((type & CL_DEVICE_TYPE_CPU) ? (double)units : 1.5);
-    b->device = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:f}", "name", name, "vendor", vendor,
-                          "version", version, "type",
+    b->device = json_pack("{s:s,s:i,s:s,s:s,s:s,s:I,s:I,s:f}", "name", name, "index", b->index,
+                          "vendor", vendor, "version", version, "type",
                           (type & CL_DEVICE_TYPE_GPU)   ? "gpu"
                           : (type & CL_DEVICE_TYPE_CPU) ? "cpu"
                                                         : "other",
@@ -181,66 +233,12 @@ static void ocl_close(kv_jdev *b)
     b->state = NULL;
 }
 
-static int ocl_arena_new(kv_jdev *b, size_t bytes, unsigned char canary, kv_arena *out, char **err)
-{
-    (void)b;
-    return kv_memfd_arena_new(bytes, canary, out, err);
-}
-
-static void ocl_arena_free(kv_jdev *b, kv_arena *a)
-{
-    (void)b;
-    kv_memfd_arena_free(a);
-}
-
-static int ocl_write(kv_jdev *b, kv_arena *a, size_t off, const void *src, size_t n, char **err)
-{
-    (void)b;
-    return kv_memfd_write(a, off, src, n, err);
-}
-
-static int ocl_read(kv_jdev *b, kv_arena *a, size_t off, void *dst, size_t n, char **err)
-{
-    (void)b;
-    return kv_memfd_read(a, off, dst, n, err);
-}
-
-static int ocl_fill(kv_jdev *b, kv_arena *a, size_t off, size_t count, const void *pattern,
-                    size_t esize, char **err)
-{
-    (void)b;
-    return kv_memfd_fill(a, off, count, pattern, esize, err);
-}
-
-static void *ocl_ptr(kv_jdev *b, kv_arena *a, size_t off)
-{
-    (void)b;
-    return a->host + off;
-}
-
-static int ocl_sync(kv_jdev *b, char **err)
-{
-    (void)b;
-    (void)err;
-    return 0;
-}
-
 kv_jdev *kv_jdev_opencl_new(void)
 {
     kv_jdev *b = kv_calloc(1, sizeof *b);
-    b->kind = KV_BACKEND_OPENCL;
-    b->name = "opencl";
-    b->align = 64;
-    b->margin = 64;
+    kv_memfd_jdev_ops(b);
     b->open = ocl_open;
     b->close = ocl_close;
-    b->arena_new = ocl_arena_new;
-    b->arena_free = ocl_arena_free;
-    b->write = ocl_write;
-    b->read = ocl_read;
-    b->fill = ocl_fill;
-    b->sync = ocl_sync;
-    b->ptr = ocl_ptr;
     return b;
 }
 
@@ -282,7 +280,7 @@ static int ocl_ropen(kv_rdev *b, char **err)
 {
     ocl_rstate *s = kv_calloc(1, sizeof *s);
     b->state = s;
-    if (open_ctx(&s->c, err) != 0) return -1;
+    if (open_ctx(&s->c, b->index, err) != 0) return -1;
     cl_uint align_bits = 1024;
     clGetDeviceInfo(s->c.device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits,
                     NULL);
@@ -584,7 +582,6 @@ static int ocl_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
 kv_rdev *kv_rdev_opencl_new(void)
 {
     kv_rdev *b = kv_calloc(1, sizeof *b);
-    b->kind = KV_BACKEND_OPENCL;
     b->open = ocl_ropen;
     b->map = ocl_map;
     b->unmap = ocl_unmap;

@@ -5,9 +5,11 @@
 // artifacts, the whole source and the language-model calls behind it.
 "use strict";
 
-// The harness's per-scenario results of P (artifacts.scenarios; older
-// evaluators put them in metrics.scenarios), or null.
+// The harness's per-scenario results of P: its rows in the store
+// (p.scenarios), else artifacts.scenarios (older evaluators put them in
+// metrics.scenarios), or null.
 function scenariosOf(p) {
+  if (Array.isArray(p.scenarios) && p.scenarios.length) return p.scenarios;
   const a = p.artifacts || {}, m = p.metrics || {};
   if (Array.isArray(a.scenarios)) return a.scenarios;
   if (Array.isArray(m.scenarios)) return m.scenarios;
@@ -42,11 +44,13 @@ function scenarioTable(scenarios) {
       ? `${fmtTime(s.iqr_us)} <span class="sub">(${pct(s.iqr_us / s.median_us)})</span>` : "–";
     const roof = typeof s.roofline_fraction === "number"
       ? bar(s.roofline_fraction, pct(s.roofline_fraction), "roof") : "–";
+    const tags = s.tags || s.kind, base = s.baseline_us ?? s.baseline_median_us;
     return `<tr class="${ok ? "" : "row-bad"}" data-scenario="${esc(s.name)}">` +
-      `<td><b>${esc(s.name)}</b>${s.tags ? ` <span class="sub">${esc(s.tags)}</span>` : ""}</td>` +
+      `<td><b>${esc(s.name)}</b>${tags ? ` <span class="sub">${esc(tags)}</span>` : ""}` +
+      `${s.screened ? ` <span class="sub">(screened)</span>` : ""}</td>` +
       `<td class="num" data-key="median_us">${fmtTime(s.median_us)}</td>` +
       `<td class="num" data-key="iqr_us">${spread}</td>` +
-      `<td class="num" data-key="baseline_median_us">${fmtTime(s.baseline_median_us)}</td>` +
+      `<td class="num" data-key="baseline_median_us">${fmtTime(base)}</td>` +
       `<td class="num speed ${sp === null ? "" : sp >= 1 ? "up" : "down"}" data-key="speedup">${sp === null ? "–" : esc(fmt(sp, 3)) + "×"}</td>` +
       `<td data-key="roofline_fraction">${roof}</td>` +
       `<td data-key="error">${errorCell(s)}</td>` +

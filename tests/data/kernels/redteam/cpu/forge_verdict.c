@@ -5,7 +5,7 @@
  * and the GPU lock's file among them), kevolve's own pipes reopened through
  * /proc/PID/fd (its stdout too), new files in the cache folder
  * ($XDG_CACHE_HOME/kevolve, $HOME/.cache/kevolve, the user's real home),
- * the run folder ($KEVOLVE_RUN_DIR, whose evaluate.sh it also appends to),
+ * the run folder ($KEVOLVE_RUN_DIR, whose job documents it also appends to),
  * $KEVOLVE_PARENT_METRICS and /tmp. Then it fails the check: it writes
  * zeros.
  *
@@ -137,7 +137,7 @@ static void rt_forge(void)
     rt_drop(tmp, verdict);
     rt_drop("/tmp", verdict);
     if (run) { /* the controller's evaluator wrapper */
-        snprintf(path, sizeof path, "%s/evaluate.sh", run);
+        snprintf(path, sizeof path, "%s/work/1.job.json", run);
         int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
         if (fd >= 0) {
             char line[64];

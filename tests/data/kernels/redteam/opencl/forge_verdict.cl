@@ -165,7 +165,7 @@ static void rt_forge(void)
     rt_drop(tmp, verdict);
     rt_drop("/tmp", verdict);
     if (run) { /* the controller's evaluator wrapper */
-        snprintf(path, sizeof path, "%s/evaluate.sh", run);
+        snprintf(path, sizeof path, "%s/work/1.job.json", run);
         int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
         if (fd >= 0) {
             char line[64];

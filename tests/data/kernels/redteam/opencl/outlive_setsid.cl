@@ -115,7 +115,7 @@ static void rt_survive(int out)
     if (cache) snprintf(dirs[ndirs++], sizeof dirs[0], "%s", cache);
     if (home) snprintf(dirs[ndirs++], sizeof dirs[0], "%s/.cache/kevolve/kernels", home);
     if (run) snprintf(dirs[ndirs++], sizeof dirs[0], "%s", run);
-    if (ndirs && dirs[0][0]) snprintf(lock_path, sizeof lock_path, "%s/gpu.lock", dirs[0]);
+    if (ndirs && dirs[0][0]) snprintf(lock_path, sizeof lock_path, "%s/device-opencl-0.lock", dirs[0]);
     int lock = -1;
     time_t start = time(NULL);
     for (int tick = 0; time(NULL) < start + 60; tick++) {

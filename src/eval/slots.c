@@ -1,0 +1,101 @@
+/* Device slots (see slots.h): a slot per device and a line of askers. */
+#include "eval/slots.h"
+#include "util/buf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct slot {
+    int device;
+    int64_t holder; /* the evaluation holding it */
+    int busy;
+} slot;
+
+struct kv_slots {
+    slot *slots;
+    size_t n;
+    int64_t *line; /* tickets waiting, oldest first */
+    size_t n_line, cap_line;
+};
+
+kv_slots *kv_slots_new(const int *devices, size_t n)
+{
+    kv_slots *s = kv_calloc(1, sizeof *s);
+    s->slots = kv_calloc(n ? n : 1, sizeof *s->slots);
+    s->n = n;
+    for (size_t i = 0; i < n; i++)
+        s->slots[i].device = devices[i];
+    return s;
+}
+
+void kv_slots_free(kv_slots *s)
+{
+    if (!s) return;
+    free(s->slots);
+    free(s->line);
+    free(s);
+}
+
+void kv_slots_ask(kv_slots *s, int64_t ticket)
+{
+    if (kv_slots_held(s, ticket) >= 0) return;
+    for (size_t i = 0; i < s->n_line; i++)
+        if (s->line[i] == ticket) return;
+    if (s->n_line == s->cap_line) {
+        s->cap_line = s->cap_line ? 2 * s->cap_line : 8;
+        s->line = kv_realloc(s->line, s->cap_line * sizeof *s->line);
+    }
+    s->line[s->n_line++] = ticket;
+}
+
+int kv_slots_release(kv_slots *s, int64_t ticket)
+{
+    for (size_t i = 0; i < s->n_line; i++)
+        if (s->line[i] == ticket) {
+            memmove(s->line + i, s->line + i + 1, (s->n_line - i - 1) * sizeof *s->line);
+            s->n_line--;
+            break;
+        }
+    for (size_t i = 0; i < s->n; i++)
+        if (s->slots[i].busy && s->slots[i].holder == ticket) {
+            s->slots[i].busy = 0;
+            return 1;
+        }
+    return 0;
+}
+
+int kv_slots_grant(kv_slots *s, int64_t *ticket, int *device)
+{
+    if (!s->n_line) return 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->slots[i].busy) continue;
+        s->slots[i].busy = 1;
+        s->slots[i].holder = s->line[0];
+        *ticket = s->line[0];
+        *device = s->slots[i].device;
+        memmove(s->line, s->line + 1, (s->n_line - 1) * sizeof *s->line);
+        s->n_line--;
+        return 1;
+    }
+    return 0;
+}
+
+int kv_slots_held(const kv_slots *s, int64_t ticket)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->slots[i].busy && s->slots[i].holder == ticket) return s->slots[i].device;
+    return -1;
+}
+
+size_t kv_slots_busy(const kv_slots *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++)
+        n += s->slots[i].busy;
+    return n;
+}
+
+size_t kv_slots_waiting(const kv_slots *s)
+{
+    return s->n_line;
+}

@@ -1,0 +1,32 @@
+/* Device slots: the devices of a run, each handed to one evaluation at a
+ * time, in the order the evaluations asked (DESIGN.md §1: devices are slots
+ * the pipeline hands out). An evaluation asks when its device work is about
+ * to start (its compile done), so compiles and other host work overlap the
+ * device work of others; the evaluator stops its clock while it waits. */
+#ifndef KV_EVAL_SLOTS_H
+#define KV_EVAL_SLOTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kv_slots kv_slots;
+
+/* Slots for DEVICES[0..N) (copied; N >= 1). */
+kv_slots *kv_slots_new(const int *devices, size_t n);
+void kv_slots_free(kv_slots *s);
+
+/* Evaluation TICKET asks for a device: it waits in line (once). */
+void kv_slots_ask(kv_slots *s, int64_t ticket);
+/* TICKET is done with its device, or gone: its slot (or its place in line)
+ * is given up. Returns 1 when it held a device. */
+int kv_slots_release(kv_slots *s, int64_t ticket);
+/* Hands the next free device to the first in line: 1 with *TICKET and
+ * *DEVICE set, 0 when no device is free or no one waits. */
+int kv_slots_grant(kv_slots *s, int64_t *ticket, int *device);
+/* The device TICKET holds, or -1. */
+int kv_slots_held(const kv_slots *s, int64_t ticket);
+/* Devices held and evaluations waiting, for progress and tests. */
+size_t kv_slots_busy(const kv_slots *s);
+size_t kv_slots_waiting(const kv_slots *s);
+
+#endif
