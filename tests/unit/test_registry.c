@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,47 @@ static void arms_find_their_mutator_by_name(void **state)
         assert_true((d->poll == NULL) == (d->pending == NULL)); /* async ones have both */
     }
     assert_int_equal(n, 4);
+}
+
+/* Every built-in of the table answers to NAME and to builtin:NAME. */
+static void builtin_names_resolve_with_or_without_prefix(void **state)
+{
+    (void)state;
+    size_t builtins = 0;
+    for (size_t i = 0; kv_mutator_at(i); i++) {
+        const kv_mutator_def *def = kv_mutator_at(i);
+        if (def->needs & KV_MUTATOR_NEEDS_LLM) continue;
+        builtins++;
+        char name[64];
+        snprintf(name, sizeof name, "builtin:%s", def->name);
+        assert_ptr_equal(kv_mutator_for_arm(name), def);
+        assert_ptr_equal(kv_mutator_for_arm(def->name), def);
+    }
+    assert_int_equal(builtins, 3);
+    assert_ptr_equal(kv_mutator_for_arm("llm"), &kv_mutator_llm_def); /* a model's name */
+    assert_null(kv_mutator_for_arm("builtin:"));
+}
+
+/* With no model configured, the mix is the table's built-ins with their
+ * default weights: tune 40%, gi 40%, crossover 20%, in that order (the
+ * order of the draws of every seeded run without models). */
+static void the_default_mix_comes_from_the_table(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    kv_model_config *arms = kv_mutator_default_arms(&n);
+    assert_int_equal(n, 3);
+    const char *names[3] = {"builtin:tune", "builtin:gi", "builtin:crossover"};
+    const double weights[3] = {0.4, 0.4, 0.2};
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(arms[i].name, names[i]);
+        assert_true(arms[i].weight == weights[i]);
+        free(arms[i].name);
+    }
+    free(arms);
+    char *known = kv_mutator_builtin_names();
+    assert_string_equal(known, "builtin:tune, builtin:gi, builtin:crossover");
+    free(known);
 }
 
 static kv_mutators *builtins(const kv_model_config *m, size_t n)
@@ -147,6 +189,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(arms_find_their_mutator_by_name),
+        cmocka_unit_test(builtin_names_resolve_with_or_without_prefix),
+        cmocka_unit_test(the_default_mix_comes_from_the_table),
         cmocka_unit_test(builtins_answer_at_once_with_a_child_or_a_reason),
         cmocka_unit_test(builtin_tune_restarts_now_and_then),
         cmocka_unit_test(a_language_model_arm_needs_a_client),
