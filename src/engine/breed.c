@@ -100,7 +100,7 @@ int kv_breed_init(kv_controller *c)
     c->ensemble = kv_ensemble_new(c->models, c->n_models, l->fallback_after,
                                   l->bandit ? &bandit : NULL, &err);
     if (!c->ensemble) {
-        kv_error("llm.models: %s", err ? err : "invalid");
+        kv_error("%s", err ? err : "llm.models: invalid"); /* err names llm.models */
         free(err);
         return -1;
     }
