@@ -10,10 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One entry of llm.models / llm.evaluator_models. An entry whose name is
- * "builtin:tune", "builtin:gi" or "builtin:crossover" is a built-in mutator
- * standing in the ensemble with its weight. Unset numeric fields inherit the
- * llm section's value. */
+/* One entry of llm.models / llm.evaluator_models. An entry named
+ * "builtin:NAME" is the built-in mutator NAME of the registry
+ * (src/mutate/registry.c), standing in the ensemble with its weight. Unset
+ * numeric fields inherit the llm section's value. */
 typedef struct kv_model_config {
     char *name;
     double weight;       /* default 1.0 */

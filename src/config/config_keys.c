@@ -88,7 +88,7 @@ const kv_key kv_config_key_table[] = {
 
     /* ---- llm ---- */
     {"llm", "models", KV_KEY_MODELS, C(llm.models), C(llm.n_models), NULL, "[]",
-     "Ensemble of models (or builtin:tune/gi/crossover), chosen by weight; entries below."},
+     "Ensemble of models and built-in mutators (builtin:NAME), chosen by weight; entries below."},
     {"llm", "evaluator_models", KV_KEY_MODELS, C(llm.evaluator_models), C(llm.n_evaluator_models),
      NULL, "[]", "Models that grade programs when evaluator.use_llm_feedback is on."},
     {"llm", "api_base", KV_KEY_STRING, C(llm.api_base), 0, "https://api.openai.com/v1", NULL,
@@ -146,8 +146,8 @@ const kv_key kv_config_key_table[] = {
      .off = C(llm.manual_mode),
      .def = "false",
      .doc = "OpenEvolve's human-in-the-loop mode; not supported.",
-     .note = "not supported: kevolve asks the configured models (use builtin:tune/gi/crossover "
-             "for no model at all)"},
+     .note = "not supported: kevolve asks the configured models (use builtin:NAME entries for "
+             "no model at all)"},
     IGN("llm", "name",
         "OpenEvolve does not use it at this level either; name models in llm.models"),
     IGN("llm", "weight",
@@ -175,7 +175,8 @@ const kv_key kv_config_key_table[] = {
 
     /* ---- one entry of llm.models / llm.evaluator_models ---- */
     {"model", "name", KV_KEY_STRING, M(name), 0, NULL, NULL,
-     "Model name sent to the API, or builtin:tune, builtin:gi, builtin:crossover."},
+     "Model name sent to the API, or builtin:NAME for the built-in mutator NAME (README: "
+     "Built-in mutators)."},
     {"model", "weight", KV_KEY_DOUBLE, M(weight), 0, "1.0", NULL,
      "Relative chance of being picked."},
     {"model", "api_base", KV_KEY_STRING, M(api_base), 0, NULL, "llm.api_base",

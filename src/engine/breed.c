@@ -21,13 +21,6 @@
 
 /* ---- set-up ---------------------------------------------------------------- */
 
-/* The built-in mix used when llm.models is empty. */
-static const struct {
-    const char *name;
-    double weight;
-} default_mix[] = {{"builtin:tune", 0.4}, {"builtin:gi", 0.4}, {"builtin:crossover", 0.2}};
-#define N_DEFAULT_MIX (sizeof default_mix / sizeof default_mix[0])
-
 /* Restores each arm's statistics from mutator_stats; writes the rows of a
  * new run so that every arm shows from the start. Returns 0 or -1. */
 static int restore_stats(kv_controller *c)
@@ -98,22 +91,16 @@ int kv_breed_init(kv_controller *c)
     const kv_llm_config *l = &c->cfg->llm;
     c->models = l->models;
     c->n_models = l->n_models;
-    if (c->n_models == 0) { /* no models configured: the built-in mutators alone */
-        c->default_models = kv_calloc(N_DEFAULT_MIX, sizeof *c->default_models);
-        for (size_t i = 0; i < N_DEFAULT_MIX; i++) {
-            kv_config_model_init(&c->default_models[i]);
-            c->default_models[i].name = kv_strdup(default_mix[i].name);
-            c->default_models[i].weight = default_mix[i].weight;
-        }
+    if (c->n_models == 0) { /* no models configured: the registry's built-in mix */
+        c->default_models = kv_mutator_default_arms(&c->n_models);
         c->models = c->default_models;
-        c->n_models = N_DEFAULT_MIX;
     }
     kv_bandit_config bandit = {l->bandit_min_share, l->bandit_prior_results, l->bandit_cost_floor};
     char *err = NULL;
     c->ensemble = kv_ensemble_new(c->models, c->n_models, l->fallback_after,
                                   l->bandit ? &bandit : NULL, &err);
     if (!c->ensemble) {
-        kv_error("llm.models: %s", err ? err : "invalid");
+        kv_error("%s", err ? err : "llm.models: invalid"); /* err names llm.models */
         free(err);
         return -1;
     }
@@ -172,7 +159,7 @@ void kv_breed_free(kv_controller *c)
     kv_ensemble_free(c->ensemble);
     c->ensemble = NULL;
     if (c->default_models) {
-        for (size_t i = 0; i < N_DEFAULT_MIX; i++)
+        for (size_t i = 0; i < c->n_models; i++) /* n_models counts them */
             free(c->default_models[i].name);
         free(c->default_models);
         c->default_models = NULL;

@@ -7,6 +7,8 @@
 #include "mutate/tune.h"
 #include "util/buf.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +20,7 @@ static int keep_env(const kv_mutator_env *env, void **state, char **err)
     return 0;
 }
 
-/* Fills OUT from a kv_mutate-style return RC: a child, or UNCHANGED with
+/* Fills OUT from an edit's return RC (mutator.h): a child, or UNCHANGED with
  * the reason (ERR, taken) for 1 (nothing to change) and -1 (failed). */
 static int answer(const char *name, int rc, kv_mutation *m, char *err, kv_mutation_result *out)
 {
@@ -69,8 +71,20 @@ static int gi_start(void *state, const kv_mutation_request *req, kv_mutation_res
     (void)err;
     kv_mutation m = {0};
     char *why = NULL;
-    int rc = kv_mutate(KV_MUTATOR_GI, req->parent, NULL, req->rng, &m, &why);
+    int rc = -1;
+    if (req->parent && req->parent->source)
+        rc = kv_mutate_gi(req->parent->source, req->rng, &m, &why);
+    else
+        why = kv_strdup("no parent program");
     return answer("gi", rc, &m, why, out);
+}
+
+/* "#ID" for a stored program, else FALLBACK, into BUF. */
+static const char *program_name(const kv_program *p, const char *fallback, char buf[32])
+{
+    if (!p || p->id == 0) return fallback;
+    snprintf(buf, 32, "#%" PRId64, p->id);
+    return buf;
 }
 
 static int crossover_start(void *state, const kv_mutation_request *req, kv_mutation_result *out,
@@ -79,7 +93,7 @@ static int crossover_start(void *state, const kv_mutation_request *req, kv_mutat
     (void)state;
     (void)err;
     const kv_program *other = req->n_inspirations ? req->inspirations[0] : NULL;
-    if (!other) { /* a lone program: nothing to cross it with */
+    if (!other || !other->source) { /* a lone program: nothing to cross it with */
         out->mutator = kv_strdup("crossover");
         out->status = KV_MUTATION_UNCHANGED;
         out->reason_code = "no_change";
@@ -88,23 +102,34 @@ static int crossover_start(void *state, const kv_mutation_request *req, kv_mutat
     }
     kv_mutation m = {0};
     char *why = NULL;
-    int rc = kv_mutate(KV_MUTATOR_CROSSOVER, req->parent, other, req->rng, &m, &why);
+    int rc = -1;
+    char name_a[32], name_b[32];
+    if (req->parent && req->parent->source)
+        rc = kv_mutate_crossover_named(req->parent->source, other->source,
+                                       program_name(req->parent, "A", name_a),
+                                       program_name(other, "B", name_b), req->rng, &m, &why);
+    else
+        why = kv_strdup("no parent program");
     if (rc == 0) out->other_parent_id = other->id;
     return answer("crossover", rc, &m, why, out);
 }
 
+/* With no model configured, tune 40%, gi 40%, crossover 20%. */
 const kv_mutator_def kv_mutator_tune_def = {
     .name = "tune",
+    .default_weight = 0.4,
     .init = keep_env,
     .start = tune_start,
 };
 
 const kv_mutator_def kv_mutator_gi_def = {
     .name = "gi",
+    .default_weight = 0.4,
     .start = gi_start,
 };
 
 const kv_mutator_def kv_mutator_crossover_def = {
     .name = "crossover",
+    .default_weight = 0.2,
     .start = crossover_start,
 };

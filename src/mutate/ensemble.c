@@ -13,22 +13,19 @@ struct kv_ensemble {
     const kv_model_config *models;
     size_t n;
     int fallback_after;
-    int *is_builtin;
-    kv_mutator_kind *builtin;
-    char **arms;     /* arm names */
-    int *fails;      /* consecutive failures per entry */
-    int *skips;      /* draws moved away since it became failing */
-    double *weights; /* scratch */
+    const kv_mutator_def **defs; /* each entry's mutator, from the registry */
+    char **arms;                 /* arm names */
+    int *fails;                  /* consecutive failures per entry */
+    int *skips;                  /* draws moved away since it became failing */
+    double *weights;             /* scratch */
     kv_bandit *bandit;
     kv_bandit_stats *stats; /* the statistics when there is no bandit */
 };
 
-/* Parses "builtin:NAME". Returns 1 with *k set, 0 when NAME is not a
- * builtin entry, -1 for an unknown builtin. */
-static int parse_builtin(const char *name, kv_mutator_kind *k)
+/* 1 when entry I is a language model (it can fail, and fall back). */
+static int is_llm(const kv_ensemble *e, size_t i)
 {
-    if (!kv_starts_with(name, "builtin:")) return 0;
-    return kv_mutator_parse(name, k) == 0 ? 1 : -1;
+    return (e->defs[i]->needs & KV_MUTATOR_NEEDS_LLM) != 0;
 }
 
 kv_ensemble *kv_ensemble_new(const kv_model_config *models, size_t n, int fallback_after,
@@ -42,8 +39,7 @@ kv_ensemble *kv_ensemble_new(const kv_model_config *models, size_t n, int fallba
     e->models = models;
     e->n = n;
     e->fallback_after = fallback_after > 0 ? fallback_after : 0;
-    e->is_builtin = kv_calloc(n, sizeof *e->is_builtin);
-    e->builtin = kv_calloc(n, sizeof *e->builtin);
+    e->defs = kv_calloc(n, sizeof *e->defs);
     e->arms = kv_calloc(n, sizeof *e->arms);
     e->fails = kv_calloc(n, sizeof *e->fails);
     e->skips = kv_calloc(n, sizeof *e->skips);
@@ -52,11 +48,12 @@ kv_ensemble *kv_ensemble_new(const kv_model_config *models, size_t n, int fallba
     double total = 0;
     for (size_t i = 0; i < n; i++) {
         const char *name = models[i].name ? models[i].name : "";
-        int b = parse_builtin(name, &e->builtin[i]);
-        if (b < 0) {
-            *err = kv_asprintf("llm.models[%zu]: unknown built-in mutator '%s' (known: "
-                               "builtin:tune, builtin:gi, builtin:crossover)",
-                               i, name);
+        e->defs[i] = kv_mutator_for_arm(name);
+        if (!e->defs[i]) {
+            char *known = kv_mutator_builtin_names();
+            *err = kv_asprintf("llm.models[%zu]: unknown built-in mutator '%s' (known: %s)", i,
+                               name, known);
+            free(known);
             kv_ensemble_free(e);
             return NULL;
         }
@@ -66,7 +63,6 @@ kv_ensemble *kv_ensemble_new(const kv_model_config *models, size_t n, int fallba
             kv_ensemble_free(e);
             return NULL;
         }
-        e->is_builtin[i] = b;
         e->weights[i] = models[i].weight;
         total += models[i].weight;
         e->arms[i] = kv_strdup(name);
@@ -93,8 +89,7 @@ void kv_ensemble_free(kv_ensemble *e)
     for (size_t i = 0; e->arms && i < e->n; i++)
         free(e->arms[i]);
     free(e->arms);
-    free(e->is_builtin);
-    free(e->builtin);
+    free(e->defs);
     free(e->fails);
     free(e->skips);
     free(e->weights);
@@ -122,14 +117,14 @@ long kv_ensemble_find(const kv_ensemble *e, const char *name)
 
 int kv_ensemble_failing(const kv_ensemble *e, size_t index)
 {
-    return index < e->n && !e->is_builtin[index] && e->fallback_after > 0 &&
+    return index < e->n && is_llm(e, index) && e->fallback_after > 0 &&
            e->fails[index] >= e->fallback_after;
 }
 
 int kv_ensemble_has_llm(const kv_ensemble *e)
 {
     for (size_t i = 0; i < e->n; i++)
-        if (!e->is_builtin[i] && e->models[i].weight > 0) return 1;
+        if (is_llm(e, i) && e->models[i].weight > 0) return 1;
     return 0;
 }
 
@@ -139,8 +134,8 @@ static void fill(const kv_ensemble *e, size_t i, int fell_back, size_t drawn,
     memset(out, 0, sizeof *out);
     out->index = i;
     out->model = &e->models[i];
-    out->kind = e->is_builtin[i] ? KV_ENSEMBLE_BUILTIN : KV_ENSEMBLE_LLM;
-    out->builtin = e->builtin[i];
+    out->kind = is_llm(e, i) ? KV_ENSEMBLE_LLM : KV_ENSEMBLE_BUILTIN;
+    out->mutator = e->defs[i];
     out->fell_back = fell_back;
     out->drawn = drawn;
 }
@@ -169,8 +164,7 @@ void kv_ensemble_choose_among(kv_ensemble *e, kv_rng *rng, const int *usable,
     }
     int any = 0;
     for (size_t i = 0; i < e->n; i++) {
-        int ok =
-            !e->is_builtin[i] && i != drawn && !kv_ensemble_failing(e, i) && (!usable || usable[i]);
+        int ok = is_llm(e, i) && i != drawn && !kv_ensemble_failing(e, i) && (!usable || usable[i]);
         e->weights[i] = ok ? e->models[i].weight : 0;
         if (ok && e->weights[i] > 0) any = 1;
     }

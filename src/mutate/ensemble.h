@@ -1,6 +1,7 @@
 /* The ensemble: which mutator makes the next child. llm.models is one
  * weighted list in which language models and the built-in mutators
- * (builtin:tune, builtin:gi, builtin:crossover) stand side by side as arms.
+ * ("builtin:NAME", any built-in of the registry) stand side by side as
+ * arms; the registry (kv_mutator_for_arm) says which mutator each names.
  *
  * With a bandit (llm.bandit, the default) the draw learns from the
  * children each arm made (bandit.h: Thompson sampling seeded by the
@@ -18,7 +19,7 @@
 
 #include "config/config.h"
 #include "mutate/bandit.h"
-#include "mutate/mutator.h"
+#include "mutate/registry.h"
 #include "util/rng.h"
 
 #include <stddef.h>
@@ -27,11 +28,11 @@ typedef enum kv_ensemble_kind { KV_ENSEMBLE_LLM = 0, KV_ENSEMBLE_BUILTIN } kv_en
 
 typedef struct kv_ensemble_choice {
     kv_ensemble_kind kind;
-    size_t index;                 /* entry of the models list chosen (after fallback) */
-    const kv_model_config *model; /* that entry (points into the caller's list) */
-    kv_mutator_kind builtin;      /* when kind == KV_ENSEMBLE_BUILTIN */
-    int fell_back;                /* 1 when the draw fell on a failing entry and was moved */
-    size_t drawn;                 /* the entry first drawn */
+    size_t index;                  /* entry of the models list chosen (after fallback) */
+    const kv_model_config *model;  /* that entry (points into the caller's list) */
+    const kv_mutator_def *mutator; /* that entry's mutator, from the registry */
+    int fell_back;                 /* 1 when the draw fell on a failing entry and was moved */
+    size_t drawn;                  /* the entry first drawn */
 } kv_ensemble_choice;
 
 typedef struct kv_ensemble kv_ensemble;
@@ -41,7 +42,8 @@ typedef struct kv_ensemble kv_ensemble;
  * failing (0: no fallback). BANDIT: the bandit's settings, or NULL for
  * draws by the fixed weights. Returns NULL with a malloc'd message in *err
  * when the list is empty, an entry names an unknown builtin
- * ("builtin:foo"), a weight is negative, or every weight is 0. */
+ * ("builtin:foo"; the message lists the registered ones), a weight is
+ * negative, or every weight is 0. */
 kv_ensemble *kv_ensemble_new(const kv_model_config *models, size_t n, int fallback_after,
                              const kv_bandit_config *bandit, char **err);
 void kv_ensemble_free(kv_ensemble *e);

@@ -1,4 +1,6 @@
-/* Built-in mutators: edits that need no language model.
+/* The edits of the built-in mutators, which need no language model (the
+ * mutators themselves, their names and how an arm reaches them are entries
+ * of the registry: builtin.c, registry.h).
  *   tune       moves one to three parameters declared with `kevolve: tune`
  *              annotations (tune_parse.c has the syntax) to other allowed
  *              values; tune.h adds the draw weighted by a lineage's history;
@@ -15,18 +17,6 @@
 
 #include <stddef.h>
 
-typedef enum kv_mutator_kind {
-    KV_MUTATOR_TUNE = 0,
-    KV_MUTATOR_GI,
-    KV_MUTATOR_CROSSOVER,
-    KV_MUTATOR_BUILTIN_COUNT
-} kv_mutator_kind;
-
-/* "tune", "gi", "crossover". */
-const char *kv_mutator_name(kv_mutator_kind k);
-/* Accepts "tune" or "builtin:tune" etc. Returns 0 or -1. */
-int kv_mutator_parse(const char *name, kv_mutator_kind *out);
-
 typedef struct kv_mutation {
     char *source;  /* the child's whole text (malloc'd) */
     char *summary; /* what changed, e.g. "tune: VEC 4 -> 8 (line 12); SPLIT 1 -> 2 (line 14)"
@@ -35,15 +25,9 @@ typedef struct kv_mutation {
 
 void kv_mutation_free(kv_mutation *m);
 
-/* Runs mutator KIND on PARENT. OTHER is the second parent for crossover
- * (may be NULL for the others; crossover without one fails). Returns 0 with
- * OUT filled, 1 when this mutator has nothing to change in this program
- * (no tune annotations, no mutable lines, parents with equal blocks), or
- * -1 with a malloc'd message in *err. */
-int kv_mutate(kv_mutator_kind kind, const kv_program *parent, const kv_program *other, kv_rng *rng,
-              kv_mutation *out, char **err);
-
-/* Individual mutators, same contract as kv_mutate. */
+/* The edits. Each returns 0 with OUT filled, 1 when it has nothing to
+ * change in this program (no tune annotations, no mutable lines, parents
+ * with equal blocks), or -1 with a malloc'd message in *err. */
 int kv_mutate_tune(const char *src, kv_rng *rng, kv_mutation *out, char **err);
 int kv_mutate_gi(const char *src, kv_rng *rng, kv_mutation *out, char **err);
 int kv_mutate_crossover(const char *a, const char *b, kv_rng *rng, kv_mutation *out, char **err);

@@ -1,5 +1,7 @@
 /* The table of mutators and the live set of a run (see registry.h). A new
- * mutator is one file defining a kv_mutator_def and one line here. */
+ * mutator is one file defining a kv_mutator_def and one line in MUTATORS
+ * below; everything else (the ensemble, the default mix, the messages that
+ * list the built-ins) reads the table. */
 #include "mutate/registry.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -8,13 +10,39 @@
 #include <string.h>
 #include <time.h>
 
-static const kv_mutator_def *const table[] = {
-    &kv_mutator_tune_def,
-    &kv_mutator_gi_def,
-    &kv_mutator_crossover_def,
-    &kv_mutator_llm_def,
-};
+/* The table, one line per mutator: X(the kv_mutator_def of its file). The
+ * line both declares it and lists it, so no header has to name it. The
+ * order is the default mix's draw order: keep it, or seeded runs change. */
+#define MUTATORS(X)                                                                                \
+    X(kv_mutator_tune_def)                                                                         \
+    X(kv_mutator_gi_def)                                                                           \
+    X(kv_mutator_crossover_def)                                                                    \
+    X(kv_mutator_llm_def)                                                                          \
+    EXTRA_MUTATOR(X)
+
+/* A test build of kevolve (tests/CMakeLists.txt: kevolve_extra_mutator)
+ * compiles this file again with KV_EXTRA_MUTATOR naming one more
+ * kv_mutator_def, to prove that one file and one line are all a mutator
+ * takes. A define rather than a registration call: the table stays a
+ * constant that no code path can change at run time, and kevolve itself
+ * never sets it. */
+#ifdef KV_EXTRA_MUTATOR
+#define EXTRA_MUTATOR(X) X(KV_EXTRA_MUTATOR)
+#else
+#define EXTRA_MUTATOR(X)
+#endif
+
+#define DECLARE(def) extern const kv_mutator_def def;
+#define ENTRY(def) &def,
+MUTATORS(DECLARE)
+static const kv_mutator_def *const table[] = {MUTATORS(ENTRY)};
 #define N_TABLE (sizeof table / sizeof table[0])
+
+/* 1 when DEF is a built-in: an arm reaches it as "builtin:NAME". */
+static int is_builtin(const kv_mutator_def *def)
+{
+    return !(def->needs & KV_MUTATOR_NEEDS_LLM);
+}
 
 const kv_mutator_def *kv_mutator_at(size_t i)
 {
@@ -26,9 +54,31 @@ const kv_mutator_def *kv_mutator_for_arm(const char *arm)
     if (!arm) return NULL;
     const char *name = kv_starts_with(arm, "builtin:") ? arm + strlen("builtin:") : arm;
     for (size_t i = 0; i < N_TABLE; i++)
-        if (!(table[i]->needs & KV_MUTATOR_NEEDS_LLM) && strcmp(table[i]->name, name) == 0)
-            return table[i];
+        if (is_builtin(table[i]) && strcmp(table[i]->name, name) == 0) return table[i];
     return name == arm ? &kv_mutator_llm_def : NULL;
+}
+
+char *kv_mutator_builtin_names(void)
+{
+    kv_buf b = KV_BUF_INIT;
+    for (size_t i = 0; i < N_TABLE; i++)
+        if (is_builtin(table[i]))
+            kv_buf_printf(&b, "%sbuiltin:%s", b.len ? ", " : "", table[i]->name);
+    return kv_buf_steal(&b);
+}
+
+kv_model_config *kv_mutator_default_arms(size_t *n)
+{
+    kv_model_config *arms = kv_calloc(N_TABLE, sizeof *arms);
+    *n = 0;
+    for (size_t i = 0; i < N_TABLE; i++) {
+        if (!is_builtin(table[i]) || !(table[i]->default_weight > 0)) continue;
+        kv_model_config *a = &arms[(*n)++];
+        kv_config_model_init(a);
+        a->name = kv_asprintf("builtin:%s", table[i]->name);
+        a->weight = table[i]->default_weight;
+    }
+    return arms;
 }
 
 void kv_mutation_result_clear(kv_mutation_result *r)
@@ -75,8 +125,10 @@ kv_mutators *kv_mutators_new(const kv_mutator_env *env, const kv_model_config *m
         if (!(models[a].weight > 0)) continue;
         const kv_mutator_def *def = kv_mutator_for_arm(models[a].name);
         if (!def) {
-            *err = kv_asprintf("llm.models[%zu]: no mutator named '%s'", a,
-                               models[a].name ? models[a].name : "");
+            char *known = kv_mutator_builtin_names();
+            *err = kv_asprintf("llm.models[%zu]: no mutator named '%s' (known: %s)", a,
+                               models[a].name ? models[a].name : "", known);
+            free(known);
             kv_mutators_free(m);
             return NULL;
         }

@@ -7,7 +7,10 @@
  *
  * Adding a mutator is one file that defines a kv_mutator_def and one line in
  * the table in registry.c; its arms are then "builtin:NAME" in llm.models,
- * drawn by the ensemble and its bandit like any other.
+ * drawn by the ensemble and its bandit like any other, and its
+ * default_weight puts it in the mix used when llm.models is empty. Nothing
+ * else lists the mutators: the ensemble, that mix and the messages naming
+ * the built-ins all read the table.
  *
  * What a mutation can come to (kv_mutation_status) decides what the
  * controller does with its iteration: a child is checked and evaluated; an
@@ -89,8 +92,10 @@ enum {
 };
 
 typedef struct kv_mutator_def {
-    const char *name; /* "tune", "gi", "crossover", "llm" */
-    unsigned needs;   /* KV_MUTATOR_NEEDS_* */
+    const char *name;      /* "tune", "gi", "crossover", "llm" */
+    unsigned needs;        /* KV_MUTATOR_NEEDS_* */
+    double default_weight; /* a built-in's weight in the mix used when llm.models is empty
+                              (kv_mutator_default_arms); 0: not in it */
     /* Sets up *STATE (may stay NULL). Returns 0, or -1 with a malloc'd *err.
      * May be NULL: no state. */
     int (*init)(const kv_mutator_env *env, void **state, char **err);
@@ -113,6 +118,13 @@ typedef struct kv_mutator_def {
 const kv_mutator_def *kv_mutator_for_arm(const char *arm);
 /* The I-th mutator of the table (NULL past the end). */
 const kv_mutator_def *kv_mutator_at(size_t i);
+/* The built-ins' arm names, "builtin:tune, builtin:gi, ...", in table
+ * order, for messages (malloc'd). */
+char *kv_mutator_builtin_names(void);
+/* The arms of the mix used when llm.models is empty: "builtin:NAME" with
+ * its default_weight, for each built-in that has one, in table order.
+ * Returns a malloc'd array of *N entries whose names are malloc'd. */
+kv_model_config *kv_mutator_default_arms(size_t *n);
 
 /* The live mutators of a run: one instance of each mutator that an arm of
  * weight > 0 names. */
@@ -137,7 +149,9 @@ int kv_mutators_poll(kv_mutators *m, int timeout_ms, kv_mutation_result *out, ch
 /* Mutations in flight, over all mutators. */
 size_t kv_mutators_pending(const kv_mutators *m);
 
-/* The mutators of the table (builtin.c, llm_mutator.c). */
+/* The mutators kevolve ships, for the callers that name one (tests); the
+ * table in registry.c declares its entries itself, so a new mutator needs
+ * no line here. */
 extern const kv_mutator_def kv_mutator_tune_def;
 extern const kv_mutator_def kv_mutator_gi_def;
 extern const kv_mutator_def kv_mutator_crossover_def;

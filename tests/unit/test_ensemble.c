@@ -33,7 +33,8 @@ static void draws_follow_the_weights_across_llms_and_builtins(void **state)
             assert_ptr_equal(ch.model, &m[0]);
         } else {
             assert_int_equal(ch.kind, KV_ENSEMBLE_BUILTIN);
-            assert_int_equal(ch.builtin, ch.index == 1 ? KV_MUTATOR_TUNE : KV_MUTATOR_CROSSOVER);
+            assert_ptr_equal(ch.mutator,
+                             ch.index == 1 ? &kv_mutator_tune_def : &kv_mutator_crossover_def);
         }
     }
     assert_in_range(count[0], 5700, 6300);
@@ -100,6 +101,51 @@ static void bad_lists_are_refused_with_the_reason(void **state)
     free(err);
 }
 
+/* The ensemble asks the registry: every built-in of its table is an arm,
+ * whatever its name, and an unknown one is refused with the names it
+ * could have been. */
+static void every_registered_builtin_is_an_arm_and_no_other(void **state)
+{
+    (void)state;
+    size_t builtins = 0;
+    for (size_t i = 0; kv_mutator_at(i); i++) {
+        const kv_mutator_def *def = kv_mutator_at(i);
+        if (def->needs & KV_MUTATOR_NEEDS_LLM) continue;
+        builtins++;
+        char *name = kv_asprintf("builtin:%s", def->name);
+        kv_model_config m[1] = {test_model(name)};
+        char *err = NULL;
+        kv_ensemble *e = kv_ensemble_new(m, 1, 0, NULL, &err);
+        if (!e) fail_msg("%s refused: %s", name, err);
+        assert_false(kv_ensemble_has_llm(e));
+        kv_rng rng;
+        kv_rng_seed(&rng, 1);
+        kv_ensemble_choice ch;
+        kv_ensemble_choose(e, &rng, &ch);
+        assert_int_equal(ch.kind, KV_ENSEMBLE_BUILTIN);
+        assert_ptr_equal(ch.mutator, def);
+        kv_ensemble_free(e);
+        free(name);
+    }
+    assert_true(builtins >= 3);
+
+    kv_model_config m[1] = {test_model("builtin:nope")};
+    char *err = NULL;
+    assert_null(kv_ensemble_new(m, 1, 0, NULL, &err));
+    assert_non_null(strstr(err, "builtin:nope"));
+    const char *known = strstr(err, "known:");
+    assert_non_null(known);
+    for (size_t i = 0; kv_mutator_at(i); i++) {
+        const kv_mutator_def *def = kv_mutator_at(i);
+        char *name = kv_asprintf("builtin:%s", def->name);
+        /* the known names are listed; the language model is no built-in */
+        int listed = strstr(known, name) != NULL;
+        assert_int_equal(listed, !(def->needs & KV_MUTATOR_NEEDS_LLM));
+        free(name);
+    }
+    free(err);
+}
+
 static void a_model_failing_n_times_falls_back_to_another_until_it_recovers(void **state)
 {
     (void)state;
@@ -143,6 +189,7 @@ int main(void)
         cmocka_unit_test(same_seed_gives_the_same_choices),
         cmocka_unit_test(zero_weight_entries_are_never_drawn),
         cmocka_unit_test(bad_lists_are_refused_with_the_reason),
+        cmocka_unit_test(every_registered_builtin_is_an_arm_and_no_other),
         cmocka_unit_test(a_model_failing_n_times_falls_back_to_another_until_it_recovers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

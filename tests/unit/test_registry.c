@@ -38,6 +38,40 @@ static void arms_find_their_mutator_by_name(void **state)
     assert_int_equal(n, 4);
 }
 
+/* A built-in answers to its bare name as well; "builtin:" alone names none,
+ * and "llm" is a model's name, not the built-in of that name. */
+static void builtin_names_resolve_with_or_without_prefix(void **state)
+{
+    (void)state;
+    assert_ptr_equal(kv_mutator_for_arm("tune"), &kv_mutator_tune_def);
+    assert_ptr_equal(kv_mutator_for_arm("gi"), &kv_mutator_gi_def);
+    assert_ptr_equal(kv_mutator_for_arm("crossover"), &kv_mutator_crossover_def);
+    assert_ptr_equal(kv_mutator_for_arm("llm"), &kv_mutator_llm_def);
+    assert_null(kv_mutator_for_arm("builtin:"));
+}
+
+/* With no model configured, the mix is the table's built-ins with their
+ * default weights: tune 40%, gi 40%, crossover 20%, in that order (the
+ * order of the draws of every seeded run without models). */
+static void the_default_mix_comes_from_the_table(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    kv_model_config *arms = kv_mutator_default_arms(&n);
+    assert_int_equal(n, 3);
+    const char *names[3] = {"builtin:tune", "builtin:gi", "builtin:crossover"};
+    const double weights[3] = {0.4, 0.4, 0.2};
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(arms[i].name, names[i]);
+        assert_true(arms[i].weight == weights[i]);
+        free(arms[i].name);
+    }
+    free(arms);
+    char *known = kv_mutator_builtin_names();
+    assert_string_equal(known, "builtin:tune, builtin:gi, builtin:crossover");
+    free(known);
+}
+
 static kv_mutators *builtins(const kv_model_config *m, size_t n)
 {
     kv_mutator_env env = {0};
@@ -147,6 +181,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(arms_find_their_mutator_by_name),
+        cmocka_unit_test(builtin_names_resolve_with_or_without_prefix),
+        cmocka_unit_test(the_default_mix_comes_from_the_table),
         cmocka_unit_test(builtins_answer_at_once_with_a_child_or_a_reason),
         cmocka_unit_test(builtin_tune_restarts_now_and_then),
         cmocka_unit_test(a_language_model_arm_needs_a_client),
