@@ -54,11 +54,12 @@ mkdir -p "$OUT"
 export KEVOLVE_CACHE_DIR=$OUT/cache
 command -v nvcc >/dev/null || [ ! -x /usr/local/cuda/bin/nvcc ] || export PATH=/usr/local/cuda/bin:$PATH
 
-# score FILE BACKEND TASK LOG [PARENT_METRICS]: the combined_score kevolve
-# eval gives FILE (0 when rejected); with PARENT_METRICS, screened against it.
+# score FILE BACKEND TASK LOG [PARENT]: the combined_score kevolve eval
+# gives FILE (0 when rejected); with PARENT (what kevolve eval printed for
+# the parent), screened against it.
 score() {
     if [ -n "${5:-}" ] && [ -s "$5" ]; then
-        KEVOLVE_PARENT_METRICS=$5 "$KV" eval --task "$3" --backend "$2" --quick --screen \
+        "$KV" eval --task "$3" --backend "$2" --quick --parent "$5" \
             --json "$1" >"$4" 2>"$4.err"
     else
         "$KV" eval --task "$3" --backend "$2" --quick --json "$1" >"$4" 2>"$4.err"
@@ -109,7 +110,7 @@ for backend in $BACKENDS; do
             # shellcheck disable=SC2086
             python3 "$AXES" set "$seed" "$dir/sweep/p$i.$ext" $point
             parent=""
-            [ "$backend" = cuda ] && parent=$dir/best_metrics.json
+            [ "$backend" = cuda ] && parent=$dir/best_verdict.json
             s=$(score "$dir/sweep/p$i.$ext" "$backend" "$task" "$dir/sweep/p$i.json" "$parent")
             echo "$s $(basename "$seed") $point" >>"$dir/sweep.txt"
             screened=$(python3 -c 'import json,sys
@@ -118,8 +119,7 @@ except Exception: print(1)' "$dir/sweep/p$i.json")
             if [ "$screened" = 0 ] && python3 -c "import sys; sys.exit(0 if $s > $best else 1)"; then
                 best=$s best_point="$(basename "$seed") $point"
                 cp "$dir/sweep/p$i.$ext" "$dir/hand_best.$ext"
-                python3 -c 'import json,sys; json.dump(json.load(open(sys.argv[1]))["metrics"],
-                    open(sys.argv[2], "w"))' "$dir/sweep/p$i.json" "$dir/best_metrics.json"
+                cp "$dir/sweep/p$i.json" "$dir/best_verdict.json"
             fi
         done <"$dir/points$k.txt"
     done

@@ -46,12 +46,13 @@ run() { # NAME BINARY ARGS...: one evaluation, its verdict in $OUT/NAME.json
     local name=$1 bin=$2
     shift 2
     local t=$(date +%s.%N)
-    timeout 600 "$bin" eval --task gqa_attention_search --backend cuda --quick "$@" "$seed" \
+    timeout 600 "$bin" eval --task gqa_attention_search --backend cuda --quick \
+        --run-dir "$RUN_DIR" "$@" "$seed" \
         >"$OUT/$name.json" 2>"$OUT/$name.err"
     echo "$name: exit $? in $(python3 -c "print(round($(date +%s.%N) - $t, 1))") s: $(tail -1 "$OUT/$name.err")"
 }
-export KEVOLVE_RUN_DIR=/tmp/kevolve_judge_run
-rm -rf "$KEVOLVE_RUN_DIR" && mkdir -p "$KEVOLVE_RUN_DIR"
+RUN_DIR=/tmp/kevolve_judge_run
+rm -rf "$RUN_DIR" && mkdir -p "$RUN_DIR"
 # The baseline timed afresh, then kept for the rest (as in a run).
 [ "$(left)" -gt 120 ] && run judge_fresh "$KV" --fresh-baseline
 # The same source again is a duplicate by artifact: a copy with a new comment.

@@ -3,8 +3,8 @@
 # every CUDA red-team candidate and honest control of
 # tests/data/kernels/redteam/cuda/ through
 #   kevolve eval --task $TASK --backend cuda --quick
-# as an evolution would (scratch HOME, KEVOLVE_RUN_DIR,
-# KEVOLVE_PARENT_METRICS and TMPDIR per candidate; one compile cache and GPU
+# as an evolution would (scratch HOME, run folder (--run-dir, and
+# KEVOLVE_RUN_DIR for the candidate to aim at), parent (--parent) and TMPDIR per candidate; one compile cache and GPU
 # lock for all), and checks around each verdict what the cheat aimed for:
 # kevolve eval's stdout holds its verdict only, kevolve is never stopped, no
 # kvrt-* file or forged marker ("kvrt" "-forged") appears, no kvrt-* process outlives
@@ -166,11 +166,13 @@ run_eval() {
   local d=$1 f=$2
   shift 2
   mkdir -p "$d/home" "$d/run" "$d/tmp"
-  printf '#!/bin/sh\n# the controller evaluator wrapper\n' > "$d/run/evaluate.sh"
-  echo '{"combined_score": 1.0, "correct": 1}' > "$d/parent_metrics.json"
+  mkdir -p "$d/run/work"
+  echo '{"version": 1, "task": "the controller job"}' > "$d/run/work/1.job.json"
+  echo '{"combined_score": 1.0, "speedup": {}}' > "$d/parent_metrics.json"
   local t0=$(date +%s.%N)
   HOME="$d/home" KEVOLVE_RUN_DIR="$d/run" KEVOLVE_PARENT_METRICS="$d/parent_metrics.json" \
-    TMPDIR="$d/tmp" setsid "$KV" eval --task "$TASK" --backend cuda --quick "$@" "$f" \
+    TMPDIR="$d/tmp" setsid "$KV" eval --task "$TASK" --backend cuda --quick \
+    --run-dir "$d/run" --parent "$d/parent_metrics.json" "$@" "$f" \
     > >(cat > "$d/out.json") 2> "$d/err.log" < /dev/null &
   local pid=$! waited=0
   STOPS=0
@@ -264,7 +266,7 @@ for name in "${names[@]}"; do
     effects+="files:$(echo "$files" | wc -l) "
     echo "$files" > "$d/files_written.txt"
     grep '/kvrt-' "$d/files_written.txt" | while read -r f; do rm -f "$f"; done
-    : > "$KEVOLVE_CACHE_DIR/gpu.lock"
+    : > "$KEVOLVE_CACHE_DIR/device-cuda-0.lock"
   fi
   [ -z "$effects" ] && effects="none"
   # The expectation.

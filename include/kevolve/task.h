@@ -165,6 +165,13 @@ typedef struct kv_task {
      * backend uses it for scenarios; held-out shapes get both references,
      * and a disagreement fails the evaluation as a harness error. */
     const char *reference_cuda;
+    /* Optional: the kind of call a shape is, as a C expression over the
+     * shape's symbols s[0 .. num_syms) (an int64_t array, in the task's
+     * symbol order) that yields one of the scenarios' first tags, e.g.
+     * "s[3] == 1 ? \"decode\" : \"prefill\"". A library exported from a
+     * run (kevolve export) sends a call to the nearest scenario of its kind.
+     * NULL: every shape is of one kind. */
+    const char *kind_of;
     /* Optional (0: 0.95): screening's threshold, the least fraction of its
      * parent's speed on the representative scenarios that a child needs to
      * be timed on the rest (how noisy the task's timings are decides it);

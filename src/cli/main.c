@@ -20,6 +20,7 @@ static const struct command {
     {"best", cmd_best, "write the best program of a run"},
     {"eval", cmd_eval, "evaluate one kernel candidate against a built-in task"},
     {"devices", cmd_devices, "list the devices each kernel backend sees"},
+    {"export", cmd_export, "export a run's best kernel per shape as a library"},
     {"serve", cmd_serve, "serve a run's live dashboard over HTTP"},
     {"report", cmd_report, "write a run's dashboard as one HTML file"},
     {"config-keys", cmd_config_keys, "print the reference of every config key (Markdown)"},

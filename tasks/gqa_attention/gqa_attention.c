@@ -120,6 +120,10 @@ static const char *const gqa_baselines[] = {
 };
 #define GQA_BASELINES .baselines = gqa_baselines
 
+/* Decode is one query row (SQ, symbol 3, is 1); anything else is prefill
+ * (chunked prefill is a prefill whose keys outnumber its queries). */
+#define GQA_KIND_OF "s[3] == 1 ? \"decode\" : \"prefill\""
+
 /* What every gqa_attention task shares: tensors, held-out shapes,
  * tolerances, references, roofline and baselines. */
 #define GQA_TASK(task_name, text, scen, count)                                                     \
@@ -133,6 +137,7 @@ static const char *const gqa_baselines[] = {
         .reference = gqa_reference, .reference_scale = gqa_reference_scale,                        \
         .roofline = gqa_roofline, GQA_BASELINES,                                                   \
         .reference_cuda = "gqa_attention/cuda/reference_f64.cu", .screen_keep = keep,              \
+        .kind_of = GQA_KIND_OF,                                                                    \
     }
 
 const kv_task kv_task_gqa_attention =

@@ -1,0 +1,48 @@
+/* The way out of a run: `kevolve export RUN -o DIR` gathers, for each
+ * scenario of the run's task, the fastest correct program (from the store's
+ * rows per scenario) into one library:
+ *
+ *   DIR/kevolve_TASK.{c,cl,cu}  one source in the backend's language: every
+ *                               chosen program under names of its own, a
+ *                               dispatcher by shape (kv_launch, so the file
+ *                               is itself a candidate of the task) and the
+ *                               entry point for users (kevolve_TASK)
+ *   DIR/kevolve_TASK.h          that entry point, documented
+ *   DIR/include/                the headers the source includes
+ *   DIR/lib/libkevolve_TASK.so  the source compiled by the check
+ *   DIR/manifest.json           per scenario: the program, its code hash,
+ *                               the run, its time and speedup, the standard
+ *                               kernel's time where known, which to call
+ *   DIR/torch/ (--torch)        a PyTorch operator and a transformers
+ *                               attention function (gqa_attention tasks)
+ *
+ * The library is judged as a candidate of the task (every scenario and the
+ * held-out shapes) before DIR is written: an export that does not pass
+ * leaves nothing. */
+#ifndef KV_EXPORT_EXPORT_H
+#define KV_EXPORT_EXPORT_H
+
+#include "store/store.h"
+
+typedef struct kv_export_opts {
+    const char *run;       /* the run's folder or store, as the user named it (for the manifest) */
+    const char *out_dir;   /* DIR: must not exist, or be empty, or (force) be replaced */
+    const char *task;      /* when set, the run's task must be it */
+    const char *cache_dir; /* compiled kernels; NULL: the default cache */
+    const char *arch;      /* the device architecture to compile for (NULL: the device's) */
+    int quick;             /* the check in the harness's quick mode */
+    int compile_only;      /* the check only compiles (a machine without the device) */
+    int force;             /* replace an existing DIR */
+    int torch;             /* also write DIR/torch */
+    int against_standard;  /* time against PyTorch's SDPA per scenario (implies torch) */
+    const char *python;    /* the interpreter with PyTorch (NULL: python3) */
+    const char *self_exe;  /* the kevolve binary (NULL: this one) */
+} kv_export_opts;
+
+/* Exports the run in STORE as O says. Returns 0, or -1 with *ERR saying
+ * why (an empty run, a run of another task or of no kernel task, no
+ * correct program, a library that does not pass its check, a folder in
+ * the way); nothing is left in O->out_dir on failure. */
+int kv_export(kv_store *store, const kv_export_opts *o, char **err);
+
+#endif

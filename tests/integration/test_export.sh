@@ -1,0 +1,165 @@
+#!/bin/bash
+# kevolve export: a run's fastest correct program per scenario as one
+# library. From a short C run of gqa_attention_small whose programs win
+# different scenarios (three seeds at different points; the rows are set so
+# that each wins one kind), the export holds every winner under names of
+# its own and a dispatcher by shape, passes its own check as a candidate of
+# the task, and a small C program compiled against its header and source
+# gets the reference's answers at shapes of every kind, most of them no
+# scenario's. The same from an OpenCL (PoCL) run when there is a platform,
+# and for CUDA, compiled for Hopper (no GPU here), from the five CUDA seeds.
+# An empty run, a run of no kernel task, of another task, or with no
+# correct program is refused with a clear message and nothing written.
+. "$(dirname "$0")/lib.sh"
+export KEVOLVE_CACHE_DIR="$WORK/cache"
+gqa=$KV_SOURCE_DIR/tasks/gqa_attention
+AXES=$KV_SOURCE_DIR/tests/tools/tune_axes.py
+
+# run BACKEND_DIR EXT OUT AXES...: a run of three seeds of tasks/gqa_attention/BACKEND_DIR
+# at three points (one per AXES argument), each on an island of its own, no child.
+run() {
+    local dir=$1 ext=$2 out=$3
+    shift 3
+    local i=0 progs=""
+    for point in "$@"; do
+        i=$((i + 1))
+        # shellcheck disable=SC2086
+        python3 "$AXES" set "$gqa/$dir/seed.$ext" "$WORK/$out-$i.$ext" $point
+        progs="$progs  - $WORK/$out-$i.$ext"$'\n'
+    done
+    cat >"$WORK/$out.yaml" <<YAML
+initial_programs:
+$progs
+max_iterations: 0
+database:
+  num_islands: $i
+evaluator:
+  task: gqa_attention_small
+  quick: true
+  timeout: 300
+YAML
+    expect_exit 0 "$KV" run --config "$WORK/$out.yaml" --output "$WORK/$out"
+}
+
+# Program P wins scenario kind KIND: its speedups there made the largest.
+win() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+con.execute("update scenario_results set speedup = 1000 + program_id where program_id = ? and scenario like ?",
+            (int(sys.argv[2]), sys.argv[3] + "%"))
+con.commit()
+PY
+}
+
+# The C run: seed 1 wins decode, seed 2 prefill, seed 3 chunked prefill.
+run cpu c crun "VEC=1" "VEC=4 ROWS=4" "VEC=8 KEYS_T=1"
+win "$WORK/crun/run.db" 1 decode
+win "$WORK/crun/run.db" 2 prefill
+win "$WORK/crun/run.db" 3 chunked
+expect_exit 0 "$KV" export "$WORK/crun" -o "$WORK/clib" --quick
+lib=$WORK/clib
+python3 - "$lib/manifest.json" <<'PY' || fail "the manifest: $(cat "$lib/manifest.json")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["task"] == "gqa_attention_small" and m["backend"] == "cpu" and m["check"]["verdict"] == "correct"
+assert [v["program_id"] for v in m["variants"]] == [1, 2, 3], m["variants"]
+by = {s["name"]: s for s in m["scenarios"]}
+assert by["decode_16x8_b1_l256"]["program_id"] == 1 and by["decode_40x8_b2_l200"]["program_id"] == 1
+assert by["prefill_16x8_s64"]["program_id"] == 2 and by["chunked_40x8_q16_l160"]["program_id"] == 3
+for s in m["scenarios"]:
+    assert len(s["code_hash"]) == 16 and s["speedup"] > 1000 and s["median_us"] > 0, s
+assert len(m["held_out"]) == 6
+PY
+for f in kevolve_gqa_attention_small.c kevolve_gqa_attention_small.h lib/libkevolve_gqa_attention_small.so \
+    include/kevolve/task.h; do
+    [ -s "$lib/$f" ] || fail "the export lacks $f"
+done
+# A user: the header and the source, compiled as any C program.
+cc -O2 -std=gnu17 -Wall -DENTRY=kevolve_gqa_attention_small -DHEADER='"kevolve_gqa_attention_small.h"' \
+    -I "$lib" -I "$lib/include" "$KV_SOURCE_DIR/tests/tools/export_user.c" \
+    "$lib/kevolve_gqa_attention_small.c" -lm -lpthread -o "$WORK/user" 2>"$WORK/cc.txt" ||
+    fail "a user cannot compile against the export: $(cat "$WORK/cc.txt")"
+"$WORK/user" >"$WORK/user.txt" || fail "the export's answers are wrong: $(cat "$WORK/user.txt")"
+grep -q "^ok" "$WORK/user.txt" || fail "$(cat "$WORK/user.txt")"
+
+# Refusals, with nothing written.
+expect_exit 1 "$KV" export "$WORK/crun" -o "$WORK/clib"
+grep -q "is not empty" "$WORK/err.txt" || fail "a full folder was not refused: $(cat "$WORK/err.txt")"
+expect_exit 1 "$KV" export "$WORK/crun" -o "$WORK/x1" --task softmax
+grep -q "is a run of task gqa_attention_small, whose kernels do not fit task softmax" "$WORK/err.txt" ||
+    fail "another task's export was not refused: $(cat "$WORK/err.txt")"
+expect_exit 0 "$KV" run --config "$TINY/config.yaml" --output "$WORK/tiny" --iterations 2
+expect_exit 1 "$KV" export "$WORK/tiny" -o "$WORK/x2"
+grep -q "is not a run of a kernel task" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
+printf 'int kv_launch(void) { return syntax error; }\n' >"$WORK/broken.c"
+cat >"$WORK/broken.yaml" <<YAML
+initial_program: $WORK/broken.c
+max_iterations: 0
+evaluator: {task: gqa_attention_small, quick: true}
+YAML
+expect_exit 1 "$KV" run --config "$WORK/broken.yaml" --output "$WORK/broken"
+expect_exit 1 "$KV" export "$WORK/broken" -o "$WORK/x3"
+grep -q "has no correct program" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
+python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("delete from scenario_results"); c.execute("delete from artifacts"); c.execute("delete from evaluations"); c.execute("delete from programs"); c.commit()' \
+    "$WORK/broken/run.db"
+expect_exit 1 "$KV" export "$WORK/broken" -o "$WORK/x4"
+grep -q "is an empty run" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
+for x in x1 x2 x3 x4; do
+    [ ! -e "$WORK/$x" ] || fail "a refused export left $WORK/$x"
+done
+[ -z "$(ls -d "$WORK"/*.kevolve-export-* 2>/dev/null)" ] || fail "a refused export left its work folder"
+
+# OpenCL (PoCL): two seeds win a kind each; the library's device and host
+# halves are renamed together (kernels named in strings too).
+if command -v clinfo >/dev/null && clinfo -l 2>/dev/null | grep -q Platform; then
+    run opencl cl clrun "SERIAL=1 ROWS=1" "SERIAL=1 ROWS=4 VEC=4"
+    win "$WORK/clrun/run.db" 1 decode
+    win "$WORK/clrun/run.db" 2 prefill
+    expect_exit 0 "$KV" export "$WORK/clrun" -o "$WORK/cllib" --quick
+    grep -q '"verdict": "correct"' "$WORK/cllib/manifest.json" || fail "the OpenCL export"
+else
+    echo "(no OpenCL platform: the OpenCL half skipped)"
+fi
+
+# CUDA without a GPU: the five seeds, each winning a scenario, as one source
+# that nvcc compiles for Hopper.
+nvcc=$(command -v nvcc || true)
+[ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || export PATH=/usr/local/cuda/bin:$PATH
+if command -v nvcc >/dev/null; then
+    cp "$WORK/crun/run.db" "$WORK/curun.db"
+    python3 - "$WORK/curun.db" "$gqa/cuda" <<'PY'
+import hashlib, sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+for t in ("scenario_results", "artifacts", "evaluations", "programs"):
+    con.execute(f"delete from {t}")
+seeds = ["naive", "decode_halfwarp", "decode_split", "prefill_fa2", "prefill_hopper"]
+wins = ["decode_16x8_b1_l128", "decode_40x8_b8_l8192", "decode_16x8_b32_l4096", "chunked_16x8_q512_l8192",
+        "prefill_16x8_s2048"]
+for i, name in enumerate(seeds, 1):
+    src = open(f"{sys.argv[2]}/{name}.cu").read()
+    con.execute("insert into programs(id, island, generation, iteration, source, mutator, status, code_hash,"
+                " fitness) values(?, 0, 0, 0, ?, 'initial', 'ok', ?, 1.0)",
+                (i, src, hashlib.sha256(src.encode()).hexdigest()[:16]))
+    for j, scen in enumerate(wins):
+        speedup = 10.0 if j == i - 1 else 1.0
+        con.execute("insert into scenario_results(program_id, scenario, task, backend, device, kind, median_us,"
+                    " speedup) values(?, ?, 'gqa_attention_search', 'cuda', 'NVIDIA H200', ?, ?, ?)",
+                    (i, scen, "decode" if scen.startswith("decode") else "prefill", 10 / speedup, speedup))
+con.commit()
+PY
+    expect_exit 0 "$KV" export "$WORK/curun.db" -o "$WORK/culib" --compile-only --arch sm_90a --task gqa_attention
+    python3 - "$WORK/culib/manifest.json" <<'PY' || fail "the CUDA export: $(head -c 800 "$WORK/culib/manifest.json")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["task"] == "gqa_attention" and len(m["variants"]) == 5 and len(m["scenarios"]) == 20, m
+by = {s["name"]: s for s in m["scenarios"]}
+assert by["prefill_16x8_s8192"]["served_by"] == "prefill_16x8_s2048"  # not timed: the nearest's
+assert m["check"]["compile_only"] is True
+PY
+    expect_exit 1 "$KV" export "$WORK/curun.db" -o "$WORK/x5" --compile-only
+    grep -q "needs --arch" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
+else
+    echo "(no nvcc: the CUDA half skipped)"
+fi
+echo "ok"
