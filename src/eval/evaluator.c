@@ -455,13 +455,14 @@ static void keep_output(kv_evaluator *ev, job *j, json_t *evaluator_artifacts)
         json_object_del(j->artifacts, "stderr");
 }
 
-/* Retries J's stage after a crash when attempts remain; else finishes it
- * with CODE. Returns 1 when J is still running. */
-static int crash(kv_evaluator *ev, job *j, const char *reason, const char *code, double seconds)
+/* Retries J's stage after a crash when attempts remain (RETRY) and are
+ * left; else finishes it with CODE. Returns 1 when J is still running. */
+static int crash(kv_evaluator *ev, job *j, const char *reason, const char *code, double seconds,
+                 int retry)
 {
     kv_proc_free(j->proc);
     j->proc = NULL;
-    if (j->attempt <= ev->max_retries) {
+    if (retry && j->attempt <= ev->max_retries) {
         kv_warn("evaluation %lld: stage %d attempt %d failed (%s); retrying", (long long)j->ticket,
                 j->stage, j->attempt, reason);
         return start_run(ev, j) == 0;
@@ -494,8 +495,8 @@ static char *verdict_failure(const json_t *metrics, const json_t *artifacts, con
     json_t *cs = json_object_get(metrics, "combined_score");
     if (cs && !(json_is_number(cs) && isfinite(json_number_value(cs)))) {
         *code = KV_REASON_NON_FINITE_FITNESS;
-        return kv_strdup(json_is_null(cs) ? "combined_score is not a finite number (NaN, Infinity "
-                                            "or null)"
+        return kv_strdup(json_is_null(cs) ? "combined_score is not a finite number (NaN, Infinity, "
+                                            "null, or beyond a double's range such as 1e999)"
                                           : "combined_score is not a number");
     }
     if (isnan(kv_eval_score(metrics))) {
@@ -531,7 +532,7 @@ static int on_run_end(kv_evaluator *ev, job *j)
         char *reason = *line ? kv_asprintf("evaluator %s: %s", kv_proc_describe(p), line)
                              : kv_asprintf("evaluator %s", kv_proc_describe(p));
         free(line);
-        int running = crash(ev, j, reason, KV_REASON_EVALUATOR_CRASH, seconds);
+        int running = crash(ev, j, reason, KV_REASON_EVALUATOR_CRASH, seconds, 1);
         free(reason);
         return running;
     }
@@ -543,7 +544,9 @@ static int on_run_end(kv_evaluator *ev, job *j)
                                        &artifacts, &reason);
     keep_output(ev, j, artifacts);
     if (rc == KV_EVAL_OUTPUT_BAD) {
-        int running = crash(ev, j, reason, KV_REASON_BAD_OUTPUT, seconds);
+        /* The evaluator ran to its end (exit 0): what it printed is its
+         * answer, and running it again prints the same, so no retry. */
+        int running = crash(ev, j, reason, KV_REASON_BAD_OUTPUT, seconds, 0);
         free(reason);
         return running;
     }

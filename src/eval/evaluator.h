@@ -10,7 +10,9 @@
  * N (combined_score, else the mean of numeric metrics) reaches
  * cascade_thresholds[N-1]. Each run has its own process group, a hard timeout
  * that kills the group, resource limits and no secrets in its environment.
- * A crash is retried up to max_retries times; a timeout is not.
+ * A crash (a non-zero exit, a signal) is retried up to max_retries times; a
+ * timeout is not, nor is output that cannot be read from a run that exited
+ * 0 (not JSON, over the size cap: it would not change).
  *
  * A failure is a failure: an evaluation ends FAILED (or TIMEOUT) with a
  * reason and a short reason code when the evaluator could not start, exits
