@@ -14,6 +14,7 @@
 #include "util/log.h"
 #include "util/proc.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -507,6 +508,21 @@ static char *verdict_failure(const json_t *metrics, const json_t *artifacts, con
     return NULL;
 }
 
+/* The reason code an evaluator that reported an "error" gives in
+ * ARTIFACTS.reason (as the kernel harness does): a short word such as
+ * compile_error or "crash: SIGSEGV"; else evaluator_error. Static or
+ * pointing into ARTIFACTS. */
+static const char *error_code(const json_t *artifacts)
+{
+    const char *code = json_string_value(json_object_get(artifacts, "reason"));
+    size_t n = code ? strlen(code) : 0;
+    int ok = n > 0 && n <= 40 && isalpha((unsigned char)code[0]);
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isalnum((unsigned char)code[i]) || strchr("_.:-", code[i]) ||
+             (code[i] == ' ' && i > 0 && code[i - 1] == ':');
+    return ok ? code : KV_REASON_EVALUATOR_ERROR;
+}
+
 /* Advances J after its run ended. Returns 1 when J is still running (next
  * stage or retry), 0 when it has been finished and freed. */
 static int on_run_end(kv_evaluator *ev, job *j)
@@ -553,7 +569,7 @@ static int on_run_end(kv_evaluator *ev, job *j)
     json_object_update(j->metrics, metrics);
     if (rc == KV_EVAL_OUTPUT_ERROR) {
         record_stage(j, "failed", metrics, seconds, reason);
-        finish_job(ev, j, KV_STATUS_FAILED, reason, KV_REASON_EVALUATOR_ERROR);
+        finish_job(ev, j, KV_STATUS_FAILED, reason, error_code(artifacts));
         json_decref(metrics);
         json_decref(artifacts);
         free(reason);

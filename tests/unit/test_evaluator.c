@@ -287,6 +287,25 @@ static void evaluator_reported_error_fails_without_retry(void **state)
     kv_eval_result_clear(&r);
 }
 
+/* The protocol of external evaluators: "error" says the program failed and
+ * why, artifacts.reason its reason code (a short word), else evaluator_error. */
+static void reported_error_takes_its_reason_code_from_the_artifacts(void **state)
+{
+    fixture *f = *state;
+    kv_evaluator_config cfg = config();
+    static const char *const cases[][2] = {{"compile_error", "compile_error"},
+                                           {"crash: SIGSEGV", "crash: SIGSEGV"},
+                                           {"it went wrong somewhere", "evaluator_error"},
+                                           {"", "evaluator_error"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kv_eval_result r = evaluate(f, &cfg, "error_code.sh", cases[i][0]);
+        assert_int_equal(r.status, KV_STATUS_FAILED);
+        assert_string_equal(r.reason, "the program failed");
+        assert_string_equal(r.reason_code, cases[i][1]);
+        kv_eval_result_clear(&r);
+    }
+}
+
 static void hung_evaluator_times_out_once_and_leaves_no_survivors(void **state)
 {
     fixture *f = *state;
@@ -816,6 +835,7 @@ int main(void)
         T(crash_is_retried_until_it_succeeds),
         T(crash_after_all_retries_fails_with_exit_status_and_stderr),
         T(evaluator_reported_error_fails_without_retry),
+        T(reported_error_takes_its_reason_code_from_the_artifacts),
         T(hung_evaluator_times_out_once_and_leaves_no_survivors),
         T(exec_failure_is_reported_clearly),
         T(missing_or_unrunnable_evaluator_is_refused_at_creation),
