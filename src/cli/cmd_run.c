@@ -61,7 +61,9 @@ static int dry_run(const kv_run_options *o)
 {
     kv_config cfg;
     kv_config_error err;
-    if (kv_config_load(o->config_path, &cfg, &err) != 0) {
+    /* A config is checked without its secrets (API keys from variables
+     * set only where it runs): each one missing is warned about. */
+    if (kv_config_load_ex(o->config_path, &cfg, &err, KV_CONFIG_SECRETS_OPTIONAL) != 0) {
         kv_error("%s", err.message);
         kv_config_free(&cfg);
         return KV_EXIT_USAGE;

@@ -210,6 +210,15 @@ void kv_config_init(kv_config *c);
  * ERR filled and C left freeable. Warnings (keys kevolve reads but ignores) go
  * to the log and to c->warnings. */
 int kv_config_load(const char *path, kv_config *c, kv_config_error *err);
+/* Flags of kv_config_load_ex. */
+enum {
+    /* A secret (an API key) whose ${VAR} is not set is left unset, with a
+     * warning, instead of failing the load: checking a config (run
+     * --dry-run) needs no secrets. */
+    KV_CONFIG_SECRETS_OPTIONAL = 1,
+};
+/* kv_config_load with FLAGS (KV_CONFIG_*). */
+int kv_config_load_ex(const char *path, kv_config *c, kv_config_error *err, unsigned flags);
 /* Same from a string; ORIGIN names it in messages; DIR resolves relative paths. */
 int kv_config_load_string(const char *text, const char *origin, const char *dir, kv_config *c,
                           kv_config_error *err);

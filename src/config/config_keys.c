@@ -85,6 +85,12 @@ const kv_key kv_config_key_table[] = {
     IGN("", "evolution_trace",
         "OpenEvolve's trace log; kevolve ignores it (the store keeps every program and its "
         "lineage)"),
+    IGN("", "max_program_length",
+        "not read by OpenEvolve (its key is max_code_length) and ignored by kevolve: "
+        "max_code_length limits the length of a program"),
+    IGN("", "evaluation",
+        "a section OpenEvolve does not read, ignored by kevolve too: the evaluator's settings "
+        "go under evaluator: (timeout, max_retries, parallel_evaluations, ...)"),
 
     /* ---- llm ---- */
     {"llm", "models", KV_KEY_MODELS, C(llm.models), C(llm.n_models), NULL, "[]",

@@ -83,6 +83,10 @@ void kv_config_model_free(kv_model_config *m);
  * environment; "$${" gives a literal "${". Returns a new string, or NULL with
  * *problem set to a new message ("environment variable X is not set"). */
 char *kv_config_expand_env(const char *s, char **problem);
+/* The same, but when MISSING is not NULL an unset VAR (with no default)
+ * expands to nothing and its name goes to *MISSING (the first one;
+ * malloc'd, NULL when none). */
+char *kv_config_expand_env_ex(const char *s, char **problem, char **missing);
 
 /* Appends S to B as a YAML double-quoted scalar; with ESCAPE_VARS, "${" is
  * written "$${" so that loading it back does not expand it. */
