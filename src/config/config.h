@@ -228,6 +228,13 @@ int kv_config_validate(const kv_config *c, kv_config_error *err);
 void kv_config_free(kv_config *c);
 /* The effective settings as YAML, API keys shown as "***". Caller frees. */
 char *kv_config_dump(const kv_config *c);
+/* The keys whose effective values differ between A and B, in the key
+ * table's order: a JSON array of {"key": "llm.api_base", "from": TEXT, "to":
+ * TEXT, "resumable": BOOL} (values as one line of YAML; secrets compare and
+ * show as "***" when set; "resumable": whether a resumed run may change
+ * it). A section handed to the evaluator is a key of its own (from and to
+ * as JSON, "null" when absent; not resumable). New reference. */
+json_t *kv_config_diff(const kv_config *a, const kv_config *b);
 /* The documented key table as Markdown (for the README). Caller frees. */
 char *kv_config_reference_markdown(void);
 

@@ -35,6 +35,7 @@ typedef enum {
 #define KV_KEY_SECRET 1u      /* dumped as "***" when set */
 #define KV_KEY_WARN_ALWAYS 2u /* its note is warned whatever the value, false and null too */
 #define KV_KEY_PATHS 4u       /* KV_KEY_STRINGS of paths, made absolute like KV_KEY_PATH */
+#define KV_KEY_RESUMABLE 8u   /* a resumed run may change it (kv_config_key_resumable) */
 
 typedef struct kv_key {
     const char *section; /* KV_SECTION_TOP, "llm", "prompt", "database", "evaluator", or model */
@@ -63,6 +64,11 @@ const kv_key *kv_config_key_find_dotted(const char *dotted);
 /* The known name of SECTION nearest NAME by edit distance (the top level also
  * offers section names). Never NULL for a section with keys. */
 const char *kv_config_key_nearest(const char *section, const char *name, size_t *distance);
+/* 1 when a resumed run may take a new value of K (kevolve resume --config):
+ * the keys of llm (but its random_seed), of prompt and of a model entry,
+ * and the keys flagged KV_KEY_RESUMABLE (how long, how fast, how much is
+ * kept, what is logged). The others define what the run searched. */
+int kv_config_key_resumable(const kv_key *k);
 /* 1 when NAME is one of kv_config_sections. */
 int kv_config_is_section(const char *name);
 /* "an integer", "a number", ...: what a key of type T expects. */

@@ -790,6 +790,15 @@ static int load_text(kv_config *c, const char *text, const char *origin, kv_conf
     if (rc == 0 && root && root->type == YAML_MAPPING_NODE) rc = walk_mapping(&x, root, "", "", c);
     if (rc == 0) rc = apply_aliases(&x);
     if (rc == 0) rc = resolve_bins(&x);
+    if (rc == 0 && !json_object_get(x.seen, "llm.api_base")) {
+        /* Unset in the file: the environment's endpoint, as OpenAI's tools
+         * read it (and OpenEvolve without a config). */
+        const char *env = getenv("OPENAI_API_BASE");
+        if (env && *env) {
+            free(c->llm.api_base);
+            c->llm.api_base = kv_strdup(env);
+        }
+    }
     if (rc == 0) {
         kv_config_models_from_shorthand(&c->llm);
         warn_providers(&x);

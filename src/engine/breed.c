@@ -268,7 +268,8 @@ static void stop_on_fault(kv_controller *c, char *reason)
 {
     if (!c->fatal) {
         c->fatal = kv_asprintf("%s; this fault will not heal by retrying: fix it, then "
-                               "`kevolve resume %s` continues the run",
+                               "`kevolve resume %s` continues the run (with --config FILE, a "
+                               "corrected config; with --api-base URL, another endpoint)",
                                reason, c->output_dir);
         kv_warn("stopping: %s", reason);
     }

@@ -198,17 +198,32 @@ int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator,
 
 int kv_manifest_load_config(kv_store *s, kv_config *cfg, kv_config_error *err)
 {
+    if (kv_manifest_load_file(s, cfg, err) != 0) return -1;
+    kv_manifest_apply(s, cfg, 0);
+    return 0;
+}
+
+int kv_manifest_load_file(kv_store *s, kv_config *cfg, kv_config_error *err)
+{
     char *text = kv_store_get_meta(s, "config_text");
     char *dir = kv_store_get_meta(s, "config_dir");
     char *path = kv_store_get_meta(s, "config_path");
     int rc = -1;
     if (!text) {
+        kv_config_init(cfg);
         snprintf(err->message, sizeof err->message, "the store has no run manifest (config_text)");
-        goto done;
+    } else {
+        rc =
+            kv_config_load_string(text, path && *path ? path : "run.db:config_text", dir, cfg, err);
     }
-    if (kv_config_load_string(text, path && *path ? path : "run.db:config_text", dir, cfg, err) !=
-        0)
-        goto done;
+    free(text);
+    free(dir);
+    free(path);
+    return rc;
+}
+
+void kv_manifest_apply(kv_store *s, kv_config *cfg, unsigned keep)
+{
     static const char *const path_keys[] = {"initial_program", "evaluator"};
     for (size_t i = 0; i < 2; i++) {
         char *v = kv_store_get_meta(s, path_keys[i]);
@@ -221,7 +236,7 @@ int kv_manifest_load_config(kv_store *s, kv_config *cfg, kv_config_error *err)
         }
     }
     char *v = kv_store_get_meta(s, "max_iterations");
-    if (v) cfg->max_iterations = atoi(v);
+    if (v && !(keep & KV_MANIFEST_KEEP_MAX_ITERATIONS)) cfg->max_iterations = atoi(v);
     free(v);
     v = kv_store_get_meta(s, "random_seed");
     if (v) {
@@ -237,15 +252,9 @@ int kv_manifest_load_config(kv_store *s, kv_config *cfg, kv_config_error *err)
     free(primary);
     free(secondary);
     v = kv_store_get_meta(s, "target_score");
-    if (v) {
+    if (v && !(keep & KV_MANIFEST_KEEP_TARGET_SCORE)) {
         cfg->target_score = strtod(v, NULL);
         cfg->has_target_score = 1;
     }
     free(v);
-    rc = 0;
-done:
-    free(text);
-    free(dir);
-    free(path);
-    return rc;
 }
