@@ -4,10 +4,14 @@
  * stdout is exactly the external-evaluator protocol: one JSON object,
  * {"metrics": {...}, "artifacts": {...}}. A short verdict for people goes
  * to stderr. Exit status: 0 when the candidate was judged (even when it is
- * wrong: the verdict is in the metrics), 2 for usage errors, 1 when the
- * harness itself failed (no compiler, no device). */
+ * wrong: the verdict is in the metrics), 2 for usage errors (an unknown
+ * task or backend, no such candidate file), 1 when the harness itself
+ * failed (no compiler, no device). */
 #include "cli/cli.h"
 #include "kernel/harness.h"
+#include "kernel/tasks.h"
+#include "util/buf.h"
+#include "util/fs.h"
 #include "util/json.h"
 
 #include <kevolve/kevolve.h>
@@ -37,7 +41,32 @@ static void eval_usage(FILE *f)
             "  --screen-keep (0.95) times the parent there. --compile-only: compile and\n"
             "  print the artifact's hash, judge nothing (cuda with --arch: no GPU needed).\n"
             "  Prints\n"
-            "  {\"metrics\":...,\"artifacts\":...} on stdout and nothing else.\n");
+            "  {\"metrics\":...,\"artifacts\":...} on stdout and nothing else.\n"
+            "\n"
+            "exit codes: 0 judged (correct or not: the verdict is in the metrics), 1 the\n"
+            "harness failed (no compiler, no device), 2 usage error (an unknown task or\n"
+            "backend, no such CANDIDATE file)\n");
+}
+
+/* Checks what a user names before anything is compiled: the task and the
+ * candidate file. Returns KV_EXIT_OK or KV_EXIT_USAGE (said on stderr). */
+static int check_names(const char *task, const char *candidate)
+{
+    if (!kv_task_find(task)) {
+        kv_buf known = KV_BUF_INIT;
+        kv_buf_puts(&known, "");
+        for (size_t i = 0; kv_task_at(i); i++)
+            kv_buf_printf(&known, "%s%s", i ? ", " : "", kv_task_at(i)->name);
+        fprintf(stderr, "kevolve eval: unknown task '%s' (known: %s)\n", task, known.data);
+        kv_buf_free(&known);
+        return KV_EXIT_USAGE;
+    }
+    if (!kv_is_file(candidate)) {
+        fprintf(stderr, "kevolve eval: %s: %s\n", candidate,
+                kv_is_dir(candidate) ? "is a folder, not a candidate file" : "no such file");
+        return KV_EXIT_USAGE;
+    }
+    return KV_EXIT_OK;
 }
 
 /* Prints the one-line verdict of RESULT on stderr. */
@@ -114,9 +143,12 @@ int cmd_eval(int argc, char **argv)
         case 'b':
             backend = optarg;
             break;
-        case 's':
-            o.stage = atoi(optarg);
+        case 's': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            o.stage = *optarg && !*end && v >= 0 && v <= 3 ? (int)v : -1;
             break;
+        }
         case 'q':
             o.quick = 1;
             break;
@@ -177,6 +209,8 @@ int cmd_eval(int argc, char **argv)
         return KV_EXIT_USAGE;
     }
     o.candidate = argv[optind];
+    int named = check_names(o.task, o.candidate);
+    if (named != KV_EXIT_OK) return named;
     if (strcmp(backend, "auto") == 0) {
         o.backend = kv_backend_kind_for_path(o.candidate);
     } else if (kv_backend_kind_parse(backend, &o.backend) != 0) {
