@@ -274,7 +274,6 @@ static void stop_on_fault(kv_controller *c, char *reason)
         kv_warn("stopping: %s", reason);
     }
     free(reason);
-    c->iterations_dropped += c->n_waiting;
     for (size_t i = 0; i < c->n_waiting; i++)
         waiting_clear(&c->waiting[i]);
     c->n_waiting = 0;
@@ -321,6 +320,7 @@ static int handle(kv_controller *c, kv_program *child, const char *parent_source
                 r->reason ? r->reason : "the mutation failed");
         char *outcome = kv_asprintf("error: %s", r->reason ? r->reason : "unknown");
         int rc = store_call(c, trace, outcome, origin, 1);
+        if (rc == 0) kv_controller_iteration_done(c, child->iteration);
         free(outcome);
         kv_llm_trace_free(trace);
         kv_program_free(child);
