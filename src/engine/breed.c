@@ -471,6 +471,7 @@ int kv_breed_produce(kv_controller *c, int64_t iteration)
         /* A built-in that cannot change this parent leaves the choice to the
          * other built-ins; its reason is kept for the record. */
         if (r.status == KV_MUTATION_UNCHANGED && builtin_fallbacks(c, tried, usable) > 0) {
+            kv_ensemble_note_unable(c->ensemble, arm);
             if (!first_reason) {
                 first_reason = r.reason;
                 first_code = r.reason_code;
