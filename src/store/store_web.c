@@ -169,6 +169,37 @@ json_t *kv_store_web_placed(kv_store *s, int island)
     return collect_rows(s, st, 1u << 2, NULL, "placed programs");
 }
 
+json_t *kv_store_web_feature_range(kv_store *s, const char *dim)
+{
+    /* What the search measures along DIM (search/features.c), over every
+     * program it placed: complexity is the source's length in bytes. */
+    const char *sql =
+        !strcmp(dim, "complexity")
+            ? "SELECT min(length(CAST(source AS BLOB))), max(length(CAST(source AS BLOB)))"
+              " FROM programs WHERE status = 'ok' AND features IS NOT NULL"
+        : !strcmp(dim, "score") ? "SELECT min(fitness), max(fitness) FROM programs"
+                                  " WHERE status = 'ok' AND features IS NOT NULL"
+        : !strcmp(dim, "diversity")
+            ? NULL /* a MinHash distance the store does not keep */
+            : "SELECT min(v), max(v) FROM (SELECT json_extract(metrics, ?1) AS v FROM programs"
+              " WHERE status = 'ok' AND features IS NOT NULL) WHERE typeof(v) IN ('integer', "
+              "'real')";
+    if (!sql) return json_null();
+    sqlite3_stmt *st = prepare(s, sql, "feature range");
+    if (!st) return NULL;
+    char *path = kv_asprintf("$.\"%s\"", dim);
+    if (sqlite3_bind_parameter_count(st) > 0) sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+    json_t *rows = collect_rows(s, st, 0, NULL, "feature range");
+    free(path);
+    if (!rows) return NULL;
+    json_t *row = json_array_get(rows, 0);
+    json_t *out = json_is_number(json_array_get(row, 0)) && json_is_number(json_array_get(row, 1))
+                      ? json_incref(row)
+                      : json_null();
+    json_decref(rows);
+    return out;
+}
+
 /* Runs SQL (no parameters) expecting one row and returns it as an object
  * keyed by NAMES, or NULL with the error set. */
 static json_t *one_row(kv_store *s, const char *sql, const char *const *names, const char *what)
