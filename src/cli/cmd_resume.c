@@ -41,9 +41,7 @@ int cmd_resume(int argc, char **argv)
     static const struct option long_options[] = {
         {"iterations", required_argument, NULL, 'n'},
         {"config", required_argument, NULL, 'c'},
-        {"api-base", required_argument, NULL, 'A'},
-        {"primary-model", required_argument, NULL, 'P'},
-        {"secondary-model", required_argument, NULL, 'S'},
+        CLI_MODEL_OPTIONS,
         {"log-level", required_argument, NULL, 'L'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -56,15 +54,6 @@ int cmd_resume(int argc, char **argv)
         switch (opt) {
         case 'c':
             o.config_path = optarg;
-            break;
-        case 'A':
-            o.api_base = optarg;
-            break;
-        case 'P':
-            o.primary_model = optarg;
-            break;
-        case 'S':
-            o.secondary_model = optarg;
             break;
         case 'n': {
             char *end;
@@ -93,6 +82,7 @@ int cmd_resume(int argc, char **argv)
             fputs(resume_usage, stdout);
             return KV_EXIT_OK;
         default:
+            if (cli_model_option(opt, optarg, &o)) break;
             fputs(resume_usage, stderr);
             return KV_EXIT_USAGE;
         }
@@ -101,10 +91,7 @@ int cmd_resume(int argc, char **argv)
         fputs(resume_usage, stderr);
         return KV_EXIT_USAGE;
     }
-    if (o.secondary_model && !o.primary_model) {
-        kv_error("--secondary-model needs --primary-model");
-        return KV_EXIT_USAGE;
-    }
+    if (cli_check_models(&o) != KV_EXIT_OK) return KV_EXIT_USAGE;
     o.progress = isatty(STDERR_FILENO) && kv_log_get_level() <= KV_LOG_INFO;
     return kv_resume_evolution(argv[optind], &o);
 }

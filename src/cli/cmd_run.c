@@ -123,9 +123,7 @@ int cmd_run(int argc, char **argv)
         {"log-level", required_argument, NULL, 'L'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
-        {"api-base", required_argument, NULL, 'A'},
-        {"primary-model", required_argument, NULL, 'P'},
-        {"secondary-model", required_argument, NULL, 'S'},
+        CLI_MODEL_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     kv_run_options o = {0};
@@ -184,19 +182,11 @@ int cmd_run(int argc, char **argv)
         case 'q':
             kv_log_set_quiet(1);
             break;
-        case 'A':
-            o.api_base = optarg;
-            break;
-        case 'P':
-            o.primary_model = optarg;
-            break;
-        case 'S':
-            o.secondary_model = optarg;
-            break;
         case 'h':
             fputs(run_usage, stdout);
             return KV_EXIT_OK;
         default:
+            if (cli_model_option(opt, optarg, &o)) break;
             fputs(run_usage, stderr);
             return KV_EXIT_USAGE;
         }
@@ -208,10 +198,7 @@ int cmd_run(int argc, char **argv)
         fputs(run_usage, stderr);
         return KV_EXIT_USAGE;
     }
-    if (o.secondary_model && !o.primary_model) {
-        kv_error("--secondary-model needs --primary-model");
-        return KV_EXIT_USAGE;
-    }
+    if (cli_check_models(&o) != KV_EXIT_OK) return KV_EXIT_USAGE;
     if (!o.config_path) {
         kv_error("--config FILE is required");
         fputs(run_usage, stderr);

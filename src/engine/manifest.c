@@ -1,6 +1,7 @@
 /* The run manifest in the store's meta table. */
 #include "engine/manifest.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/fs.h"
 #include "util/log.h"
 #include "util/proc.h"
@@ -14,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Writes OUTPUT_DIR/evaluate.sh, which runs this kevolve binary's built-in
@@ -151,11 +151,8 @@ int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator,
     char *cc = version_of("cc", 0);
     char *nvcc = version_of("nvcc", 1);
     char *python = version_of("python3", 0);
-    char stamp[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char stamp[KV_UTC_STAMP_SIZE];
+    kv_utc_stamp(stamp);
 
     int rc = kv_store_begin(s);
     rc |= kv_store_set_meta(s, "kevolve_version", KV_VERSION);
@@ -174,15 +171,7 @@ int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator,
                        (long long)(cfg->has_random_seed ? cfg->random_seed : 42));
     rc |= set_meta_fmt(s, "max_iterations", "%d", cfg->max_iterations);
     if (cfg->has_target_score) rc |= set_meta_fmt(s, "target_score", "%.17g", cfg->target_score);
-    /* Models and endpoint given on the command line replace the config's;
-     * resume needs them (the config text alone would bring the old ones back). */
-    if (o && (o->api_base || o->primary_model)) {
-        const char *cli[][2] = {{"cli_api_base", o->api_base},
-                                {"cli_primary_model", o->primary_model},
-                                {"cli_secondary_model", o->secondary_model}};
-        for (size_t i = 0; i < 3; i++)
-            if (cli[i][1]) rc |= kv_store_set_meta(s, cli[i][0], cli[i][1]);
-    }
+    rc |= kv_manifest_set_cli(s, o);
     char *effective = kv_config_dump(cfg);
     rc |= kv_store_set_meta(s, "config_effective", effective ? effective : "");
     free(effective);
@@ -193,6 +182,19 @@ int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator,
     free(cc);
     free(nvcc);
     free(python);
+    return rc ? -1 : 0;
+}
+
+int kv_manifest_set_cli(kv_store *s, const kv_run_options *o)
+{
+    /* Models and endpoint given on the command line replace the config's;
+     * resume needs them (the config text alone would bring the old ones back). */
+    int rc = 0;
+    if (o && o->api_base) rc |= kv_store_set_meta(s, "cli_api_base", o->api_base);
+    if (o && o->primary_model) { /* a secondary not given is none (NULL deletes it) */
+        rc |= kv_store_set_meta(s, "cli_primary_model", o->primary_model);
+        rc |= kv_store_set_meta(s, "cli_secondary_model", o->secondary_model);
+    }
     return rc ? -1 : 0;
 }
 

@@ -31,6 +31,10 @@ char *kv_manifest_evaluator_command(const kv_config *cfg, const char *output_dir
 int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator,
                       const kv_run_options *o);
 
+/* Keeps the endpoint and models of O's command line (any may be unset) for
+ * the resumes to come, inside the caller's transaction. Returns 0 or -1. */
+int kv_manifest_set_cli(kv_store *s, const kv_run_options *o);
+
 /* Rebuilds the run's config from the manifest (stored text, folder and
  * overrides). Returns 0, or -1 with ERR filled. */
 int kv_manifest_load_config(kv_store *s, kv_config *cfg, kv_config_error *err);

@@ -13,13 +13,13 @@
 #include "engine/resume_config.h"
 #include "engine/manifest.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/json.h"
 #include "util/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Loads TEXT (a stored config) into CFG without logging its warnings again:
  * they were the run's, said when it started. Returns 0 or -1. */
@@ -172,11 +172,8 @@ int kv_resume_record(kv_store *s, const kv_run_options *o, const kv_config *prev
                 json_string_value(json_object_get(c, "from")),
                 json_string_value(json_object_get(c, "to")));
     }
-    char stamp[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char stamp[KV_UTC_STAMP_SIZE];
+    kv_utc_stamp(stamp);
     json_t *entry =
         json_pack("{s:s, s:o, s:O}", "at", stamp, "config_path",
                   o && o->config_path ? json_string(cfg->path) : json_null(), "changes", changes);
@@ -207,11 +204,7 @@ int kv_resume_record(kv_store *s, const kv_run_options *o, const kv_config *prev
         rc |= kv_store_set_meta(s, "config_path", cfg->path ? cfg->path : "");
         rc |= kv_store_set_meta(s, "config_dir", cfg->dir ? cfg->dir : ".");
     }
-    if (o && o->api_base) rc |= kv_store_set_meta(s, "cli_api_base", o->api_base);
-    if (o && o->primary_model) {
-        rc |= kv_store_set_meta(s, "cli_primary_model", o->primary_model);
-        rc |= kv_store_set_meta(s, "cli_secondary_model", o->secondary_model);
-    }
+    rc |= kv_manifest_set_cli(s, o);
     if (rc == 0)
         rc = kv_store_commit(s);
     else
