@@ -131,7 +131,6 @@ static int take_new_file(kv_store *s, const char *path, kv_config *cfg, kv_confi
 int kv_resume_load_config(kv_store *s, const kv_run_options *o, kv_config *cfg, kv_config *prev,
                           kv_config_error *err)
 {
-    kv_config_init(prev);
     int rc = o && o->config_path ? take_new_file(s, o->config_path, cfg, err)
                                  : kv_manifest_load_config(s, cfg, err);
     if (rc != 0) return -1;

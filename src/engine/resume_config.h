@@ -11,10 +11,10 @@
 
 #include <kevolve/kevolve.h>
 
-/* Fills CFG with what the run resumes with (O may be NULL: the stored
- * config, with its ${VAR}s read again) and PREV with what it ran with
- * until now. Refuses, naming the keys, a change of a key that is not
- * kv_config_key_resumable. Returns 0, or -1 with ERR filled (both configs
+/* Fills CFG (freed or never filled) with what the run resumes with (O may
+ * be NULL: the stored config, with its ${VAR}s read again) and PREV
+ * (initialised by the caller) with what it ran with until now. Refuses, naming the keys, a change
+ * of a key that is not kv_config_key_resumable. Returns 0, or -1 with ERR filled (both configs
  * freeable either way). */
 int kv_resume_load_config(kv_store *s, const kv_run_options *o, kv_config *cfg, kv_config *prev,
                           kv_config_error *err);
