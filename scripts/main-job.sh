@@ -11,4 +11,5 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 example="$root/examples/gqa_attention"
 KV="$root/build/kevolve" "$example/run.sh" --output "$example/out" --force "$@"
 "$root/build/kevolve" status "$example/out"
-echo "best program: $example/out/best/ (kevolve best $example/out)"
+echo "best program: $example/out/best/ ($root/build/kevolve best $example/out)"
+echo "kevolve on the PATH: cmake --install $root/build --prefix ~/.local (README: Putting kevolve on the PATH)"

@@ -2,7 +2,8 @@
  * candidate. It checks the candidate against a naive reference on fresh random
  * matrices (output poisoned first, every element compared), then times the
  * candidate and the naive reference side by side, alternating, and prints the
- * evaluator protocol's JSON: {"metrics": {...}, "artifacts": {...}}.
+ * evaluator protocol's JSON: {"metrics": {...}, "artifacts": {...}}, or for
+ * a wrong answer {"error": ..., "artifacts": {"reason": "wrong_result"}}.
  * Usage: harness N REPEATS */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -18,7 +19,8 @@ static void reference(int n, const double *A, const double *B, double *C)
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
             double s = 0;
-            for (int k = 0; k < n; k++) s += A[(size_t)i * n + k] * B[(size_t)k * n + j];
+            for (int k = 0; k < n; k++)
+                s += A[(size_t)i * n + k] * B[(size_t)k * n + j];
             C[(size_t)i * n + j] = s;
         }
 }
@@ -60,8 +62,11 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < (size_t)m * m; i++) {
             double e = fabs(C[i] - R[i]);
             if (!(e <= 1e-9 * m)) {
-                printf("{\"metrics\": {\"combined_score\": 0, \"correct\": 0}, \"artifacts\": "
-                       "{\"failure\": \"wrong result at n=%d, element %zu: %g instead of %g\"}}\n",
+                /* A failure, said as kevolve's protocol says it: "error" (why)
+                 * and artifacts.reason (its code). A score of 0 would be a score. */
+                printf("{\"error\": \"wrong result at n=%d, element %zu: %g instead of %g\", "
+                       "\"metrics\": {\"correct\": 0}, \"artifacts\": {\"reason\": "
+                       "\"wrong_result\"}}\n",
                        m, i, C[i], R[i]);
                 return 0;
             }

@@ -22,7 +22,7 @@ enum {
 };
 
 typedef struct kv_run_options {
-    const char *config_path;     /* required for a new run */
+    const char *config_path;     /* required for a new run; resume: a corrected config */
     const char *initial_program; /* overrides the config's initial_program */
     const char *evaluator;       /* overrides the config's evaluator */
     const char *output_dir;      /* default: "<config dir>/out" */
@@ -42,7 +42,9 @@ typedef struct kv_run_options {
 int kv_run_evolution(const kv_run_options *opts);
 /* Continues the run stored in PATH (an output folder or its run.db).
  * opts->iterations > 0 runs that many more iterations; else up to the
- * run's stored max_iterations. Returns a KV_EXIT_* code. */
+ * run's stored max_iterations. opts->config_path, api_base and the models
+ * replace the settings that do not change what the run searched (a change
+ * of any other is refused, KV_EXIT_USAGE). Returns a KV_EXIT_* code. */
 int kv_resume_evolution(const char *path, const kv_run_options *opts);
 
 #endif

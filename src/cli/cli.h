@@ -6,6 +6,8 @@
 
 #include "store/store.h"
 
+#include <kevolve/kevolve.h>
+
 int cmd_run(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
 int cmd_status(int argc, char **argv);
@@ -32,6 +34,21 @@ int cli_store_failed(kv_store *st);
  * report): when PATH cannot be opened, or its integrity check fails, logs
  * why and returns the exit code; KV_EXIT_OK when it looks sound. */
 int cli_check_store(const char *path, int full);
+
+/* getopt values of the options run and resume share (cli_models.c), and
+ * their entries of a struct option array. */
+enum { CLI_OPT_API_BASE = 'A', CLI_OPT_PRIMARY_MODEL = 'P', CLI_OPT_SECONDARY_MODEL = 'S' };
+#define CLI_MODEL_OPTIONS                                                                          \
+    {"api-base", required_argument, NULL, CLI_OPT_API_BASE},                                       \
+        {"primary-model", required_argument, NULL, CLI_OPT_PRIMARY_MODEL},                         \
+    {                                                                                              \
+        "secondary-model", required_argument, NULL, CLI_OPT_SECONDARY_MODEL                        \
+    }
+/* Stores ARG of option OPT in O when OPT is one of those: returns 1, else 0. */
+int cli_model_option(int opt, const char *arg, kv_run_options *o);
+/* KV_EXIT_USAGE (said) for --secondary-model without --primary-model, else
+ * KV_EXIT_OK. */
+int cli_check_models(const kv_run_options *o);
 
 /* 1 when ARG is -h or --help. */
 int cli_is_help(const char *arg);

@@ -4,10 +4,13 @@
  * stdout is exactly the external-evaluator protocol: one JSON object,
  * {"metrics": {...}, "artifacts": {...}}. A short verdict for people goes
  * to stderr. Exit status: 0 when the candidate was judged (even when it is
- * wrong: the verdict is in the metrics), 2 for usage errors, 1 when the
- * harness itself failed (no compiler, no device). */
+ * wrong: the verdict is in the metrics), 2 for usage errors (an unknown
+ * task or backend, no such candidate file), 1 when the harness itself
+ * failed (no compiler, no device). */
 #include "cli/cli.h"
 #include "kernel/harness.h"
+#include "kernel/backend.h"
+#include "kernel/tasks.h"
 #include "util/buf.h"
 #include "util/eval_job.h"
 #include "util/fs.h"
@@ -48,7 +51,11 @@ static void eval_usage(FILE *f)
             "  --screen-keep (the task's, 0.95 on the GPU's) times the parent there.\n"
             "  --compile-only: compile and print the artifact's hash, judge nothing (cuda\n"
             "  with --arch: no GPU needed). Prints {\"metrics\":...,\"artifacts\":...} on\n"
-            "  stdout and nothing else.\n");
+            "  stdout and nothing else.\n"
+            "\n"
+            "exit codes: 0 judged (correct or not: the verdict is in the metrics), 1 the\n"
+            "harness failed (no compiler, no device), 2 usage error (an unknown task or\n"
+            "backend, no such CANDIDATE file)\n");
 }
 
 /* The parent JOB screens against, from the file PATH: a parent document
@@ -99,6 +106,33 @@ static void split_scenarios(const char *list, kv_job *j, char ***owned)
     *owned = names;
     j->scenarios = (const char *const *)names;
     j->n_scenarios = k;
+}
+
+/* Checks what a user names before anything is compiled: the task, the
+ * backend and the candidate file. Returns KV_EXIT_OK or KV_EXIT_USAGE
+ * (said on stderr). */
+static int check_names(const char *task, const char *backend, const char *candidate)
+{
+    if (backend && strcmp(backend, "auto") != 0 && !kv_backend_find(backend)) {
+        fprintf(stderr, "kevolve eval: unknown backend '%s' (%s or auto)\n", backend,
+                kv_backend_names());
+        return KV_EXIT_USAGE;
+    }
+    if (!kv_task_find(task)) {
+        kv_buf known = KV_BUF_INIT;
+        kv_buf_puts(&known, "");
+        for (size_t i = 0; kv_task_at(i); i++)
+            kv_buf_printf(&known, "%s%s", i ? ", " : "", kv_task_at(i)->name);
+        fprintf(stderr, "kevolve eval: unknown task '%s' (known: %s)\n", task, known.data);
+        kv_buf_free(&known);
+        return KV_EXIT_USAGE;
+    }
+    if (!kv_is_file(candidate)) {
+        fprintf(stderr, "kevolve eval: %s: %s\n", candidate,
+                kv_is_dir(candidate) ? "is a folder, not a candidate file" : "no such file");
+        return KV_EXIT_USAGE;
+    }
+    return KV_EXIT_OK;
 }
 
 /* Prints the one-line verdict of RESULT on stderr. */
@@ -191,9 +225,12 @@ int cmd_eval(int argc, char **argv)
         case 'N':
             scenarios = optarg;
             break;
-        case 's':
-            o.stage = atoi(optarg);
+        case 's': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            o.stage = *optarg && !*end && v >= 0 && v <= 3 ? (int)v : -1;
             break;
+        }
         case 'q':
             o.quick = 1;
             break;
@@ -287,6 +324,15 @@ int cmd_eval(int argc, char **argv)
             return KV_EXIT_USAGE;
         }
         o.parent = parent;
+    }
+    int named = check_names(o.task, o.backend, o.candidate);
+    if (named != KV_EXIT_OK) {
+        json_decref(parent);
+        for (char **n = names; n && *n; n++)
+            free(*n);
+        free(names);
+        kv_job_clear(&o);
+        return named;
     }
     int rc = KV_EXIT_OK;
     json_t *result = NULL;

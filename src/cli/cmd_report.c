@@ -26,8 +26,8 @@ static const char report_usage[] =
     "      --top N         programs whose full record is included (default 50)\n"
     "  -h, --help          this text\n"
     "\n"
-    "exit codes: 0 written, 1 the store cannot be read or FILE cannot be written,\n"
-    "2 usage error\n";
+    "exit codes: 0 written, 1 FILE cannot be written, 2 usage error or no such store,\n"
+    "3 the store is damaged or not a kevolve store, 5 I/O error (see `kevolve --help`)\n";
 
 int cmd_report(int argc, char **argv)
 {

@@ -61,7 +61,9 @@ static int dry_run(const kv_run_options *o)
 {
     kv_config cfg;
     kv_config_error err;
-    if (kv_config_load(o->config_path, &cfg, &err) != 0) {
+    /* A config is checked without its secrets (API keys from variables
+     * set only where it runs): each one missing is warned about. */
+    if (kv_config_load_ex(o->config_path, &cfg, &err, KV_CONFIG_SECRETS_OPTIONAL) != 0) {
         kv_error("%s", err.message);
         kv_config_free(&cfg);
         return KV_EXIT_USAGE;
@@ -121,9 +123,7 @@ int cmd_run(int argc, char **argv)
         {"log-level", required_argument, NULL, 'L'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
-        {"api-base", required_argument, NULL, 'A'},
-        {"primary-model", required_argument, NULL, 'P'},
-        {"secondary-model", required_argument, NULL, 'S'},
+        CLI_MODEL_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     kv_run_options o = {0};
@@ -182,19 +182,11 @@ int cmd_run(int argc, char **argv)
         case 'q':
             kv_log_set_quiet(1);
             break;
-        case 'A':
-            o.api_base = optarg;
-            break;
-        case 'P':
-            o.primary_model = optarg;
-            break;
-        case 'S':
-            o.secondary_model = optarg;
-            break;
         case 'h':
             fputs(run_usage, stdout);
             return KV_EXIT_OK;
         default:
+            if (cli_model_option(opt, optarg, &o)) break;
             fputs(run_usage, stderr);
             return KV_EXIT_USAGE;
         }
@@ -206,10 +198,7 @@ int cmd_run(int argc, char **argv)
         fputs(run_usage, stderr);
         return KV_EXIT_USAGE;
     }
-    if (o.secondary_model && !o.primary_model) {
-        kv_error("--secondary-model needs --primary-model");
-        return KV_EXIT_USAGE;
-    }
+    if (cli_check_models(&o) != KV_EXIT_OK) return KV_EXIT_USAGE;
     if (!o.config_path) {
         kv_error("--config FILE is required");
         fputs(run_usage, stderr);

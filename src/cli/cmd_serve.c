@@ -29,8 +29,9 @@ static const char serve_usage[] =
     "  -v, --verbose     log each API request (method, path, status) on stderr\n"
     "  -h, --help        this text\n"
     "\n"
-    "exit codes: 0 stopped by a signal, 1 the store cannot be read or the port\n"
-    "cannot be bound, 2 usage error\n";
+    "exit codes: 0 stopped by a signal, 1 the server cannot start (the port cannot\n"
+    "be bound), 2 usage error or no such store, 3 the store is damaged or not a\n"
+    "kevolve store, 5 I/O error (see `kevolve --help`)\n";
 
 /* Parses a port number; -1 when TEXT is not one. */
 static int parse_port(const char *text)

@@ -7,6 +7,7 @@
 
 #include <kevolve/kevolve.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -101,12 +102,29 @@ static void print_scenarios(const json_t *rows)
     }
 }
 
+/* Meta value KEY as JSON: an integer when it is one (the seed, the
+ * iterations), else a string; null when absent. */
 static json_t *meta_json(kv_store *st, const char *key)
 {
     char *v = kv_store_get_meta(st, key);
-    json_t *j = v ? json_string(v) : json_null();
+    json_t *j = json_null();
+    if (v) {
+        char *end;
+        errno = 0;
+        long long n = strtoll(v, &end, 10);
+        j = *v && !*end && !errno ? json_integer((json_int_t)n) : json_string(v);
+    }
     free(v);
     return j;
+}
+
+/* JSON value V as text for people ("?" when absent). */
+static void print_value(const json_t *v)
+{
+    if (json_is_integer(v))
+        printf("%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else
+        printf("%s", json_is_string(v) ? json_string_value(v) : "?");
 }
 
 int cmd_status(int argc, char **argv)
@@ -197,10 +215,11 @@ int cmd_status(int argc, char **argv)
         printf("created    %s (kevolve %s)\n",
                json_string_value(json_object_get(out, "created_at")),
                json_string_value(json_object_get(out, "kevolve_version")));
-        printf("config     %s (seed %s)\n", json_string_value(json_object_get(out, "config_path")),
-               json_string_value(json_object_get(out, "random_seed")));
-        printf("iterations %lld of %s\n", (long long)s.max_iteration,
-               json_string_value(json_object_get(out, "max_iterations")));
+        printf("config     %s (seed ", json_string_value(json_object_get(out, "config_path")));
+        print_value(json_object_get(out, "random_seed"));
+        printf(")\niterations %lld of ", (long long)s.max_iteration);
+        print_value(json_object_get(out, "max_iterations"));
+        printf("\n");
         printf("programs   %lld:", (long long)total);
         for (int i = 0; i < KV_STATUS_COUNT; i++)
             printf(" %s %lld", kv_status_name((kv_status)i), (long long)counts[i]);

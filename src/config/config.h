@@ -218,6 +218,15 @@ void kv_config_init(kv_config *c);
  * ERR filled and C left freeable. Warnings (keys kevolve reads but ignores) go
  * to the log and to c->warnings. */
 int kv_config_load(const char *path, kv_config *c, kv_config_error *err);
+/* Flags of kv_config_load_ex. */
+enum {
+    /* A secret (an API key) whose ${VAR} is not set is left unset, with a
+     * warning, instead of failing the load: checking a config (run
+     * --dry-run) needs no secrets. */
+    KV_CONFIG_SECRETS_OPTIONAL = 1,
+};
+/* kv_config_load with FLAGS (KV_CONFIG_*). */
+int kv_config_load_ex(const char *path, kv_config *c, kv_config_error *err, unsigned flags);
 /* Same from a string; ORIGIN names it in messages; DIR resolves relative paths. */
 int kv_config_load_string(const char *text, const char *origin, const char *dir, kv_config *c,
                           kv_config_error *err);
@@ -227,6 +236,13 @@ int kv_config_validate(const kv_config *c, kv_config_error *err);
 void kv_config_free(kv_config *c);
 /* The effective settings as YAML, API keys shown as "***". Caller frees. */
 char *kv_config_dump(const kv_config *c);
+/* The keys whose effective values differ between A and B, in the key
+ * table's order: a JSON array of {"key": "llm.api_base", "from": TEXT, "to":
+ * TEXT, "resumable": BOOL} (values as one line of YAML; secrets compare and
+ * show as "***" when set; "resumable": whether a resumed run may change
+ * it). A section handed to the evaluator is a key of its own (from and to
+ * as JSON, "null" when absent; not resumable). New reference. */
+json_t *kv_config_diff(const kv_config *a, const kv_config *b);
 /* The documented key table as Markdown (for the README). Caller frees. */
 char *kv_config_reference_markdown(void);
 

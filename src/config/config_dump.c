@@ -1,7 +1,8 @@
 /* kv_config_dump: the effective settings as YAML (what `kevolve run
  * --dry-run` prints). Every key of the table is written, unset values as
  * null, secrets as "***", then the evaluator sections. The text loads back
- * with kv_config_load_string to an equal config. */
+ * with kv_config_load_string to an equal config. Also kv_config_diff, the
+ * keys whose dumped values differ between two configs. */
 #include "config/config_keys.h"
 
 #include <inttypes.h>
@@ -246,6 +247,82 @@ static void dump_section(kv_buf *b, const char *section, const void *base, int i
         kv_buf_printf(b, "%s:", k->name);
         dump_value(b, k, base, indent + 2, c);
     }
+}
+
+/* The dumped value of K in C (secrets as "***"), on one line when ONE (a
+ * nested block's lines joined by a space, their indentation dropped). */
+static char *value_text(const kv_key *k, const kv_config *c, int one)
+{
+    kv_buf b = KV_BUF_INIT;
+    kv_buf_puts(&b, "");
+    dump_value(&b, k, c, 0, c);
+    char *t = kv_buf_steal(&b);
+    if (!one) return t;
+    char *w = t;
+    for (const char *r = t; *r; r++) {
+        if (*r != '\n') {
+            *w++ = *r;
+            continue;
+        }
+        while (r[1] == ' ')
+            r++;
+        if (w > t && r[1]) *w++ = ' ';
+    }
+    *w = '\0';
+    char *start = t;
+    while (*start == ' ')
+        start++;
+    memmove(t, start, strlen(start) + 1);
+    return t;
+}
+
+/* Appends {"key", "from", "to", "resumable"} to OUT. */
+static void add_change(json_t *out, const char *key, const char *from, const char *to,
+                       int resumable)
+{
+    json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:b}", "key", key, "from", from, "to", to,
+                                         "resumable", resumable));
+}
+
+json_t *kv_config_diff(const kv_config *a, const kv_config *b)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; i < kv_config_key_count; i++) {
+        const kv_key *k = &kv_config_key_table[i];
+        if (!strcmp(k->section, KV_SECTION_MODEL) || k->alias_of || k->type == KV_KEY_IGNORED)
+            continue;
+        /* Secrets compare as shown ("***" when set): a stored config
+         * keeps none to compare with. */
+        char *ra = value_text(k, a, 0), *rb = value_text(k, b, 0);
+        if (strcmp(ra, rb) != 0) {
+            char *ta = value_text(k, a, 1), *tb = value_text(k, b, 1);
+            char key[96];
+            snprintf(key, sizeof key, "%s%s%s", k->section, *k->section ? "." : "", k->name);
+            add_change(out, key, ta, tb, kv_config_key_resumable(k));
+            free(ta);
+            free(tb);
+        }
+        free(ra);
+        free(rb);
+    }
+    /* The sections handed to the evaluator, each a key of its own. */
+    const json_t *sections[2] = {a->evaluator_sections, b->evaluator_sections};
+    for (int side = 0; side < 2; side++) {
+        const char *name;
+        json_t *v;
+        json_object_foreach((json_t *)sections[side], name, v)
+        {
+            json_t *other = json_object_get(sections[1 - side], name);
+            if (side == 1 && other) continue; /* compared from A's side */
+            if (other && json_equal(v, other)) continue;
+            char *ja = json_dumps(side ? other : v, JSON_COMPACT | JSON_SORT_KEYS);
+            char *jb = json_dumps(side ? v : other, JSON_COMPACT | JSON_SORT_KEYS);
+            add_change(out, name, ja ? ja : "null", jb ? jb : "null", 0);
+            free(ja);
+            free(jb);
+        }
+    }
+    return out;
 }
 
 char *kv_config_dump(const kv_config *c)

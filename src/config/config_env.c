@@ -10,7 +10,13 @@
 
 char *kv_config_expand_env(const char *s, char **problem)
 {
+    return kv_config_expand_env_ex(s, problem, NULL);
+}
+
+char *kv_config_expand_env_ex(const char *s, char **problem, char **missing)
+{
     *problem = NULL;
+    if (missing) *missing = NULL;
     kv_buf b = KV_BUF_INIT;
     kv_buf_puts(&b, "");
     for (const char *p = s; *p;) {
@@ -46,6 +52,8 @@ char *kv_config_expand_env(const char *s, char **problem)
             kv_buf_append(&b, rest + 2, (size_t)(end - rest - 2));
         } else if (val) {
             kv_buf_puts(&b, val);
+        } else if (missing) { /* left empty; the caller says so */
+            if (!*missing) *missing = kv_strdup(var);
         } else {
             *problem = kv_asprintf("environment variable %s is not set (write ${%s:-default} "
                                    "for a fallback)",

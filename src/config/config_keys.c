@@ -20,12 +20,13 @@
 const kv_key kv_config_key_table[] = {
     /* ---- top level ---- */
     {"", "max_iterations", KV_KEY_INT, C(max_iterations), 0, "100", NULL,
-     "Children to evaluate before the run stops."},
+     "Children to evaluate before the run stops.", NULL, NULL, KV_KEY_RESUMABLE},
     {"", "checkpoint_interval", KV_KEY_INT, C(checkpoint_interval), 0, "10", NULL,
      "OpenEvolve's checkpoint period; kevolve needs none: every result is committed as it "
-     "arrives and best/ is rewritten on every improvement."},
+     "arrives and best/ is rewritten on every improvement.",
+     NULL, NULL, KV_KEY_RESUMABLE},
     {"", "log_level", KV_KEY_STRING, C(log_level), 0, "INFO", NULL,
-     "Lowest level logged: DEBUG, INFO, WARNING or ERROR."},
+     "Lowest level logged: DEBUG, INFO, WARNING or ERROR.", NULL, NULL, KV_KEY_RESUMABLE},
     {"", "random_seed", KV_KEY_INT64, C(random_seed), C(has_random_seed), "42", NULL,
      "Seed of every random choice; null: seeded from the clock."},
     {"", "language", KV_KEY_STRING, C(language), 0, "python",
@@ -42,11 +43,13 @@ const kv_key kv_config_key_table[] = {
     {"", "early_stopping_patience", KV_KEY_INT, C(early_stopping_patience), 0, "0", NULL,
      "Stop after this many iterations without improvement; 0 or null: never; negative "
      "(OpenEvolve's event-based stopping): stop when early_stopping_metric of a child equals "
-     "convergence_threshold (the score of a solved task)."},
+     "convergence_threshold (the score of a solved task).",
+     NULL, NULL, KV_KEY_RESUMABLE},
     {"", "convergence_threshold", KV_KEY_DOUBLE, C(convergence_threshold), 0, "0.001", NULL,
-     "An improvement smaller than this does not reset early stopping."},
+     "An improvement smaller than this does not reset early stopping.", NULL, NULL,
+     KV_KEY_RESUMABLE},
     {"", "early_stopping_metric", KV_KEY_STRING, C(early_stopping_metric), 0, "combined_score",
-     NULL, "Metric watched by early stopping."},
+     NULL, "Metric watched by early stopping.", NULL, NULL, KV_KEY_RESUMABLE},
     {"", "initial_program", KV_KEY_PATH, C(initial_program), 0, NULL, NULL,
      "Program the run starts from (relative to the config file's folder)."},
     {"", "initial_programs", KV_KEY_STRINGS, C(initial_programs), C(n_initial_programs), NULL, "[]",
@@ -61,7 +64,7 @@ const kv_key kv_config_key_table[] = {
      .doc = "Shorthand for evaluator.program when given a path instead of a mapping.",
      .alias_of = "evaluator.program"},
     {"", "target_score", KV_KEY_DOUBLE, C(target_score), C(has_target_score), NULL, "unset",
-     "Stop when the best fitness reaches this; null: never."},
+     "Stop when the best fitness reaches this; null: never.", NULL, NULL, KV_KEY_RESUMABLE},
     IGN("", "parallel_evaluations",
         "OpenEvolve ignores a top-level parallel_evaluations and so does kevolve; "
         "evaluator.parallel_evaluations sets the evaluations run at once"),
@@ -85,14 +88,20 @@ const kv_key kv_config_key_table[] = {
     IGN("", "evolution_trace",
         "OpenEvolve's trace log; kevolve ignores it (the store keeps every program and its "
         "lineage)"),
+    IGN("", "max_program_length",
+        "not read by OpenEvolve (its key is max_code_length) and ignored by kevolve: "
+        "max_code_length limits the length of a program"),
+    IGN("", "evaluation",
+        "a section OpenEvolve does not read, ignored by kevolve too: the evaluator's settings "
+        "go under evaluator: (timeout, max_retries, parallel_evaluations, ...)"),
 
     /* ---- llm ---- */
     {"llm", "models", KV_KEY_MODELS, C(llm.models), C(llm.n_models), NULL, "[]",
      "Ensemble of models and built-in mutators (builtin:NAME), chosen by weight; entries below."},
     {"llm", "evaluator_models", KV_KEY_MODELS, C(llm.evaluator_models), C(llm.n_evaluator_models),
      NULL, "[]", "Models that grade programs when evaluator.use_llm_feedback is on."},
-    {"llm", "api_base", KV_KEY_STRING, C(llm.api_base), 0, "https://api.openai.com/v1", NULL,
-     "OpenAI-compatible endpoint."},
+    {"llm", "api_base", KV_KEY_STRING, C(llm.api_base), 0, "https://api.openai.com/v1",
+     "$OPENAI_API_BASE, else https://api.openai.com/v1", "OpenAI-compatible endpoint."},
     {"llm", "api_key", KV_KEY_STRING, C(llm.api_key), 0, NULL, "$OPENAI_API_KEY at call time",
      "API key; write ${VAR} to read it from the environment. Never stored or logged.", NULL, NULL,
      KV_KEY_SECRET},
@@ -385,9 +394,10 @@ const kv_key kv_config_key_table[] = {
     {"evaluator", "timeout", KV_KEY_DOUBLE, C(evaluator.timeout), 0, "300", NULL,
      "Seconds per evaluation (each stage); the process group is killed after. With "
      "evaluator.task, the whole evaluation's one budget: compile, checks and timing (waiting "
-     "for the device is not counted; see docs/evaluation.md)."},
+     "for the device is not counted; see docs/evaluation.md).",
+     NULL, NULL, KV_KEY_RESUMABLE},
     {"evaluator", "max_retries", KV_KEY_INT, C(evaluator.max_retries), 0, "3", NULL,
-     "Retries after a crash (not after a timeout)."},
+     "Retries after a crash (not after a timeout).", NULL, NULL, KV_KEY_RESUMABLE},
     {"evaluator", "cascade_evaluation", KV_KEY_TRIBOOL, C(evaluator.cascade_evaluation), 0, NULL,
      "unset",
      "Run the evaluator in stages, stopping early on poor programs: an OpenEvolve module's "
@@ -397,17 +407,17 @@ const kv_key kv_config_key_table[] = {
      C(evaluator.n_cascade_thresholds), "0.5,0.75,0.9", "[0.5, 0.75, 0.9]",
      "Score needed after stage i to run stage i+1."},
     {"evaluator", "parallel_evaluations", KV_KEY_INT, C(evaluator.parallel_evaluations), 0, "1",
-     NULL, "Evaluations at once (worker processes)."},
+     NULL, "Evaluations at once (worker processes).", NULL, NULL, KV_KEY_RESUMABLE},
     {"evaluator", "use_llm_feedback", KV_KEY_BOOL, C(evaluator.use_llm_feedback), 0, "false", NULL,
      "Have llm.evaluator_models grade programs too."},
     {"evaluator", "llm_feedback_weight", KV_KEY_DOUBLE, C(evaluator.llm_feedback_weight), 0, "0.1",
      NULL, "Weight of the models' grade in the score."},
     {"evaluator", "enable_artifacts", KV_KEY_BOOL, C(evaluator.enable_artifacts), 0, "true", NULL,
-     "Keep evaluators' artifacts."},
+     "Keep evaluators' artifacts.", NULL, NULL, KV_KEY_RESUMABLE},
     {"evaluator", "max_artifact_storage", KV_KEY_INT, C(evaluator.max_artifact_storage), 0,
-     "102400", NULL, "Bytes kept per artifact."},
+     "102400", NULL, "Bytes kept per artifact.", NULL, NULL, KV_KEY_RESUMABLE},
     {"evaluator", "memory_limit_mb", KV_KEY_LONG, C(evaluator.memory_limit_mb), 0, "0", NULL,
-     "Address-space limit of an evaluation in MiB; 0: none."},
+     "Address-space limit of an evaluation in MiB; 0: none.", NULL, NULL, KV_KEY_RESUMABLE},
     {"evaluator", "task", KV_KEY_STRING, C(evaluator.task), 0, NULL, "unset",
      "Built-in kernel task to evaluate with, instead of a command."},
     {"evaluator", "backend", KV_KEY_STRING, C(evaluator.backend), 0, "auto", NULL,
@@ -426,11 +436,13 @@ const kv_key kv_config_key_table[] = {
     {"evaluator", "kernel_timeout", KV_KEY_DOUBLE, C(evaluator.kernel_timeout), 0, "0", NULL,
      "With evaluator.task: seconds one call of a candidate kernel may take before it is a "
      "timeout verdict; 0: the judge's own (10, 5 in quick mode). Inside evaluator.timeout, "
-     "which bounds the whole evaluation."},
+     "which bounds the whole evaluation.",
+     NULL, NULL, KV_KEY_RESUMABLE},
     {"evaluator", "device_wait", KV_KEY_DOUBLE, C(evaluator.device_wait), 0, "600", NULL,
      "With evaluator.task: the longest an evaluation waits for its device while another "
      "process (another run, a kevolve eval) holds it, then fails as \"device busy\" (never the "
-     "candidate's failure). Not counted in evaluator.timeout."},
+     "candidate's failure). Not counted in evaluator.timeout.",
+     NULL, NULL, KV_KEY_RESUMABLE},
     {"evaluator", "baseline_max_age", KV_KEY_DOUBLE, C(evaluator.baseline_max_age), 0, "900", NULL,
      "With evaluator.task: seconds the task baseline's timings are kept; older ones are timed "
      "again (so are they when the device, its clock or temperature moved)."},
@@ -443,7 +455,7 @@ const kv_key kv_config_key_table[] = {
      "With evaluator.task: the backend's devices to evaluate on, `auto` (every device the "
      "backend sees: `kevolve devices`) or a list of indices such as [0, 1]. Each device takes "
      "one evaluation's device work at a time; compiles overlap.",
-     .flags = KV_KEY_SCALAR_LIST},
+     .flags = KV_KEY_SCALAR_LIST | KV_KEY_RESUMABLE},
     {"evaluator", "distributed", KV_KEY_BOOL, C(evaluator.distributed), 0, "false", NULL,
      "OpenEvolve's flag; not supported.",
      "not supported; kevolve evaluates on this machine's worker pool"},
@@ -454,17 +466,29 @@ const kv_key kv_config_key_table[] = {
      "an EvaluationResult) through kevolve's runner. Unset: yes when the .py file defines a "
      "top-level evaluate or evaluate_stage1 and no __main__ block that reads sys.argv."},
     {"evaluator", "python", KV_KEY_STRING, C(evaluator.python), 0, "python3", NULL,
-     "Python interpreter of OpenEvolve modules (the one with the evaluator's packages)."},
+     "Python interpreter of OpenEvolve modules (the one with the evaluator's packages).", NULL,
+     NULL, KV_KEY_RESUMABLE},
     {"evaluator", "python_pool", KV_KEY_BOOL, C(evaluator.python_pool), 0, "false", NULL,
      "Evaluate an OpenEvolve module in parallel_evaluations warm interpreters that import it "
      "once (OpenEvolve's speed, for trusted evaluators: state persists between evaluations of a "
      "worker, and the memory limit does not apply); timeouts still kill. Off: a fresh "
-     "interpreter per evaluation."},
+     "interpreter per evaluation.",
+     NULL, NULL, KV_KEY_RESUMABLE},
 };
 
 const size_t kv_config_key_count = sizeof kv_config_key_table / sizeof kv_config_key_table[0];
 
 const char *const kv_config_sections[] = {"llm", "prompt", "database", "evaluator", NULL};
+
+int kv_config_key_resumable(const kv_key *k)
+{
+    /* How children are asked for: the models, their endpoint, keys and
+     * limits, the prompts; only the seed sent with requests stays. */
+    if (!strcmp(k->section, "llm") || !strcmp(k->section, "prompt") ||
+        !strcmp(k->section, KV_SECTION_MODEL))
+        return strcmp(k->name, "random_seed") != 0;
+    return (k->flags & KV_KEY_RESUMABLE) != 0;
+}
 
 const kv_key *kv_config_key_find(const char *section, const char *name)
 {
@@ -623,11 +647,16 @@ char *kv_config_reference_markdown(void)
                 cell(&b, k->note);
                 kv_buf_putc(&b, '.');
             }
+            if (k->type != KV_KEY_IGNORED && !k->alias_of && kv_config_key_resumable(k))
+                kv_buf_puts(&b, " *Resume may change it.*");
             kv_buf_puts(&b, " |\n");
         }
     }
     kv_buf_puts(&b, "\nAny other top-level mapping (e.g. `algotune:`) is passed to the evaluator "
                     "as JSON. `${VAR}` and `${VAR:-default}` in values expand from the "
-                    "environment; `$${` writes a literal `${`.\n");
+                    "environment; `$${` writes a literal `${`.\n\n"
+                    "*Resume may change it*: `kevolve resume DIR --config FILE` takes the "
+                    "key's new value from FILE (recorded in the run's manifest); a change of "
+                    "any other key, which would change what the run searched, is refused.\n");
     return kv_buf_steal(&b);
 }

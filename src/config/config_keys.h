@@ -36,6 +36,7 @@ typedef enum {
 #define KV_KEY_WARN_ALWAYS 2u /* its note is warned whatever the value, false and null too */
 #define KV_KEY_PATHS 4u       /* KV_KEY_STRINGS of paths, made absolute like KV_KEY_PATH */
 #define KV_KEY_SCALAR_LIST 8u /* KV_KEY_STRINGS that also takes one scalar as a list of one */
+#define KV_KEY_RESUMABLE 16u  /* a resumed run may change it (kv_config_key_resumable) */
 
 typedef struct kv_key {
     const char *section; /* KV_SECTION_TOP, "llm", "prompt", "database", "evaluator", or model */
@@ -64,6 +65,11 @@ const kv_key *kv_config_key_find_dotted(const char *dotted);
 /* The known name of SECTION nearest NAME by edit distance (the top level also
  * offers section names). Never NULL for a section with keys. */
 const char *kv_config_key_nearest(const char *section, const char *name, size_t *distance);
+/* 1 when a resumed run may take a new value of K (kevolve resume --config):
+ * the keys of llm (but its random_seed), of prompt and of a model entry,
+ * and the keys flagged KV_KEY_RESUMABLE (how long, how fast, how much is
+ * kept, what is logged). The others define what the run searched. */
+int kv_config_key_resumable(const kv_key *k);
 /* 1 when NAME is one of kv_config_sections. */
 int kv_config_is_section(const char *name);
 /* "an integer", "a number", ...: what a key of type T expects. */
@@ -84,6 +90,10 @@ void kv_config_model_free(kv_model_config *m);
  * environment; "$${" gives a literal "${". Returns a new string, or NULL with
  * *problem set to a new message ("environment variable X is not set"). */
 char *kv_config_expand_env(const char *s, char **problem);
+/* The same, but when MISSING is not NULL an unset VAR (with no default)
+ * expands to nothing and its name goes to *MISSING (the first one;
+ * malloc'd, NULL when none). */
+char *kv_config_expand_env_ex(const char *s, char **problem, char **missing);
 
 /* Appends S to B as a YAML double-quoted scalar; with ESCAPE_VARS, "${" is
  * written "$${" so that loading it back does not expand it. */

@@ -36,6 +36,7 @@ typedef struct load_ctx {
     alias_use aliases[MAX_ALIASES];
     size_t n_aliases;
     yaml_node_t *bins; /* database.feature_bins, resolved after the walk */
+    unsigned flags;    /* KV_CONFIG_* */
 } load_ctx;
 
 static size_t line_of(const yaml_node_t *n)
@@ -94,6 +95,32 @@ static int scalar_text(load_ctx *x, const yaml_node_t *n, const char *key, char 
         return -1;
     }
     *null = is_null_text(n, *out);
+    return 0;
+}
+
+/* scalar_text for the value of key K: with KV_CONFIG_SECRETS_OPTIONAL, a
+ * secret whose ${VAR} is not set is null, with a warning. */
+static int value_text(load_ctx *x, const kv_key *k, const yaml_node_t *n, const char *key,
+                      char **out, int *null)
+{
+    if (!((x->flags & KV_CONFIG_SECRETS_OPTIONAL) && (k->flags & KV_KEY_SECRET)))
+        return scalar_text(x, n, key, out, null);
+    char *problem = NULL, *missing = NULL;
+    *out = kv_config_expand_env_ex((const char *)n->data.scalar.value, &problem, &missing);
+    if (!*out) {
+        fail(x, n, key, "%s", problem);
+        free(problem);
+        return -1;
+    }
+    *null = is_null_text(n, *out);
+    if (missing) {
+        kv_config_warn(x->c,
+                       "%s:%zu: %s: environment variable %s is not set; checked without "
+                       "it (a run needs it)",
+                       x->origin, line_of(n), key, missing);
+        free(missing);
+        *null = 1;
+    }
     return 0;
 }
 
@@ -359,7 +386,7 @@ static int set_value(load_ctx *x, const kv_key *k, void *base, yaml_node_t *n, c
     if (n->type != YAML_SCALAR_NODE) return fail_type(x, n, key, expect);
     char *s;
     int null;
-    if (scalar_text(x, n, key, &s, &null) != 0) return -1;
+    if (value_text(x, k, n, key, &s, &null) != 0) return -1;
     if (null) { /* a ${VAR} that expanded to nothing */
         free(s);
         *present = 0;
@@ -738,8 +765,9 @@ static int validate_with_lines(load_ctx *x)
     return -1;
 }
 
-/* Parses TEXT into C (already initialised, c->dir set). Returns 0 or -1. */
-static int load_text(kv_config *c, const char *text, const char *origin, kv_config_error *err)
+/* Parses TEXT into C (already initialised, c->dir set) under FLAGS. Returns 0 or -1. */
+static int load_text(kv_config *c, const char *text, const char *origin, kv_config_error *err,
+                     unsigned flags)
 {
     yaml_parser_t parser;
     yaml_document_t doc;
@@ -756,7 +784,8 @@ static int load_text(kv_config *c, const char *text, const char *origin, kv_conf
         yaml_parser_delete(&parser);
         return -1;
     }
-    load_ctx x = {.doc = &doc, .origin = origin, .c = c, .err = err, .seen = json_object()};
+    load_ctx x = {
+        .doc = &doc, .origin = origin, .c = c, .err = err, .seen = json_object(), .flags = flags};
     int rc = 0;
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     if (root) {
@@ -776,6 +805,15 @@ static int load_text(kv_config *c, const char *text, const char *origin, kv_conf
     if (rc == 0 && root && root->type == YAML_MAPPING_NODE) rc = walk_mapping(&x, root, "", "", c);
     if (rc == 0) rc = apply_aliases(&x);
     if (rc == 0) rc = resolve_bins(&x);
+    if (rc == 0 && !json_object_get(x.seen, "llm.api_base")) {
+        /* Unset in the file: the environment's endpoint, as OpenAI's tools
+         * read it (and OpenEvolve without a config). */
+        const char *env = getenv("OPENAI_API_BASE");
+        if (env && *env) {
+            free(c->llm.api_base);
+            c->llm.api_base = kv_strdup(env);
+        }
+    }
     if (rc == 0) {
         kv_config_models_from_shorthand(&c->llm);
         warn_providers(&x);
@@ -798,10 +836,15 @@ int kv_config_load_string(const char *text, const char *origin, const char *dir,
     if (!origin) origin = "<config>";
     c->text = kv_strdup(text ? text : "");
     if (dir) c->dir = kv_path_absolute(dir);
-    return load_text(c, c->text, origin, err);
+    return load_text(c, c->text, origin, err, 0);
 }
 
 int kv_config_load(const char *path, kv_config *c, kv_config_error *err)
+{
+    return kv_config_load_ex(path, c, err, 0);
+}
+
+int kv_config_load_ex(const char *path, kv_config *c, kv_config_error *err, unsigned flags)
 {
     kv_config_error local;
     if (!err) err = &local;
@@ -815,5 +858,5 @@ int kv_config_load(const char *path, kv_config *c, kv_config_error *err)
     c->text = text;
     c->path = kv_path_absolute(path);
     c->dir = kv_path_dirname(c->path);
-    return load_text(c, text, path, err);
+    return load_text(c, text, path, err, flags);
 }

@@ -255,12 +255,12 @@ static void stop_on_fault(kv_controller *c, char *reason)
 {
     if (!c->fatal) {
         c->fatal = kv_asprintf("%s; this fault will not heal by retrying: fix it, then "
-                               "`kevolve resume %s` continues the run",
+                               "`kevolve resume %s` continues the run (with --config FILE, a "
+                               "corrected config; with --api-base URL, another endpoint)",
                                reason, c->output_dir);
         kv_warn("stopping: %s", reason);
     }
     free(reason);
-    c->iterations_dropped += c->n_waiting;
     for (size_t i = 0; i < c->n_waiting; i++)
         waiting_clear(&c->waiting[i]);
     c->n_waiting = 0;
@@ -307,6 +307,7 @@ static int handle(kv_controller *c, kv_program *child, const char *parent_source
                 r->reason ? r->reason : "the mutation failed");
         char *outcome = kv_asprintf("error: %s", r->reason ? r->reason : "unknown");
         int rc = store_call(c, trace, outcome, origin, 1);
+        if (rc == 0) kv_controller_iteration_done(c, child->iteration);
         free(outcome);
         kv_llm_trace_free(trace);
         kv_program_free(child);
@@ -457,6 +458,7 @@ int kv_breed_produce(kv_controller *c, int64_t iteration)
         /* A built-in that cannot change this parent leaves the choice to the
          * other built-ins; its reason is kept for the record. */
         if (r.status == KV_MUTATION_UNCHANGED && builtin_fallbacks(c, tried, usable) > 0) {
+            kv_ensemble_note_unable(c->ensemble, arm);
             if (!first_reason) {
                 first_reason = r.reason;
                 first_code = r.reason_code;

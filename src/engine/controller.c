@@ -169,6 +169,8 @@ int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
     }
     c->next_iteration = kv_store_max_iteration(store) + 1;
     if (kv_breed_init(c) != 0) return -1;
+    /* Those below the next one that left no trace are made again (retries). */
+    c->iterations_done = c->next_iteration - 1 - (int64_t)c->n_retries;
     char *work = kv_path_join(output_dir, "work");
     char *err = NULL;
     if (cfg->evaluator.task && *cfg->evaluator.task)
@@ -276,6 +278,7 @@ static int store_unevaluated(kv_controller *c, kv_program *child, kv_status stat
         kv_store_rollback(c->store);
         return -1;
     }
+    kv_controller_iteration_done(c, child->iteration);
     if (status == KV_STATUS_REJECTED &&
         !kv_u64map_get(&c->code_ids, code_key(child->code_hash), NULL))
         kv_u64map_put(&c->code_ids, code_key(child->code_hash), child->id);
@@ -497,6 +500,7 @@ int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace
     }
     kv_u64map_put(&c->code_ids, code_key(child->code_hash), child->id);
     count_program(c, child);
+    kv_controller_iteration_done(c, child->iteration);
     c->n_session++;
     if (child->status == KV_STATUS_OK) {
         if (!isnan(child->fitness)) {
@@ -725,9 +729,14 @@ int kv_controller_loop(kv_controller *c)
     return interrupted ? KV_EXIT_INTERRUPTED : KV_EXIT_OK;
 }
 
-int64_t kv_controller_iterations_made(const kv_controller *c)
+int64_t kv_controller_iterations_done(const kv_controller *c)
 {
-    return c->next_iteration - 1 - (int64_t)c->n_retries - c->iterations_dropped;
+    return c->iterations_done;
+}
+
+void kv_controller_iteration_done(kv_controller *c, int64_t iteration)
+{
+    if (iteration >= 1) c->iterations_done++;
 }
 
 int kv_controller_write_best(kv_controller *c)

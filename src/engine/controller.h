@@ -98,9 +98,10 @@ typedef struct kv_controller {
     int llm_concurrency; /* 0 without LLM */
     kv_retry *retries;   /* iterations to ask again, in iteration order */
     size_t n_retries, cap_retries;
-    int *failing_calls;         /* per entry: calls failed in a row by faults that may heal */
-    char *fatal;                /* a fault that will not heal: why the run stops (malloc'd) */
-    int64_t iterations_dropped; /* in flight when such a fault stopped the run */
+    int *failing_calls;      /* per entry: calls failed in a row by faults that may heal */
+    char *fatal;             /* a fault that will not heal: why the run stops (malloc'd) */
+    int64_t iterations_done; /* iterations finished: a child stored or a call spent (only
+                                ever grows, so the progress line never goes back) */
     /* Search state. */
     double best_fitness; /* NAN until an OK program exists */
     int64_t best_id;
@@ -204,9 +205,13 @@ int kv_feedback_start(kv_controller *c, kv_program *child, kv_llm_trace *trace, 
 int kv_feedback_poll(kv_controller *c, int timeout_ms);
 void kv_feedback_free(kv_controller *c);
 
-/* Iterations made so far: drawn, and neither given back to be asked again
- * nor dropped when a fault stopped the run. */
-int64_t kv_controller_iterations_made(const kv_controller *c);
+/* Iterations finished so far, stored runs included: each left a child in
+ * the store (evaluated, rejected or a duplicate) or spent its model call.
+ * Iterations in flight, given back or dropped by a fault do not count. */
+int64_t kv_controller_iterations_done(const kv_controller *c);
+/* Counts the iteration of CHILD (a stored child or a spent call of that
+ * iteration) as finished; initial programs and migrants are none. */
+void kv_controller_iteration_done(kv_controller *c, int64_t iteration);
 
 /* Writes the best program and its metrics to OUTPUT_DIR/best/. Returns 0 or -1. */
 int kv_controller_write_best(kv_controller *c);

@@ -1,6 +1,7 @@
 /* The run manifest in the store's meta table. */
 #include "engine/manifest.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/fs.h"
 #include "util/log.h"
 #include "util/proc.h"
@@ -13,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 
 char *kv_manifest_evaluator_command(const kv_config *cfg, const char *output_dir,
@@ -109,11 +109,8 @@ int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator,
     char *cc = version_of("cc", 0);
     char *nvcc = version_of("nvcc", 1);
     char *python = version_of("python3", 0);
-    char stamp[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char stamp[KV_UTC_STAMP_SIZE];
+    kv_utc_stamp(stamp);
 
     int rc = kv_store_begin(s);
     rc |= kv_store_set_meta(s, "kevolve_version", KV_VERSION);
@@ -132,15 +129,7 @@ int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator,
                        (long long)(cfg->has_random_seed ? cfg->random_seed : 42));
     rc |= set_meta_fmt(s, "max_iterations", "%d", cfg->max_iterations);
     if (cfg->has_target_score) rc |= set_meta_fmt(s, "target_score", "%.17g", cfg->target_score);
-    /* Models and endpoint given on the command line replace the config's;
-     * resume needs them (the config text alone would bring the old ones back). */
-    if (o && (o->api_base || o->primary_model)) {
-        const char *cli[][2] = {{"cli_api_base", o->api_base},
-                                {"cli_primary_model", o->primary_model},
-                                {"cli_secondary_model", o->secondary_model}};
-        for (size_t i = 0; i < 3; i++)
-            if (cli[i][1]) rc |= kv_store_set_meta(s, cli[i][0], cli[i][1]);
-    }
+    rc |= kv_manifest_set_cli(s, o);
     char *effective = kv_config_dump(cfg);
     rc |= kv_store_set_meta(s, "config_effective", effective ? effective : "");
     free(effective);
@@ -154,19 +143,47 @@ int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator,
     return rc ? -1 : 0;
 }
 
+int kv_manifest_set_cli(kv_store *s, const kv_run_options *o)
+{
+    /* Models and endpoint given on the command line replace the config's;
+     * resume needs them (the config text alone would bring the old ones back). */
+    int rc = 0;
+    if (o && o->api_base) rc |= kv_store_set_meta(s, "cli_api_base", o->api_base);
+    if (o && o->primary_model) { /* a secondary not given is none (NULL deletes it) */
+        rc |= kv_store_set_meta(s, "cli_primary_model", o->primary_model);
+        rc |= kv_store_set_meta(s, "cli_secondary_model", o->secondary_model);
+    }
+    return rc ? -1 : 0;
+}
+
 int kv_manifest_load_config(kv_store *s, kv_config *cfg, kv_config_error *err)
+{
+    if (kv_manifest_load_file(s, cfg, err) != 0) return -1;
+    kv_manifest_apply(s, cfg, 0);
+    return 0;
+}
+
+int kv_manifest_load_file(kv_store *s, kv_config *cfg, kv_config_error *err)
 {
     char *text = kv_store_get_meta(s, "config_text");
     char *dir = kv_store_get_meta(s, "config_dir");
     char *path = kv_store_get_meta(s, "config_path");
     int rc = -1;
     if (!text) {
+        kv_config_init(cfg);
         snprintf(err->message, sizeof err->message, "the store has no run manifest (config_text)");
-        goto done;
+    } else {
+        rc =
+            kv_config_load_string(text, path && *path ? path : "run.db:config_text", dir, cfg, err);
     }
-    if (kv_config_load_string(text, path && *path ? path : "run.db:config_text", dir, cfg, err) !=
-        0)
-        goto done;
+    free(text);
+    free(dir);
+    free(path);
+    return rc;
+}
+
+void kv_manifest_apply(kv_store *s, kv_config *cfg, unsigned keep)
+{
     static const char *const path_keys[] = {"initial_program", "evaluator"};
     for (size_t i = 0; i < 2; i++) {
         char *v = kv_store_get_meta(s, path_keys[i]);
@@ -179,7 +196,7 @@ int kv_manifest_load_config(kv_store *s, kv_config *cfg, kv_config_error *err)
         }
     }
     char *v = kv_store_get_meta(s, "max_iterations");
-    if (v) cfg->max_iterations = atoi(v);
+    if (v && !(keep & KV_MANIFEST_KEEP_MAX_ITERATIONS)) cfg->max_iterations = atoi(v);
     free(v);
     v = kv_store_get_meta(s, "random_seed");
     if (v) {
@@ -195,15 +212,9 @@ int kv_manifest_load_config(kv_store *s, kv_config *cfg, kv_config_error *err)
     free(primary);
     free(secondary);
     v = kv_store_get_meta(s, "target_score");
-    if (v) {
+    if (v && !(keep & KV_MANIFEST_KEEP_TARGET_SCORE)) {
         cfg->target_score = strtod(v, NULL);
         cfg->has_target_score = 1;
     }
     free(v);
-    rc = 0;
-done:
-    free(text);
-    free(dir);
-    free(path);
-    return rc;
 }

@@ -33,8 +33,21 @@ char *kv_manifest_evaluator_command(const kv_config *cfg, const char *output_dir
 int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator,
                       const kv_run_options *o);
 
+/* Keeps the endpoint and models of O's command line (any may be unset) for
+ * the resumes to come, inside the caller's transaction. Returns 0 or -1. */
+int kv_manifest_set_cli(kv_store *s, const kv_run_options *o);
+
 /* Rebuilds the run's config from the manifest (stored text, folder and
  * overrides). Returns 0, or -1 with ERR filled. */
 int kv_manifest_load_config(kv_store *s, kv_config *cfg, kv_config_error *err);
+/* The stored config file alone, without the command line's overrides.
+ * Returns 0, or -1 with ERR filled (CFG freeable either way). */
+int kv_manifest_load_file(kv_store *s, kv_config *cfg, kv_config_error *err);
+/* What kv_manifest_apply leaves as CFG has it. */
+enum { KV_MANIFEST_KEEP_MAX_ITERATIONS = 1, KV_MANIFEST_KEEP_TARGET_SCORE = 2 };
+/* Applies the manifest's overrides to CFG: the programs and evaluator the
+ * run started from, its seed, iterations and target score (but those in
+ * KEEP), and the models and endpoint of its command line. */
+void kv_manifest_apply(kv_store *s, kv_config *cfg, unsigned keep);
 
 #endif

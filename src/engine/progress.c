@@ -1,5 +1,5 @@
-/* Progress display: iteration, best score, evaluations per second, failures
- * counted by reason code. */
+/* Progress display: iterations finished (never fewer than shown before),
+ * best score, evaluations per second, failures counted by reason code. */
 #include "engine/progress.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -73,7 +73,7 @@ static void format_line(const kv_controller *c, char *out, size_t n)
     snprintf(out, n,
              "iteration %lld/%lld  best %.6g  %.1f eval/s  failed %lld%s  rejected %lld  "
              "duplicates %lld",
-             (long long)kv_controller_iterations_made(c), (long long)c->last_iteration,
+             (long long)kv_controller_iterations_done(c), (long long)c->last_iteration,
              c->best_fitness, elapsed > 0 ? (double)c->n_session / elapsed : 0.0,
              (long long)c->n_failed, reasons.data, (long long)c->n_rejected,
              (long long)c->n_duplicates);
@@ -97,7 +97,7 @@ void kv_progress_update(kv_controller *c, int final)
     /* Plain logs: about every tenth of the run, and at the end. */
     int64_t step = c->last_iteration / 10;
     if (step < 1) step = 1;
-    int64_t it = kv_controller_iterations_made(c);
+    int64_t it = kv_controller_iterations_done(c);
     if ((final && it != last_logged_iteration) || it - last_logged_iteration >= step) {
         last_logged_iteration = it;
         format_line(c, line, sizeof line);

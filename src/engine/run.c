@@ -3,6 +3,7 @@
 #include "engine/controller.h"
 #include "engine/interrupt.h"
 #include "engine/manifest.h"
+#include "engine/resume_config.h"
 #include "engine/run_lock.h"
 #include "engine/startup.h"
 #include "mutate/tune.h"
@@ -365,8 +366,9 @@ int kv_resume_evolution(const char *path, const kv_run_options *opts)
     char *output_dir = NULL, *evaluator = NULL, *err = NULL;
     kv_store *store = NULL;
     kv_run_lock *lock = NULL;
-    kv_config cfg;
+    kv_config cfg, prev; /* what the run resumes with, and what it ran with */
     kv_config_init(&cfg);
+    kv_config_init(&prev);
     int rc = KV_EXIT_USAGE;
     struct stat st;
     if (stat(db_path, &st) != 0) {
@@ -408,7 +410,7 @@ int kv_resume_evolution(const char *path, const kv_run_options *opts)
     }
     kv_config_free(&cfg);
     kv_config_error cerr;
-    if (kv_manifest_load_config(store, &cfg, &cerr) != 0) {
+    if (kv_resume_load_config(store, opts, &cfg, &prev, &cerr) != 0) {
         kv_error("%s", cerr.message);
         rc = store_failed(store, NULL, KV_EXIT_USAGE);
         goto done;
@@ -446,6 +448,12 @@ int kv_resume_evolution(const char *path, const kv_run_options *opts)
         rc = KV_EXIT_USAGE;
         goto done;
     }
+    cfg.max_iterations = (int)c.last_iteration; /* what the record says it runs to */
+    if (kv_resume_record(store, opts, &prev, &cfg) != 0) {
+        kv_controller_free(&c);
+        rc = store_failed(store, "cannot record the resumed run's settings", KV_EXIT_FAILURE);
+        goto done;
+    }
     json_t *data = json_pack("{s:I, s:I}", "from_iteration", (json_int_t)c.next_iteration,
                              "to_iteration", (json_int_t)c.last_iteration);
     kv_store_add_event(store, "resumed", data);
@@ -459,6 +467,7 @@ done:
     kv_run_lock_release(lock);
     kv_log_open_file(NULL);
     kv_config_free(&cfg);
+    kv_config_free(&prev);
     free(evaluator);
     free(output_dir);
     free(db_path);

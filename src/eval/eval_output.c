@@ -7,6 +7,7 @@
 #include "util/buf.h"
 #include "util/json.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,9 +61,29 @@ static int is_ident_char(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-/* A copy of TEXT with the bare tokens NaN, Infinity and -Infinity (outside
- * strings) replaced by null, which strict JSON parsers accept. NULL when
- * memory runs out. */
+/* Length of the JSON number at S when its value is beyond a double's range
+ * (1e999: valid JSON, which jansson refuses as an overflow), else 0. */
+static size_t overflowing_number(const char *s)
+{
+    const char *p = s + (*s == '-');
+    if (!isdigit((unsigned char)*p)) return 0;
+    int exponent = 0;
+    while (isdigit((unsigned char)*p) || *p == '.' || *p == 'e' || *p == 'E' ||
+           ((*p == '+' || *p == '-') && (p[-1] == 'e' || p[-1] == 'E'))) {
+        exponent |= *p == 'e' || *p == 'E';
+        p++;
+    }
+    if (!exponent && p - s < 300) return 0; /* DBL_MAX has 309 digits */
+    char *num = kv_strndup(s, (size_t)(p - s)), *end;
+    double v = strtod(num, &end);
+    int whole = *end == '\0';
+    free(num);
+    return whole && isinf(v) ? (size_t)(p - s) : 0;
+}
+
+/* A copy of TEXT with the bare tokens NaN, Infinity and -Infinity, and the
+ * numbers too large for a double (outside strings), replaced by null, which
+ * strict JSON parsers accept. NULL when memory runs out. */
 static char *replace_nonfinite(const char *text)
 {
     static const char *const tokens[] = {"-Infinity", "Infinity", "NaN"};
@@ -84,6 +105,12 @@ static char *replace_nonfinite(const char *text)
         if (c == '"') in_string = 1;
         int replaced = 0;
         if (i == 0 || !is_ident_char(text[i - 1])) {
+            size_t big = overflowing_number(text + i);
+            if (big) {
+                ok &= kv_buf_puts(&out, "null") == 0;
+                i += big;
+                replaced = 1;
+            }
             for (size_t t = 0; t < 3 && !replaced; t++) {
                 size_t n = strlen(tokens[t]);
                 if (strncmp(text + i, tokens[t], n) == 0 && !is_ident_char(text[i + n])) {

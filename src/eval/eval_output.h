@@ -17,7 +17,8 @@ enum {
 
 /* Parses TEXT (an evaluator's stdout) into *METRICS and *ARTIFACTS (new
  * references, both objects; artifacts may be empty). NaN, Infinity and
- * -Infinity tokens (Python's json.dumps writes them) become null. When the
+ * -Infinity tokens (Python's json.dumps writes them) and numbers beyond a
+ * double's range (1e999) become null. When the
  * whole text is not JSON, the last line starting with '{' up to the end is
  * tried, so that progress lines printed before the result do no harm.
  * Returns KV_EVAL_OUTPUT_OK; KV_EVAL_OUTPUT_BAD with *REASON ("evaluator

@@ -16,6 +16,7 @@
 #include "util/log.h"
 #include "util/proc.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -610,13 +611,14 @@ static void keep_output(kv_evaluator *ev, job *j, json_t *evaluator_artifacts)
         json_object_del(j->artifacts, "stderr");
 }
 
-/* Retries J's stage after a crash when attempts remain; else finishes it
- * with CODE. Returns 1 when J is still running. */
-static int crash(kv_evaluator *ev, job *j, const char *reason, const char *code, double seconds)
+/* Retries J's stage after a crash when attempts remain (RETRY) and are
+ * left; else finishes it with CODE. Returns 1 when J is still running. */
+static int crash(kv_evaluator *ev, job *j, const char *reason, const char *code, double seconds,
+                 int retry)
 {
     kv_proc_free(j->proc);
     j->proc = NULL;
-    if (j->attempt <= ev->max_retries) {
+    if (retry && j->attempt <= ev->max_retries) {
         kv_warn("evaluation %lld: stage %d attempt %d failed (%s); retrying", (long long)j->ticket,
                 j->stage, j->attempt, reason);
         return start_run(ev, j) == 0;
@@ -649,8 +651,8 @@ static char *verdict_failure(const json_t *metrics, const json_t *artifacts, con
     json_t *cs = json_object_get(metrics, "combined_score");
     if (cs && !(json_is_number(cs) && isfinite(json_number_value(cs)))) {
         *code = KV_REASON_NON_FINITE_FITNESS;
-        return kv_strdup(json_is_null(cs) ? "combined_score is not a finite number (NaN, Infinity "
-                                            "or null)"
+        return kv_strdup(json_is_null(cs) ? "combined_score is not a finite number (NaN, Infinity, "
+                                            "null, or beyond a double's range such as 1e999)"
                                           : "combined_score is not a number");
     }
     if (isnan(kv_eval_score(metrics))) {
@@ -659,6 +661,21 @@ static char *verdict_failure(const json_t *metrics, const json_t *artifacts, con
                          "numeric metric)");
     }
     return NULL;
+}
+
+/* The reason code an evaluator that reported an "error" gives in
+ * ARTIFACTS.reason (as the kernel harness does): a short word such as
+ * compile_error or "crash: SIGSEGV"; else evaluator_error. Static or
+ * pointing into ARTIFACTS. */
+static const char *error_code(const json_t *artifacts)
+{
+    const char *code = json_string_value(json_object_get(artifacts, "reason"));
+    size_t n = code ? strlen(code) : 0;
+    int ok = n > 0 && n <= 40 && isalpha((unsigned char)code[0]);
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isalnum((unsigned char)code[i]) || strchr("_.:-", code[i]) ||
+             (code[i] == ' ' && i > 0 && code[i - 1] == ':');
+    return ok ? code : KV_REASON_EVALUATOR_ERROR;
 }
 
 /* Advances J after its run ended. Returns 1 when J is still running (next
@@ -686,7 +703,7 @@ static int on_run_end(kv_evaluator *ev, job *j)
         char *reason = *line ? kv_asprintf("evaluator %s: %s", kv_proc_describe(p), line)
                              : kv_asprintf("evaluator %s", kv_proc_describe(p));
         free(line);
-        int running = crash(ev, j, reason, KV_REASON_EVALUATOR_CRASH, seconds);
+        int running = crash(ev, j, reason, KV_REASON_EVALUATOR_CRASH, seconds, 1);
         free(reason);
         return running;
     }
@@ -703,14 +720,16 @@ static int on_run_end(kv_evaluator *ev, job *j)
     if (ev->job && rc == KV_EVAL_OUTPUT_OK && !json_object_get(artifacts, "duplicate_of_artifact"))
         kv_eval_scenario_rows(artifacts, metrics, &j->rows);
     if (rc == KV_EVAL_OUTPUT_BAD) {
-        int running = crash(ev, j, reason, KV_REASON_BAD_OUTPUT, seconds);
+        /* The evaluator ran to its end (exit 0): what it printed is its
+         * answer, and running it again prints the same, so no retry. */
+        int running = crash(ev, j, reason, KV_REASON_BAD_OUTPUT, seconds, 0);
         free(reason);
         return running;
     }
     json_object_update(j->metrics, metrics);
     if (rc == KV_EVAL_OUTPUT_ERROR) {
         record_stage(j, "failed", metrics, seconds, reason);
-        finish_job(ev, j, KV_STATUS_FAILED, reason, KV_REASON_EVALUATOR_ERROR);
+        finish_job(ev, j, KV_STATUS_FAILED, reason, error_code(artifacts));
         json_decref(metrics);
         json_decref(artifacts);
         free(reason);

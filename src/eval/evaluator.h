@@ -10,12 +10,16 @@
  * N (combined_score, else the mean of numeric metrics) reaches
  * cascade_thresholds[N-1]. Each run has its own process group, a hard timeout
  * that kills the group, resource limits and no secrets in its environment.
- * A crash is retried up to max_retries times; a timeout is not.
+ * A crash (a non-zero exit, a signal) is retried up to max_retries times; a
+ * timeout is not, nor is output that cannot be read from a run that exited
+ * 0 (not JSON, over the size cap: it would not change).
  *
  * A failure is a failure: an evaluation ends FAILED (or TIMEOUT) with a
  * reason and a short reason code when the evaluator could not start, exits
  * non-zero or dies by a signal (after its retries), prints no JSON object,
- * reports an "error", carries a kernel harness's artifacts.verdict
+ * reports an "error" (OpenEvolve's key, at the top level or among the
+ * metrics; the code is its artifacts.reason when that is a short word, as
+ * compile_error, else evaluator_error), carries a kernel harness's artifacts.verdict
  * "rejected" (the code is its artifacts.reason), or gives no finite fitness
  * (combined_score NaN, infinite, null or not a number; no numeric metric).
  * Only an evaluation with a finite score ends OK.
@@ -43,7 +47,7 @@ typedef struct kv_evaluator kv_evaluator;
 #define KV_REASON_SPAWN_FAILED "spawn_failed"             /* the evaluator could not start */
 #define KV_REASON_EVALUATOR_CRASH "evaluator_crash"       /* non-zero exit or signal */
 #define KV_REASON_BAD_OUTPUT "bad_output"                 /* stdout not a JSON object */
-#define KV_REASON_EVALUATOR_ERROR "evaluator_error"       /* the JSON held an "error" */
+#define KV_REASON_EVALUATOR_ERROR "evaluator_error"       /* an "error" with no artifacts.reason */
 #define KV_REASON_REJECTED "rejected"                     /* a verdict without a reason */
 #define KV_REASON_NON_FINITE_FITNESS "non_finite_fitness" /* combined_score NaN, inf, null */
 #define KV_REASON_NO_FITNESS "no_fitness"                 /* no finite numeric metric */

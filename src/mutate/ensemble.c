@@ -20,6 +20,7 @@ struct kv_ensemble {
     double *weights;             /* scratch */
     kv_bandit *bandit;
     kv_bandit_stats *stats; /* the statistics when there is no bandit */
+    int64_t *unable;        /* draws that found nothing to change (this session) */
 };
 
 /* 1 when entry I is a language model (it can fail, and fall back). */
@@ -45,6 +46,7 @@ kv_ensemble *kv_ensemble_new(const kv_model_config *models, size_t n, int fallba
     e->skips = kv_calloc(n, sizeof *e->skips);
     e->weights = kv_calloc(n, sizeof *e->weights);
     e->stats = kv_calloc(n, sizeof *e->stats);
+    e->unable = kv_calloc(n, sizeof *e->unable);
     double total = 0;
     for (size_t i = 0; i < n; i++) {
         const char *name = models[i].name ? models[i].name : "";
@@ -94,6 +96,7 @@ void kv_ensemble_free(kv_ensemble *e)
     free(e->skips);
     free(e->weights);
     free(e->stats);
+    free(e->unable);
     kv_bandit_free(e->bandit);
     free(e);
 }
@@ -228,15 +231,34 @@ void kv_ensemble_set_stats(kv_ensemble *e, size_t i, const kv_bandit_stats *in)
         e->stats[i] = *in;
 }
 
+void kv_ensemble_note_unable(kv_ensemble *e, size_t i)
+{
+    if (i < e->n) e->unable[i]++;
+}
+
 void kv_ensemble_shares(const kv_ensemble *e, double *out)
 {
     if (e->bandit) {
         kv_bandit_shares(e->bandit, out);
-        return;
+    } else {
+        double total = 0;
+        for (size_t i = 0; i < e->n; i++)
+            total += e->models[i].weight;
+        for (size_t i = 0; i < e->n; i++)
+            out[i] = total > 0 ? e->models[i].weight / total : 0;
     }
-    double total = 0;
-    for (size_t i = 0; i < e->n; i++)
-        total += e->models[i].weight;
-    for (size_t i = 0; i < e->n; i++)
-        out[i] = total > 0 ? e->models[i].weight / total : 0;
+    /* A draw of an arm that finds nothing to change goes to the others: its
+     * share is what it made of its draws (none for one that never could),
+     * and the rest goes to the others in proportion. */
+    double kept = 0;
+    for (size_t i = 0; i < e->n; i++) {
+        if (e->unable[i] > 0) {
+            kv_bandit_stats st;
+            kv_ensemble_stats(e, i, &st);
+            out[i] *= (double)st.draws / (double)(st.draws + e->unable[i]);
+        }
+        kept += out[i];
+    }
+    for (size_t i = 0; i < e->n && kept > 0; i++)
+        out[i] /= kept;
 }

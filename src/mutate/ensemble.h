@@ -74,8 +74,15 @@ void kv_ensemble_record(kv_ensemble *e, size_t i, kv_bandit_outcome outcome, dou
 /* Entry I's statistics; setting them restores a state (resume). */
 void kv_ensemble_stats(const kv_ensemble *e, size_t i, kv_bandit_stats *out);
 void kv_ensemble_set_stats(kv_ensemble *e, size_t i, const kv_bandit_stats *in);
+/* Notes that entry I, drawn, found nothing to change in its parent (a
+ * built-in mutator: tune with no annotated values, crossover with equal
+ * parents) and the draw went to another. Counted for this session. */
+void kv_ensemble_note_unable(kv_ensemble *e, size_t i);
 /* Each entry's share of the next draws, OUT[0..size): estimated from the
- * bandit, or the normalised weights without one. */
+ * bandit, or the normalised weights without one, less the draws an entry
+ * passes on because it cannot act (its share times the fraction of its
+ * draws it made children of; none when it never could), which go to the
+ * others in proportion. */
 void kv_ensemble_shares(const kv_ensemble *e, double *out);
 
 #endif

@@ -362,6 +362,63 @@ static int check_for_reading(kv_store *s)
     return 0;
 }
 
+/* "file:PATH?immutable=1" with PATH's URI specials escaped (SQLite URIs). */
+static char *immutable_uri(const char *path)
+{
+    kv_buf b = KV_BUF_INIT;
+    kv_buf_puts(&b, "file:");
+    for (const char *p = path; *p; p++) {
+        if (*p == '%' || *p == '?' || *p == '#')
+            kv_buf_printf(&b, "%%%02X", (unsigned char)*p);
+        else
+            kv_buf_putc(&b, *p);
+    }
+    kv_buf_puts(&b, "?immutable=1");
+    return kv_buf_steal(&b);
+}
+
+/* The first read of the file: a file that is not SQLite, or one whose WAL
+ * index cannot be opened, fails here. Returns SQLite's result code. */
+static int probe(kv_store *s)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st) == SQLITE_ROW ? SQLITE_OK : sqlite3_errcode(s->db);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* A store on a read-only file system (an archive, a shared results folder)
+ * cannot get the WAL index (-shm) that reading in WAL mode needs. When no
+ * write is left in its -wal (a run that ended closes it empty or removes
+ * it), the file alone holds everything, and SQLite may read it as
+ * immutable: nobody can write where nothing can be created. Reopens S that
+ * way. Returns SQLite's result code of the probe (SQLITE_CANTOPEN, with a
+ * message that says why, when writes are left in the -wal). */
+static int reopen_immutable(kv_store *s)
+{
+    char *wal = kv_asprintf("%s-wal", s->path);
+    struct stat st;
+    int pending = stat(wal, &st) == 0 && st.st_size > 0;
+    free(wal);
+    if (pending) {
+        kv_store_fail(s,
+                      "cannot read: its last writes are in %s-wal, and its folder cannot be "
+                      "written to open them (a run that did not end cleanly): copy the "
+                      "folder somewhere writable and read the copy",
+                      s->path);
+        return SQLITE_CANTOPEN;
+    }
+    sqlite3_close(s->db);
+    s->db = NULL;
+    char *uri = immutable_uri(s->path);
+    int rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+    free(uri);
+    if (rc != SQLITE_OK) return rc;
+    sqlite3_extended_result_codes(s->db, 1);
+    return probe(s);
+}
+
 int kv_store_open(const char *path, int mode, kv_store **out, char **err)
 {
     return kv_store_open_ex(path, mode, out, err, NULL);
@@ -402,12 +459,11 @@ int kv_store_open_ex(const char *path, int mode, kv_store **out, char **err, kv_
     }
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_timeout(s->db, KV_BUSY_TIMEOUT_MS);
-    /* The first read of the file: a file that is not SQLite fails here. */
-    sqlite3_stmt *probe = NULL;
-    int rc = sqlite3_prepare_v2(s->db, "SELECT count(*) FROM sqlite_master", -1, &probe, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_step(probe) == SQLITE_ROW ? SQLITE_OK : sqlite3_errcode(s->db);
-    sqlite3_finalize(probe);
+    int rc = probe(s);
+    if (s->readonly && (rc & 0xff) == SQLITE_CANTOPEN) {
+        rc = reopen_immutable(s);
+        if (rc == SQLITE_CANTOPEN && *kv_store_errmsg(s)) goto fail;
+    }
     if ((rc & 0xff) == SQLITE_NOTADB) {
         kv_store_fail_damaged(s, "not a kevolve store (not an SQLite database)");
         goto fail;

@@ -213,6 +213,11 @@ json_t *kv_store_web_scores(kv_store *s);
 /* The OK programs of ISLAND that search placed (features set) with a
  * fitness: an array of [id, fitness, features-object]. */
 json_t *kv_store_web_placed(kv_store *s, int island);
+/* The range the search saw along feature dimension DIM, over every program
+ * it placed: [min, max] of the source's length in bytes (complexity), the
+ * fitness (score) or the metric DIM; null when no program has one, or for
+ * diversity (not stored). */
+json_t *kv_store_web_feature_range(kv_store *s, const char *dim);
 /* Aggregates for the run summary: an object with meta (every meta key),
  * programs, max_id, max_iteration, by_status {name: count}, migrants,
  * islands [{island, programs, ok, failed, timeout, rejected, duplicate,

@@ -64,9 +64,9 @@ int kv_store_write_scenarios(kv_store *s, int64_t id, const kv_scenario_results 
     return 0;
 }
 
-/* Reads the current row (KV_SCENARIO_COLUMNS) into X and, the first time,
- * R's task, backend and device. */
-static void read_row(sqlite3_stmt *st, kv_scenario_results *r, kv_scenario_result *x)
+/* Reads the current row (KV_SCENARIO_COLUMNS) into X and, when FIRST, R's
+ * task, backend and device (any of which may be NULL). */
+static void read_row(sqlite3_stmt *st, kv_scenario_results *r, kv_scenario_result *x, int first)
 {
     x->scenario = col_text(st, 0);
     x->kind = col_text(st, 1);
@@ -80,7 +80,7 @@ static void read_row(sqlite3_stmt *st, kv_scenario_results *r, kv_scenario_resul
     x->tol_ratio = col_num(st, 9);
     x->energy_j = col_num(st, 10);
     x->screened = sqlite3_column_int(st, 11);
-    if (!r->task) {
+    if (first) {
         r->task = col_text(st, 12);
         r->backend = col_text(st, 13);
         r->device = col_text(st, 14);
@@ -103,7 +103,8 @@ int kv_store_load_scenarios(kv_store *s, kv_program *p)
             r->rows = kv_realloc(r->rows, cap * sizeof *r->rows);
         }
         memset(&r->rows[r->n], 0, sizeof r->rows[r->n]);
-        read_row(st, r, &r->rows[r->n++]);
+        read_row(st, r, &r->rows[r->n], r->n == 0);
+        r->n++;
     }
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) return kv_store_db_fail(s, "load scenario results");
@@ -175,7 +176,7 @@ json_t *kv_store_best_per_scenario(kv_store *s)
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         kv_scenario_results r = {0};
         kv_scenario_result x = {0};
-        read_row(st, &r, &x);
+        read_row(st, &r, &x, 1);
         json_t *o = row_json(&r, &x);
         json_object_set_new(o, "program_id", json_integer(sqlite3_column_int64(st, 16)));
         json_object_set_new(o, "programs", json_integer(sqlite3_column_int64(st, 17)));

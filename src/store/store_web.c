@@ -169,6 +169,37 @@ json_t *kv_store_web_placed(kv_store *s, int island)
     return collect_rows(s, st, 1u << 2, NULL, "placed programs");
 }
 
+json_t *kv_store_web_feature_range(kv_store *s, const char *dim)
+{
+    /* What the search measures along DIM (search/features.c), over every
+     * program it placed: complexity is the source's length in bytes. */
+    const char *sql =
+        !strcmp(dim, "complexity")
+            ? "SELECT min(length(CAST(source AS BLOB))), max(length(CAST(source AS BLOB)))"
+              " FROM programs WHERE status = 'ok' AND features IS NOT NULL"
+        : !strcmp(dim, "score") ? "SELECT min(fitness), max(fitness) FROM programs"
+                                  " WHERE status = 'ok' AND features IS NOT NULL"
+        : !strcmp(dim, "diversity")
+            ? NULL /* a MinHash distance the store does not keep */
+            : "SELECT min(v), max(v) FROM (SELECT json_extract(metrics, ?1) AS v FROM programs"
+              " WHERE status = 'ok' AND features IS NOT NULL) WHERE typeof(v) IN ('integer', "
+              "'real')";
+    if (!sql) return json_null();
+    sqlite3_stmt *st = prepare(s, sql, "feature range");
+    if (!st) return NULL;
+    char *path = kv_asprintf("$.\"%s\"", dim);
+    if (sqlite3_bind_parameter_count(st) > 0) sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+    json_t *rows = collect_rows(s, st, 0, NULL, "feature range");
+    free(path);
+    if (!rows) return NULL;
+    json_t *row = json_array_get(rows, 0);
+    json_t *out = json_is_number(json_array_get(row, 0)) && json_is_number(json_array_get(row, 1))
+                      ? json_incref(row)
+                      : json_null();
+    json_decref(rows);
+    return out;
+}
+
 /* Runs SQL (no parameters) expecting one row and returns it as an object
  * keyed by NAMES, or NULL with the error set. */
 static json_t *one_row(kv_store *s, const char *sql, const char *const *names, const char *what)
@@ -358,6 +389,21 @@ int64_t kv_store_web_max_iteration(kv_store *s)
     return v;
 }
 
+/* A row of the best history's statement (scenario, speedup, median_us,
+ * roofline_fraction, kind) as a chart point; NULL numbers as null. */
+static json_t *scenario_point(sqlite3_stmt *st)
+{
+    static const char *const nums[] = {"speedup", "median_us", "roofline_fraction"};
+    json_t *o = json_pack("{s:s?,s:s?}", "name", (const char *)sqlite3_column_text(st, 0), "tags",
+                          (const char *)sqlite3_column_text(st, 4));
+    for (int i = 0; i < 3; i++)
+        json_object_set_new(o, nums[i],
+                            sqlite3_column_type(st, i + 1) == SQLITE_NULL
+                                ? json_null()
+                                : json_real(sqlite3_column_double(st, i + 1)));
+    return o;
+}
+
 json_t *kv_store_web_best_history(kv_store *s)
 {
     sqlite3_stmt *st = prepare(s,
@@ -365,14 +411,12 @@ json_t *kv_store_web_best_history(kv_store *s)
                                " WHERE status = 'ok' AND fitness IS NOT NULL"
                                " ORDER BY iteration, id",
                                "best history");
-    /* Each best program's rows per scenario (kernel tasks). */
-    sqlite3_stmt *art = prepare(
-        s,
-        "SELECT json_group_array(json_object('name', scenario, 'speedup', speedup, 'median_us',"
-        " median_us, 'roofline_fraction', roofline_fraction, 'tags', kind))"
-        " FROM (SELECT * FROM scenario_results WHERE program_id = ?1 ORDER BY rowid)"
-        " HAVING count(*) > 0",
-        "best history scenarios");
+    /* Each best program's rows per scenario (kernel tasks), read in C:
+     * SQLite's JSON functions keep 15 digits of a double, the harness's 17. */
+    sqlite3_stmt *art = prepare(s,
+                                "SELECT scenario, speedup, median_us, roofline_fraction, kind"
+                                " FROM scenario_results WHERE program_id = ?1 ORDER BY rowid",
+                                "best history scenarios");
     if (!st || !art) {
         sqlite3_finalize(st);
         sqlite3_finalize(art);
@@ -388,17 +432,20 @@ json_t *kv_store_web_best_history(kv_store *s)
         best = f;
         int64_t id = sqlite3_column_int64(st, 0);
         sqlite3_bind_int64(art, 1, id);
-        json_t *scen = json_null();
-        int arc = sqlite3_step(art);
-        if (arc == SQLITE_ROW) {
-            json_decref(scen);
-            scen = col_json_value(art, 0);
-        } else if (arc != SQLITE_DONE) {
+        json_t *scen = json_array();
+        int arc;
+        while ((arc = sqlite3_step(art)) == SQLITE_ROW)
+            json_array_append_new(scen, scenario_point(art));
+        sqlite3_reset(art);
+        if (arc != SQLITE_DONE) {
             rc = arc;
-            sqlite3_reset(art);
+            json_decref(scen);
             break;
         }
-        sqlite3_reset(art);
+        if (!json_array_size(scen)) {
+            json_decref(scen);
+            scen = json_null();
+        }
         json_array_append_new(rows, json_pack("[I, I, f, i, o]", (json_int_t)id,
                                               (json_int_t)sqlite3_column_int64(st, 1), f,
                                               sqlite3_column_int(st, 3), scen));

@@ -1,4 +1,4 @@
-/* The monotonic clock. */
+/* The monotonic clock, and the wall clock's UTC stamp. */
 #include "util/clock.h"
 
 #include <time.h>
@@ -15,4 +15,12 @@ void kv_sleep_s(double s)
     if (!(s > 0)) return;
     struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
     nanosleep(&ts, NULL);
+}
+
+void kv_utc_stamp(char out[KV_UTC_STAMP_SIZE])
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(out, KV_UTC_STAMP_SIZE, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }

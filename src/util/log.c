@@ -1,9 +1,9 @@
 /* Logging: a small leveled logger writing to stderr and a run's log file. */
 #include "util/log.h"
+#include "util/clock.h"
 
 #include <stdio.h>
 #include <strings.h>
-#include <time.h>
 
 static kv_log_level g_level = KV_LOG_INFO;
 static FILE *g_file;
@@ -74,11 +74,8 @@ void kv_vlog(kv_log_level level, const char *fmt, va_list ap)
     if (g_file) {
         va_list copy;
         va_copy(copy, ap);
-        char stamp[32];
-        time_t now = time(NULL);
-        struct tm tm;
-        gmtime_r(&now, &tm);
-        strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        char stamp[KV_UTC_STAMP_SIZE];
+        kv_utc_stamp(stamp);
         fprintf(g_file, "%s %s: ", stamp, level_name(level));
         vfprintf(g_file, fmt, copy);
         fputc('\n', g_file);

@@ -333,6 +333,31 @@ static int route_best_history(kv_store *s, json_t **body)
     return 200;
 }
 
+/* Adds to GRID "axes": per dimension {name, bins, range: [min, max] or
+ * null}, the values the bins cut (the search scales each dimension by the
+ * range it has seen and cuts it into equal bins). Returns 0 or -1 (the
+ * store's error set). */
+static int add_axes(kv_store *s, json_t *grid)
+{
+    json_t *axes = json_array();
+    json_t *dims = json_object_get(grid, "dimensions"), *bins = json_object_get(grid, "bins");
+    size_t i;
+    json_t *d;
+    json_array_foreach(dims, i, d)
+    {
+        if (i >= json_array_size(bins)) break;
+        json_t *range = kv_store_web_feature_range(s, json_string_value(d));
+        if (!range) {
+            json_decref(axes);
+            return -1;
+        }
+        json_array_append_new(axes, json_pack("{s:O, s:O, s:o}", "name", d, "bins",
+                                              json_array_get(bins, i), "range", range));
+    }
+    json_object_set_new(grid, "axes", axes);
+    return 0;
+}
+
 /* GET /api/grid?island=K */
 static int route_grid(kv_store *s, kv_web_param_fn param, void *ud, json_t **body)
 {
@@ -348,8 +373,12 @@ static int route_grid(kv_store *s, kv_web_param_fn param, void *ud, json_t **bod
         rc = fail(body, 404, "no island %lld (this run has %d)", island, l.num_islands);
     else if (!(placed = kv_store_web_placed(s, (int)island)))
         rc = store_fail(s, body);
-    else {
-        *body = kv_web_grid((int)island, placed, l.dims, l.bins);
+    else if (!(*body = kv_web_grid((int)island, placed, l.dims, l.bins)) ||
+             add_axes(s, *body) != 0) {
+        json_decref(*body);
+        *body = NULL;
+        rc = store_fail(s, body);
+    } else {
         rc = 200;
     }
     json_decref(placed);

@@ -4,7 +4,8 @@
 # beat their parent; failures: those that failed or were rejected), written
 # with every result, so they survive kill -9 and resume; `kevolve status`
 # shows them in text and JSON; and gi, whose line edits of the tiny program
-# never beat their parent, ends up with fewer draws than tune.
+# never beat their parent, ends up with fewer draws than tune; a mutator
+# that cannot act shows no share of the next draws.
 . "$(dirname "$0")/lib.sh"
 
 cat >"$WORK/config.yaml" <<YAML
@@ -77,4 +78,31 @@ PY
 expect_exit 0 "$KV" status "$WORK/run"
 grep -q "builtin:tune" "$WORK/out.txt" && grep -q "share" "$WORK/out.txt" ||
     fail "status text does not show the mutators: $(cat "$WORK/out.txt")"
+
+# A mutator that cannot act (tune, on a program with no annotated value)
+# passes its draws on: it shows no share of the next draws, and the others'
+# shares add up to all of them.
+sed 's/  # kevolve: tune.*$//' "$TINY/initial.py" >"$WORK/plain.py"
+grep -q "kevolve: tune" "$WORK/plain.py" && fail "plain.py still has tune annotations"
+cat >"$WORK/plain.yaml" <<YAML
+initial_program: $WORK/plain.py
+evaluator: $TINY/evaluator.sh
+max_iterations: 20
+random_seed: 5
+database:
+  num_islands: 2
+YAML
+expect_exit 0 "$KV" run --config "$WORK/plain.yaml" --output "$WORK/plain" -q
+expect_exit 0 "$KV" status "$WORK/plain" --json
+python3 - "$WORK/out.txt" <<'PY' || fail "a mutator that cannot act shows a share of the draws"
+import json, sys
+arms = {m["arm"]: m for m in json.load(open(sys.argv[1]))["mutators"]}
+assert arms["builtin:tune"]["draws"] == 0, arms
+assert arms["builtin:tune"]["weight"] == 0, arms
+assert abs(sum(m["weight"] for m in arms.values()) - 1) < 1e-6, arms
+assert arms["builtin:gi"]["draws"] > 0 and arms["builtin:gi"]["weight"] > 0, arms
+PY
+expect_exit 0 "$KV" status "$WORK/plain"
+grep -E "builtin:tune +0 +0 +0 +0 +0%" "$WORK/out.txt" >/dev/null ||
+    fail "status text shows a share for tune: $(grep builtin:tune "$WORK/out.txt")"
 echo "ok"

@@ -1,6 +1,7 @@
 #!/bin/bash
-# The command line: help on every subcommand, exit codes, dry runs, and config
-# errors that name the file, the line, the key and the nearest known key.
+# The command line: help on every subcommand, exit codes, dry runs, config
+# errors that name the file, the line, the key and the nearest known key, and
+# the JSON of status and best.
 . "$(dirname "$0")/lib.sh"
 
 for cmd in run resume status best eval config-keys; do
@@ -43,6 +44,41 @@ grep -q "bad2.yaml:1" "$WORK/err.txt" || fail "type error does not name the line
 echo "not a database" >"$WORK/junk.db"
 expect_exit 3 "$KV" status "$WORK/junk.db"
 expect_exit 2 "$KV" best "$WORK/missing.db"
+
+# status --json gives numbers as numbers; best --json gives the best
+# program as one object (its source inline, or in the -o file).
+cat >"$WORK/run.yaml" <<YAML
+initial_program: $TINY/initial.py
+evaluator: $TINY/evaluator.sh
+max_iterations: 6
+random_seed: 77
+YAML
+expect_exit 0 "$KV" run --config "$WORK/run.yaml" --output "$WORK/run" -q
+expect_exit 0 "$KV" status "$WORK/run" --json
+cp "$WORK/out.txt" "$WORK/status.json"
+expect_exit 0 "$KV" best "$WORK/run" --json
+cp "$WORK/out.txt" "$WORK/best.json"
+expect_exit 0 "$KV" best "$WORK/run" --json -o "$WORK/best.py"
+cp "$WORK/out.txt" "$WORK/best_o.json"
+python3 - "$WORK/run/run.db" "$WORK/status.json" "$WORK/best.json" "$WORK/best_o.json" "$WORK/best.py" <<'PY' ||
+import json, sqlite3, sys
+db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+s = json.load(open(sys.argv[2]))
+for key, want in (("random_seed", 77), ("max_iterations", 6), ("iterations_done", 6)):
+    assert s[key] == want and type(s[key]) is int, (key, s[key])
+assert isinstance(s["programs"], int) and isinstance(s["best"]["fitness"], float), s
+best_id, fit, src, metrics, parent = db.execute(
+    "select id, fitness, source, metrics, parent_id from programs where status = 'ok'"
+    " order by fitness desc, id limit 1").fetchone()
+b = json.load(open(sys.argv[3]))
+assert (b["id"], b["fitness"], b["source"]) == (best_id, fit, src), b
+assert b["metrics"] == json.loads(metrics) and b["parent_id"] == parent, b
+assert b["id"] == s["best"]["id"]
+bo = json.load(open(sys.argv[4]))
+assert "source" not in bo and bo["output"] == sys.argv[5] and bo["id"] == best_id, bo
+assert open(sys.argv[5]).read() == src
+PY
+    fail "status --json or best --json is wrong"
 
 # config-keys documents the keys the loader reads.
 expect_exit 0 "$KV" config-keys

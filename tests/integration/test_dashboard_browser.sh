@@ -3,7 +3,8 @@
 # `kevolve serve` and written by `kevolve report`, loaded in headless
 # Chromium. Its evaluator fails about a quarter of the children ("does not
 # build") and hangs on a few (killed at the time limit), as a real run's do.
-# Checks that the tree, the counts, the score chart, the MAP-Elites grids,
+# Checks that the tree, the counts, the score chart, the MAP-Elites grids
+# (their axes' bin values, numbers that fit their cells),
 # the summary and a program's page (a failed one's too) show what `kevolve
 # status --json` and the store hold, and that an open page follows a
 # running evolution; keeps screenshots in $KV_BUILD_DIR/test-artifacts/.
@@ -125,6 +126,28 @@ def check_overview(name, dom):
             " AND json_extract(features, '$.a') = ?",
             (int(a["data-id"]), int(a["data-x"]), int(a["data-y"]))).fetchone()[0]
         check(f"{name}: grid cell ({a['data-x']}, {a['data-y']}) holds the best", float(a["data-fitness"]), best_in_cell)
+        # Its number fits the cell: five characters at most (the cells are
+        # 34 px wide at 9 px type, and clip whatever would not fit).
+        if len(c["text"].strip()) > 5:
+            errors.append(f"{name}: cell ({a['data-x']}, {a['data-y']}) shows {c['text']!r}, too long for it")
+    # The axes: each bin's lower edge, from the range of values the search
+    # saw along the dimension (every placed program's), cut into the bins.
+    axes = {"complexity": ("length(cast(source as blob))", 4), "a": ("json_extract(metrics, '$.a')", 8)}
+    want_edges = {}
+    for dim, (expr, nb) in axes.items():
+        lo, hi = db.execute(f"SELECT min({expr}), max({expr}) FROM programs WHERE status = 'ok'"
+                            " AND features IS NOT NULL").fetchone()
+        want_edges[dim] = [lo + k * (hi - lo) / nb for k in range(nb)]
+    for box in boxes:
+        i = box["attrs"]["data-island"]
+        xs = [el for el in dom.find("span", cls="xtick") if el["pos"] > box["pos"]][:4]
+        ys = [el for el in dom.find("span", cls="ytick") if el["pos"] > box["pos"]][:8]
+        got_x = [float(el["attrs"]["data-value"]) for el in xs]
+        got_y = sorted(float(el["attrs"]["data-value"]) for el in ys)
+        if any(abs(g - w) > 1e-9 for g, w in zip(got_x, want_edges["complexity"])) or len(got_x) != 4:
+            errors.append(f"{name}: island {i}'s x axis reads {got_x}, expected {want_edges['complexity']}")
+        if any(abs(g - w) > 1e-9 for g, w in zip(got_y, want_edges["a"])) or len(got_y) != 8:
+            errors.append(f"{name}: island {i}'s y axis reads {got_y}, expected {want_edges['a']}")
 
 check_overview("served page", Dom(open(sys.argv[3]).read()))
 check_overview("static report", Dom(open(sys.argv[5]).read()))

@@ -8,7 +8,9 @@
 # with the raw metrics folded away; the overview shows the effective task
 # and backend, the store's path, every status counted as the store counts
 # it, the whole iteration range and the best program's speedup per
-# scenario. Screenshots go to $KV_BUILD_DIR/test-artifacts/.
+# scenario with its time and roofline fraction beside it, and the tools the
+# run used (PoCL on OpenCL, no nvcc off CUDA). Screenshots go to
+# $KV_BUILD_DIR/test-artifacts/.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/dashboard_lib.sh"
 
@@ -103,6 +105,31 @@ def check_overview(name, d):
         "select value from artifacts where name = 'scenarios' order by program_id limit 1").fetchone()[0])}
     lines = {el["attrs"].get("data-scenario") for el in d.find("polyline", cls="scen")}
     c.eq(f"{name}: speedup chart lines", sorted(lines), sorted(names))
+    # The per-scenario table: the best program's time and roofline fraction
+    # beside its speedups, as its harness measured them.
+    best = db.execute("select id from programs where status = 'ok' and fitness = (select max(fitness)"
+                      " from programs where status = 'ok') order by iteration, id limit 1").fetchone()[0]
+    scen = {s["name"]: s for s in json.loads(db.execute(
+        "select value from artifacts where program_id = ? and name = 'scenarios'", (best,)).fetchone()[0])}
+    table = d.pos("speedup-table")
+    rows = [el for el in d.find("tr") if "data-scenario" in el["attrs"] and table is not None
+            and el["pos"] > table]
+    c.eq(f"{name}: scenario rows of the overview's table", len(rows), len(scen))
+    for key in ("median_us", "roofline_fraction"):
+        cells = [el for el in d.find("td") if el["attrs"].get("data-key") == key and table is not None
+                 and el["pos"] > table]
+        c.eq(f"{name}: {key} cells", len(cells), len(scen))
+        for row, cell in zip(rows, cells):
+            c.eq(f"{name}: {key} of {row['attrs']['data-scenario']}", cell["attrs"].get("data-value"),
+                 scen[row["attrs"]["data-scenario"]][key])
+        c.true(f"{name}: a {key} cell shows nothing", all(cl["text"].strip() not in ("", "–") for cl in cells))
+    # Tools: nvcc only where CUDA ran; the OpenCL implementation where OpenCL did.
+    tools = {el["attrs"]["data-tool"]: el["text"] for el in d.find("dd") if "data-tool" in el["attrs"]}
+    c.true(f"{name}: Tools lists nvcc on a {backend} run: {tools}",
+           backend == "cuda" or not any("nvcc" in k for k in tools))
+    if backend == "opencl":
+        c.true(f"{name}: Tools does not name the OpenCL implementation: {tools}",
+               "PoCL" in tools.get("opencl", ""))
 
 for name, path, check in [("served program page", sys.argv[4], check_program),
                           ("served overview", sys.argv[5], check_overview),

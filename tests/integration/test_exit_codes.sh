@@ -1,7 +1,8 @@
 #!/bin/bash
 # One exit code per kind of failure, the same from every command, with the
 # same message: a damaged store (3), something that is not a store (3), no
-# store at all (2); precise messages for folders given as files and files as
+# store at all (2), as every command's --help says; eval's usage errors (2);
+# precise messages for folders given as files and files as
 # folders; and a start that failed leaves nothing that blocks the next.
 . "$(dirname "$0")/lib.sh"
 
@@ -69,6 +70,31 @@ msg=$(every_command 3 "$WORK/junk.db")
 echo "$msg" | grep -q "not a kevolve store" || fail "junk is not called 'not a kevolve store': $msg"
 msg=$(every_command 2 "$WORK/missing.db")
 echo "$msg" | grep -q "no such file" || fail "a missing store: $msg"
+
+# The help of each command says those codes, as they are.
+# help_says CMD TEXT: CMD's --help lists TEXT among its exit codes.
+help_says() {
+    "$KV" "$1" --help | tr '\n' ' ' | sed 's/  */ /g' | grep -q "exit codes:.*$2" ||
+        fail "kevolve $1 --help does not say '$2': $("$KV" "$1" --help | sed -n '/exit codes/,$p')"
+}
+for cmd in status best serve report; do
+    help_says $cmd "2 usage error or no such store"
+    help_says $cmd "3 the store is damaged or not a kevolve store"
+    help_says $cmd "5 I/O error"
+done
+help_says resume "as for .kevolve run."
+help_says run "3 the store is damaged"
+
+# eval: a task or a candidate that does not exist is a usage error (2), as
+# its help says; a harness that cannot work is 1.
+help_says eval "2 usage error (an unknown task or backend, no such CANDIDATE file)"
+expect_exit 2 "$KV" eval --task no_such_task "$TINY/initial.py"
+grep -q "unknown task 'no_such_task' (known: .*softmax" "$WORK/err.txt" || fail "eval: $(cat "$WORK/err.txt")"
+expect_exit 2 "$KV" eval --task softmax "$WORK/no_such_kernel.c"
+grep -q "no_such_kernel.c: no such file" "$WORK/err.txt" || fail "eval: $(cat "$WORK/err.txt")"
+expect_exit 2 "$KV" eval --task softmax "$WORK"
+expect_exit 2 "$KV" eval --task softmax --backend nope "$TINY/initial.py"
+expect_exit 2 "$KV" eval --task softmax --stage x "$TINY/initial.py"
 
 # Damage deeper in the file: whoever reads it says the same (status reads
 # every program, best the best one).

@@ -108,7 +108,7 @@ PY
 # the table, the backends' own folders and the config's early check of a
 # name may compare a backend's name.
 cd "$KV_SOURCE_DIR"
-which=$(grep -rnE 'KV_BACKEND_[A-Z]|->kind == |strcmp\([^;]*"(cpu|opencl|cuda)"' src --include='*.c' --include='*.h' |
+which=$(grep -rnE 'KV_BACKEND_[A-Z]|backend->kind|strcmp\([^;]*"(cpu|opencl|cuda)"' src --include='*.c' --include='*.h' |
     grep -vE '^src/kernel/(backend\.c|cpu/|opencl/|cuda/)|^src/config/config\.c:' || true)
 [ -z "$which" ] || fail "code outside the backend table asks which backend it is: $which"
 echo "ok"

@@ -5,7 +5,8 @@
 # fault, having spent no iteration, and `kevolve resume` continues where the
 # run truly stopped; transient faults (429, 500) back off and the iteration
 # is asked again, not counted; a model that keeps failing transiently stops
-# the run after llm.give_up_after calls.
+# the run after llm.give_up_after calls. The progress line counts only
+# iterations finished, so it never goes back when a fault drops calls.
 . "$(dirname "$0")/lib.sh"
 
 SERVER_PID=
@@ -55,6 +56,28 @@ database:
   num_islands: 2
 YAML
 }
+# progress_ok OUT: the progress lines of the run in OUT count iterations
+# finished: within each session (run or resume) they never go back, and
+# none counts more than the store holds finished when it ends (a child
+# stored, or a call spent), however many calls a fault dropped.
+progress_ok() {
+    python3 - "$1/logs/kevolve.log" "$1/run.db" <<'PY'
+import re, sqlite3, sys
+con = sqlite3.connect(f"file:{sys.argv[2]}?mode=ro", uri=True)
+done = con.execute("select count(distinct i) from (select iteration i from programs where"
+                   " iteration > 0 and is_migrant = 0 union select iteration from llm_calls"
+                   " where outcome like 'error%')").fetchone()[0]
+last = 0
+for line in open(sys.argv[1]):
+    if " info: run: " in line or " info: resuming " in line:
+        last = 0
+    m = re.search(r" info: iteration (\d+)/\d+ ", line)
+    if m:
+        x = int(m.group(1))
+        assert last <= x <= done, (line, last, done)
+        last = x
+PY
+}
 # children DB: the iterations that left a program, one per line.
 children() { sql "$1" "select distinct iteration from programs where iteration > 0 and is_migrant = 0 order by 1"; }
 
@@ -75,6 +98,7 @@ start_server "$WORK/good.json" "$port"
 expect_exit 0 "$KV" resume "$WORK/down"
 [ "$(children "$WORK/down/run.db" | tr '\n' ' ')" = "1 2 3 4 5 6 " ] ||
     fail "resume did not continue where the run stopped: $(children "$WORK/down/run.db" | tr '\n' ' ')"
+progress_ok "$WORK/down" || fail "the progress line counted iterations that did not finish"
 stop_server
 
 # 2. 401: not retried, the run stops at once.
@@ -126,6 +150,7 @@ retried=$(sql "$db" "select count(*) from llm_calls where outcome like 'retry:%'
 [ "$retried" -eq 2 ] || fail "expected 2 calls given back by transient faults, found $retried"
 sql "$db" "select error from llm_calls where outcome like 'retry:%'" | grep -q "429" ||
     fail "the 429 was not recorded"
+progress_ok "$WORK/transient" || fail "the progress line went back or ran ahead"
 stop_server
 
 # 5. A model that only ever fails transiently stops the run after
@@ -139,5 +164,6 @@ expect_exit 1 "$KV" run --config "$WORK/config.yaml" --output "$WORK/broken"
 grep -q "scripted-model" "$WORK/err.txt" && grep -q "3 calls in a row" "$WORK/err.txt" ||
     fail "the run did not give up naming the model: $(cat "$WORK/err.txt")"
 [ -z "$(children "$WORK/broken/run.db")" ] || fail "iterations were spent on transient faults"
+progress_ok "$WORK/broken" || fail "the progress line counted iterations given back"
 stop_server
 echo "ok"

@@ -7,7 +7,8 @@
 # python3 with numpy first on PATH, a dummy key); the files are checked
 # unchanged afterwards. The evaluator runs through kevolve's runner, with
 # OpenEvolve's cascade (evaluate_stage1, then evaluate_stage2 above the
-# config's threshold of 1.3) and its EvaluationResult artifacts.
+# config's threshold of 1.3) and its EvaluationResult artifacts. The same
+# project then runs with the built-in mutators alone, no model at all.
 . "$(dirname "$0")/lib.sh"
 
 EX=$KV_SOURCE_DIR/tests/data/openevolve/function_minimization
@@ -89,4 +90,22 @@ for r in reqs:
     assert "max_completion_tokens" in body and "temperature" not in body, body.keys()
     assert r["has_authorization"]
 PY
+
+# The same project with the built-in mutators only, as the README shows:
+# no endpoint, no key, no call.
+cd "$EX"
+PATH="$pybin:$PATH" expect_exit 0 env -u OPENAI_API_KEY \
+    "$KV" run initial_program.py evaluator.py --config config.yaml \
+    --primary-model builtin:gi --secondary-model builtin:crossover --output "$WORK/builtin"
+cd - >/dev/null
+python3 - "$WORK/builtin/run.db" <<'PY' || fail "the built-in mutators alone did not run the project"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+assert c.execute("select count(*) from llm_calls").fetchone()[0] == 0
+muts = {m for (m,) in c.execute("select mutator from programs where iteration > 0 and is_migrant = 0")}
+assert muts and muts <= {"gi", "crossover"}, muts
+assert c.execute("select count(*) from programs where iteration > 0 and is_migrant = 0").fetchone()[0] == 10
+PY
+[ "$before" = "$(cd "$EX" && sha256sum initial_program.py evaluator.py config.yaml)" ] ||
+    fail "the example's files changed"
 echo "ok"

@@ -539,6 +539,85 @@ static void reference_markdown_documents_every_key(void **state)
     free(md);
 }
 
+/* The change of KEY in DIFF, or NULL. */
+static json_t *change_of(json_t *diff, const char *key)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(diff, i, c)
+    {
+        if (strcmp(json_string_value(json_object_get(c, "key")), key) == 0) return c;
+    }
+    return NULL;
+}
+
+/* What a resume compares: every key that differs, whether a resume may
+ * take it, and never a secret's value. */
+static void diff_names_each_changed_key_and_whether_a_resume_may_take_it(void **state)
+{
+    (void)state;
+    setenv("KV_TEST_DIFF_KEY", "sk-secret-value", 1);
+    kv_config a, b;
+    kv_config_error err;
+    assert_int_equal(kv_config_load_string("random_seed: 3\nllm:\n  api_base: http://a/v1\n"
+                                           "database:\n  num_islands: 2\nalgotune:\n  n: 1\n",
+                                           "a.yaml", "/tmp", &a, &err),
+                     0);
+    assert_int_equal(kv_config_load_string("random_seed: 4\nllm:\n  api_base: http://b/v1\n"
+                                           "  api_key: ${KV_TEST_DIFF_KEY}\n"
+                                           "database:\n  num_islands: 3\nalgotune:\n  n: 2\n"
+                                           "evaluator:\n  timeout: 9\n",
+                                           "b.yaml", "/tmp", &b, &err),
+                     0);
+    json_t *d = kv_config_diff(&a, &b);
+    static const struct {
+        const char *key, *from, *to;
+        int resumable;
+    } want[] = {{"random_seed", "3", "4", 0},
+                {"llm.api_base", "\"http://a/v1\"", "\"http://b/v1\"", 1},
+                {"llm.api_key", "null", "\"***\"", 1},
+                {"database.num_islands", "2", "3", 0},
+                {"evaluator.timeout", "300.0", "9.0", 1},
+                {"algotune", "{\"n\":1}", "{\"n\":2}", 0}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        json_t *c = change_of(d, want[i].key);
+        if (!c) fail_msg("no change of %s", want[i].key);
+        assert_string_equal(json_string_value(json_object_get(c, "from")), want[i].from);
+        assert_string_equal(json_string_value(json_object_get(c, "to")), want[i].to);
+        assert_int_equal(json_is_true(json_object_get(c, "resumable")), want[i].resumable);
+    }
+    assert_int_equal(json_array_size(d), sizeof want / sizeof want[0]);
+    char *text = json_dumps(d, 0);
+    assert_null(strstr(text, "sk-secret"));
+    free(text);
+    json_decref(d);
+    d = kv_config_diff(&a, &a);
+    assert_int_equal(json_array_size(d), 0);
+    json_decref(d);
+    kv_config_free(&a);
+    kv_config_free(&b);
+}
+
+/* An endpoint the file does not name comes from $OPENAI_API_BASE. */
+static void api_base_unset_in_the_file_comes_from_the_environment(void **state)
+{
+    (void)state;
+    kv_config c;
+    kv_config_error err;
+    setenv("OPENAI_API_BASE", "http://env.example/v1", 1);
+    assert_int_equal(kv_config_load_string("max_iterations: 2\n", "t.yaml", "/tmp", &c, &err), 0);
+    assert_string_equal(c.llm.api_base, "http://env.example/v1");
+    kv_config_free(&c);
+    assert_int_equal(
+        kv_config_load_string("llm:\n  api_base: http://file/v1\n", "t.yaml", "/tmp", &c, &err), 0);
+    assert_string_equal(c.llm.api_base, "http://file/v1");
+    kv_config_free(&c);
+    unsetenv("OPENAI_API_BASE");
+    assert_int_equal(kv_config_load_string("max_iterations: 2\n", "t.yaml", "/tmp", &c, &err), 0);
+    assert_string_equal(c.llm.api_base, "https://api.openai.com/v1");
+    kv_config_free(&c);
+}
+
 int main(void)
 {
     kv_log_set_level(KV_LOG_ERROR);
@@ -566,6 +645,8 @@ int main(void)
         cmocka_unit_test(validation_rejects_out_of_range_values),
         cmocka_unit_test(yaml_syntax_error_reports_line),
         cmocka_unit_test(reference_markdown_documents_every_key),
+        cmocka_unit_test(diff_names_each_changed_key_and_whether_a_resume_may_take_it),
+        cmocka_unit_test(api_base_unset_in_the_file_comes_from_the_environment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -259,6 +259,52 @@ static void top_level_parallel_evaluations_is_ignored_as_openevolve_does(void **
     kv_config_free(&c);
 }
 
+/* Keys OpenEvolve reads nowhere and so accepts: kevolve accepts them too,
+ * with a warning that says where the setting really goes. */
+static void attention_optimization_configs_load_with_what_openevolve_ignores(void **state)
+{
+    (void)state;
+    kv_config c;
+    load("configs/attention_optimization.yaml", &c);
+    assert_int_equal(c.max_code_length, 200000); /* max_program_length is not it */
+    assert_warned(&c, "max_program_length: not read by OpenEvolve (its key is max_code_length)");
+    kv_config_free(&c);
+    load("configs/attention_optimization_failing.yaml", &c);
+    assert_warned(&c, "evaluation: a section OpenEvolve does not read, ignored by kevolve too");
+    assert_null(json_object_get(c.evaluator_sections, "evaluation"));
+    assert_non_null(json_object_get(c.evaluator_sections, "checkpoints"));
+    assert_int_equal(c.evaluator.parallel_evaluations, 1); /* evaluation.* did not land there */
+    kv_config_free(&c);
+}
+
+/* A run needs its API key; checking a config does not: with
+ * KV_CONFIG_SECRETS_OPTIONAL an unset ${VAR} in an api_key is a warning
+ * naming it, and the key stays unset. Elsewhere it is still an error. */
+static void a_secret_from_an_unset_variable_is_optional_when_checking(void **state)
+{
+    (void)state;
+    unsetenv("ANTHROPIC_API_KEY");
+    char *path = data("configs/circle_packing_phase_1_anthropic.yaml");
+    kv_config c;
+    kv_config_error err;
+    assert_int_equal(kv_config_load(path, &c, &err), -1);
+    assert_non_null(strstr(err.message, "llm.api_key: environment variable ANTHROPIC_API_KEY is "
+                                        "not set"));
+    kv_config_free(&c);
+    if (kv_config_load_ex(path, &c, &err, KV_CONFIG_SECRETS_OPTIONAL) != 0)
+        fail_msg("does not load without its secret: %s", err.message);
+    assert_null(c.llm.api_key);
+    assert_warned(&c, ":13: llm.api_key: environment variable ANTHROPIC_API_KEY is not set; "
+                      "checked without it (a run needs it)");
+    kv_config_free(&c);
+    free(path);
+    /* Not a secret: the variable is still needed. */
+    assert_int_equal(kv_config_load_string("llm:\n  api_base: ${KV_TEST_SURELY_UNSET}\n", "t.yaml",
+                                           "/tmp", &c, &err),
+                     -1);
+    kv_config_free(&c);
+}
+
 static void template_variations_must_be_lists_of_phrasings(void **state)
 {
     (void)state;
@@ -283,6 +329,8 @@ int main(void)
         cmocka_unit_test(function_minimization_config_loads),
         cmocka_unit_test(top_level_parallel_evaluations_is_ignored_as_openevolve_does),
         cmocka_unit_test(template_variations_must_be_lists_of_phrasings),
+        cmocka_unit_test(attention_optimization_configs_load_with_what_openevolve_ignores),
+        cmocka_unit_test(a_secret_from_an_unset_variable_is_optional_when_checking),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

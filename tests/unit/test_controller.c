@@ -184,6 +184,23 @@ static void valid_child_is_evaluated_and_committed_with_lineage(void **state)
     free(src);
 }
 
+/* The progress line counts the iterations finished, not those drawn: a
+ * child in evaluation is not done until it is stored. */
+static void iterations_done_count_children_stored_not_drawn(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(kv_controller_iterations_done(&f->c), 0);
+    char *src = replace(f->initial, "A = 1", "A = 7");
+    f->c.next_iteration = 3; /* iterations 1 and 2 drawn, as breeding does */
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 1), f->initial, NULL), 0);
+    assert_int_equal(kv_controller_iterations_done(&f->c), 0); /* in evaluation */
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 2), f->initial, NULL), 0);
+    assert_int_equal(kv_controller_iterations_done(&f->c), 1); /* the duplicate, stored */
+    drain(f);
+    assert_int_equal(kv_controller_iterations_done(&f->c), 2);
+    free(src);
+}
+
 static void child_with_an_artifact_judged_before_is_a_duplicate_of_its_program(void **state)
 {
     fixture *f = *state;
@@ -249,6 +266,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             child_repeating_code_is_stored_as_duplicate_without_evaluation, setup, teardown),
         cmocka_unit_test_setup_teardown(overlong_child_is_rejected, setup, teardown),
+        cmocka_unit_test_setup_teardown(iterations_done_count_children_stored_not_drawn, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(valid_child_is_evaluated_and_committed_with_lineage, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <math.h>
+
 #include "mutate/ensemble.h"
 #include "test_llm_server.h"
 
@@ -182,6 +184,43 @@ static void a_model_failing_n_times_falls_back_to_another_until_it_recovers(void
     kv_ensemble_free(e);
 }
 
+/* A built-in that cannot act on its parents passes its draws on: its share
+ * is what it made of its draws, none when it never could, and the others
+ * take the rest. */
+static void an_arm_that_cannot_act_shares_only_what_it_made(void **state)
+{
+    (void)state;
+    kv_model_config m[3] = {test_model("builtin:tune"), test_model("builtin:gi"),
+                            test_model("builtin:crossover")};
+    m[0].weight = 0.4;
+    m[1].weight = 0.4;
+    m[2].weight = 0.2;
+    kv_bandit_config bandit = {0.05, 8, 1};
+    for (int with_bandit = 0; with_bandit < 2; with_bandit++) {
+        char *err = NULL;
+        kv_ensemble *e = kv_ensemble_new(m, 3, 0, with_bandit ? &bandit : NULL, &err);
+        assert_non_null(e);
+        double before[3], after[3];
+        kv_ensemble_shares(e, before);
+        assert_true(before[0] > 0.2);
+        for (int i = 0; i < 3; i++) /* tune never could: its draws went to gi */
+            kv_ensemble_note_unable(e, 0);
+        for (int i = 0; i < 3; i++)
+            kv_ensemble_record(e, 1, KV_BANDIT_NEUTRAL, 0, 1);
+        kv_ensemble_shares(e, after);
+        assert_true(after[0] == 0);
+        assert_true(fabs(after[0] + after[1] + after[2] - 1) < 1e-12);
+        assert_true(after[1] > before[1] && after[2] > before[2] - 0.05);
+        /* Half its draws acted: half its share. */
+        kv_ensemble_record(e, 0, KV_BANDIT_NEUTRAL, 0, 1);
+        kv_ensemble_record(e, 0, KV_BANDIT_NEUTRAL, 0, 1);
+        kv_ensemble_record(e, 0, KV_BANDIT_NEUTRAL, 0, 1);
+        kv_ensemble_shares(e, after);
+        assert_true(after[0] > 0 && after[0] < before[0]);
+        kv_ensemble_free(e);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -191,6 +230,7 @@ int main(void)
         cmocka_unit_test(bad_lists_are_refused_with_the_reason),
         cmocka_unit_test(every_registered_builtin_is_an_arm_and_no_other),
         cmocka_unit_test(a_model_failing_n_times_falls_back_to_another_until_it_recovers),
+        cmocka_unit_test(an_arm_that_cannot_act_shares_only_what_it_made),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* Tests of eval/eval_output's messages: an evaluator's output that cannot
  * be read is named for what is wrong with it (over the cap, not UTF-8, a
- * NUL byte), not as "not JSON"; output that reads well is unaffected. */
+ * NUL byte), not as "not JSON"; output that reads well is unaffected, and
+ * so are numbers beyond a double's range (1e999). */
 #include "eval/eval_output.h"
 
 #include <setjmp.h>
@@ -80,6 +81,27 @@ static void plain_garbage_is_still_not_json(void **state)
     free(why);
 }
 
+/* 1e999 is JSON (any magnitude is), beyond a double: read as a non-finite
+ * value (null), like Python's Infinity, never as "not JSON". */
+static void numbers_beyond_a_double_read_as_null(void **state)
+{
+    (void)state;
+    const char *t = "{\"metrics\": {\"combined_score\": 1e999, \"low\": -2.5E+400, "
+                    "\"tiny\": 1e-999, \"ok\": 1.5e3, \"text\": \"1e999\"}}";
+    json_t *m = NULL, *a = NULL;
+    char *why = NULL;
+    assert_int_equal(kv_eval_parse_output_full(t, strlen(t), 0, 4 << 20, &m, &a, &why),
+                     KV_EVAL_OUTPUT_OK);
+    assert_null(why);
+    assert_true(json_is_null(json_object_get(m, "combined_score")));
+    assert_true(json_is_null(json_object_get(m, "low")));
+    assert_true(json_is_number(json_object_get(m, "tiny")));
+    assert_true(json_number_value(json_object_get(m, "ok")) == 1500.0);
+    assert_string_equal(json_string_value(json_object_get(m, "text")), "1e999");
+    json_decref(m);
+    json_decref(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -88,6 +110,7 @@ int main(void)
         cmocka_unit_test(invalid_utf8_in_a_string_is_named_with_its_byte_and_offset),
         cmocka_unit_test(a_nul_byte_is_named),
         cmocka_unit_test(plain_garbage_is_still_not_json),
+        cmocka_unit_test(numbers_beyond_a_double_read_as_null),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

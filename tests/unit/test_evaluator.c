@@ -205,8 +205,35 @@ static void non_json_output_fails_with_an_excerpt_and_keeps_the_text(void **stat
     assert_int_equal(r.status, KV_STATUS_FAILED);
     assert_string_equal(r.reason, "evaluator output is not JSON: Traceback (most recent call "
                                   "last): this is not JSON");
-    assert_int_equal(r.attempts, 2); /* unparsable output is a crash: retried */
+    assert_int_equal(r.attempts, 1); /* exit 0: the same output again, so no retry */
     assert_non_null(strstr(artifact(&r, "stdout"), "this is not JSON"));
+    kv_eval_result_clear(&r);
+}
+
+static void output_over_the_cap_fails_once_without_retries(void **state)
+{
+    fixture *f = *state;
+    kv_evaluator_config cfg = config();
+    cfg.max_retries = 2;
+    kv_eval_result r = evaluate(f, &cfg, "huge.sh", "program");
+    assert_int_equal(r.status, KV_STATUS_FAILED);
+    assert_string_equal(r.reason_code, "bad_output");
+    assert_non_null(strstr(r.reason, "over the 4 MiB cap"));
+    assert_int_equal(r.attempts, 1);
+    kv_eval_result_clear(&r);
+}
+
+static void a_score_of_1e999_is_a_non_finite_fitness_not_bad_json(void **state)
+{
+    fixture *f = *state;
+    kv_evaluator_config cfg = config();
+    cfg.max_retries = 2;
+    kv_eval_result r = evaluate(f, &cfg, "overflow.sh", "program");
+    assert_int_equal(r.status, KV_STATUS_FAILED);
+    assert_string_equal(r.reason_code, "non_finite_fitness");
+    assert_non_null(strstr(r.reason, "1e999"));
+    assert_int_equal(r.attempts, 1);
+    assert_near(metric(&r, "time_ms"), 3, 0);
     kv_eval_result_clear(&r);
 }
 
@@ -258,6 +285,25 @@ static void evaluator_reported_error_fails_without_retry(void **state)
     assert_int_equal(r.attempts, 1);
     assert_near(metric(&r, "max_error"), 0.5, 0);
     kv_eval_result_clear(&r);
+}
+
+/* The protocol of external evaluators: "error" says the program failed and
+ * why, artifacts.reason its reason code (a short word), else evaluator_error. */
+static void reported_error_takes_its_reason_code_from_the_artifacts(void **state)
+{
+    fixture *f = *state;
+    kv_evaluator_config cfg = config();
+    static const char *const cases[][2] = {{"compile_error", "compile_error"},
+                                           {"crash: SIGSEGV", "crash: SIGSEGV"},
+                                           {"it went wrong somewhere", "evaluator_error"},
+                                           {"", "evaluator_error"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kv_eval_result r = evaluate(f, &cfg, "error_code.sh", cases[i][0]);
+        assert_int_equal(r.status, KV_STATUS_FAILED);
+        assert_string_equal(r.reason, "the program failed");
+        assert_string_equal(r.reason_code, cases[i][1]);
+        kv_eval_result_clear(&r);
+    }
 }
 
 static void hung_evaluator_times_out_once_and_leaves_no_survivors(void **state)
@@ -784,9 +830,12 @@ int main(void)
         T(stdout_and_stderr_tails_are_bounded),
         T(non_json_output_fails_with_an_excerpt_and_keeps_the_text),
         T(partial_json_output_fails),
+        T(output_over_the_cap_fails_once_without_retries),
+        T(a_score_of_1e999_is_a_non_finite_fitness_not_bad_json),
         T(crash_is_retried_until_it_succeeds),
         T(crash_after_all_retries_fails_with_exit_status_and_stderr),
         T(evaluator_reported_error_fails_without_retry),
+        T(reported_error_takes_its_reason_code_from_the_artifacts),
         T(hung_evaluator_times_out_once_and_leaves_no_survivors),
         T(exec_failure_is_reported_clearly),
         T(missing_or_unrunnable_evaluator_is_refused_at_creation),

@@ -11,6 +11,7 @@
 #include "mutate/mutator.h"
 #include "mutate/tune.h"
 #include "util/buf.h"
+#include "util/fs.h"
 #include "util/json.h"
 
 #include <stdio.h>
@@ -473,6 +474,64 @@ static void gi_moves_whole_statements_within_their_scope(void **state)
         assert_true(kinds[k] > 10);
 }
 
+/* Occurrences of NEEDLE in HAY. */
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* The lone body of a brace-less if, else or for stays with its head, in a
+ * C file whose many multi-line signatures and loop heads end in ',' or ')'
+ * (examples/matmul_c, where gi once copied an if's body before its else). */
+static void gi_keeps_the_lone_body_of_a_braceless_if_with_its_head(void **state)
+{
+    (void)state;
+    /* The source tree: $KV_SOURCE_DIR (ctest sets it), else this file's. */
+    const char *root = getenv("KV_SOURCE_DIR"), *here = __FILE__;
+    const char *cut = strstr(here, "tests/unit/");
+    char *path = root ? kv_asprintf("%s/examples/matmul_c/initial_program.c", root)
+                      : kv_asprintf("%.*sexamples/matmul_c/initial_program.c",
+                                    cut ? (int)(cut - here) : 0, here);
+    char *src = kv_read_file(path, NULL);
+    assert_non_null(src);
+    static const char *const chains[] = {
+        "    if (LOOP_ORDER == 1)\n"
+        "        kernel_ikj(n, A, B, C, i0, i1, k0, k1, j0, j1);\n"
+        "    else if (LOOP_ORDER == 2)\n"
+        "        kernel_jki(n, A, B, C, i0, i1, k0, k1, j0, j1);\n"
+        "    else\n"
+        "        kernel_ijk(n, A, B, C, i0, i1, k0, k1, j0, j1);\n"
+        "}\n",
+        "            for (; j + UNROLL <= j1; j += UNROLL)\n"
+        "                for (int u = 0; u < UNROLL; u++) c[j + u] += a * b[j + u];\n"};
+    static const char *const calls[] = {"kernel_ikj(n, A", "kernel_jki(n, A", "kernel_ijk(n, A",
+                                        "c[j + u] += a * b[j + u];"};
+    for (size_t k = 0; k < 2; k++) /* the example still holds what this test is about */
+        assert_non_null(strstr(src, chains[k]));
+    int edits = 0;
+    for (uint64_t seed = 0; seed < 400; seed++) {
+        kv_rng rng;
+        kv_rng_seed(&rng, seed);
+        kv_mutation m;
+        char *err = NULL;
+        if (kv_mutate_gi(src, &rng, &m, &err) != 0) continue;
+        edits++;
+        for (size_t k = 0; k < 2; k++)
+            if (!strstr(m.source, chains[k]))
+                fail_msg("%s split a head from its lone body:\n%s", m.summary, m.source);
+        for (size_t k = 0; k < sizeof calls / sizeof calls[0]; k++)
+            if (count_of(m.source, calls[k]) != 1)
+                fail_msg("%s moved or copied the lone body '%s'", m.summary, calls[k]);
+        kv_mutation_free(&m);
+    }
+    assert_true(edits > 300); /* gi still finds statements to edit there */
+    free(src);
+    free(path);
+}
+
 static void gi_swap_summary_names_both_lines(void **state)
 {
     (void)state;
@@ -806,6 +865,7 @@ int main(void)
         cmocka_unit_test(gi_edits_only_mutable_lines),
         cmocka_unit_test(gi_swap_summary_names_both_lines),
         cmocka_unit_test(gi_moves_whole_statements_within_their_scope),
+        cmocka_unit_test(gi_keeps_the_lone_body_of_a_braceless_if_with_its_head),
         cmocka_unit_test(gi_returns_nothing_to_do_without_mutable_lines),
         cmocka_unit_test(crossover_takes_blocks_from_both_parents),
         cmocka_unit_test(crossover_of_one_block_cuts_between_lines),

@@ -217,16 +217,47 @@ static void series_best_never_falls_and_ends_at_the_island_best(void **state)
     json_decref(sum);
 }
 
+/* The range of the placed programs' values, per dimension (complexity, a). */
+typedef struct ranges {
+    double lo[2], hi[2];
+} ranges;
+
+static int widen(kv_program *p, void *ud)
+{
+    ranges *r = ud;
+    if (!p->features) return 0;
+    double v[2] = {(double)strlen(p->source), kv_program_metric(p, "a")};
+    for (int k = 0; k < 2; k++) {
+        if (v[k] < r->lo[k]) r->lo[k] = v[k];
+        if (v[k] > r->hi[k]) r->hi[k] = v[k];
+    }
+    return 0;
+}
+
 /* Grid check: each cell's program is OK, on the island, in that cell, and no
- * program of the island in that cell scores higher. */
+ * program of the island in that cell scores higher; the axes give the range
+ * of values the bins cut (every placed program's, all islands). */
 static void grid_cells_hold_the_best_program_of_their_cell(void **state)
 {
     (void)state;
     kv_store *s = open_store(KV_STORE_READONLY);
+    ranges want = {{INFINITY, INFINITY}, {-INFINITY, -INFINITY}};
+    assert_int_equal(kv_store_each_program(s, KV_STATUS_OK, 1, widen, &want), 0);
     for (int island = 0; island < 3; island++) {
         char target[64];
         snprintf(target, sizeof target, "/api/grid?island=%d", island);
         json_t *g = get_json(target, 200);
+        json_t *axes = json_object_get(g, "axes");
+        assert_int_equal(json_array_size(axes), 2);
+        for (int k = 0; k < 2; k++) {
+            json_t *ax = json_array_get(axes, (size_t)k);
+            json_t *range = json_object_get(ax, "range");
+            assert_string_equal(json_string_value(json_object_get(ax, "name")),
+                                k ? "a" : "complexity");
+            assert_int_equal(json_integer_value(json_object_get(ax, "bins")), k ? 8 : 4);
+            assert_true(json_number_value(json_array_get(range, 0)) == want.lo[k]);
+            assert_true(json_number_value(json_array_get(range, 1)) == want.hi[k]);
+        }
         assert_string_equal(json_string_value(json_array_get(json_object_get(g, "dimensions"), 0)),
                             "complexity");
         assert_int_equal(json_integer_value(json_array_get(json_object_get(g, "bins"), 0)), 4);

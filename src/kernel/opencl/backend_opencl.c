@@ -197,7 +197,7 @@ static int ocl_open(kv_jdev *b, char **err)
     ocl_ctx *s = kv_calloc(1, sizeof *s);
     b->state = s;
     if (open_ctx(s, b->index, err) != 0) return -1;
-    char name[256] = "", vendor[256] = "", version[256] = "";
+    char name[256] = "", vendor[256] = "", version[256] = "", platform[512] = "";
     cl_device_type type = 0;
     cl_uint units = 1;
     cl_ulong cache = 0;
@@ -207,13 +207,15 @@ static int ocl_open(kv_jdev *b, char **err)
     clGetDeviceInfo(s->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
     clGetDeviceInfo(s->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
     clGetDeviceInfo(s->device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, sizeof cache, &cache, NULL);
+    /* The implementation (PoCL, a GPU vendor's) and its version, for the record. */
+    clGetPlatformInfo(s->platform, CL_PLATFORM_VERSION, sizeof platform, platform, NULL);
     b->cache_bytes = cache > (64u << 20) ? (64u << 20) : (cache ? (size_t)cache : (8u << 20));
     b->bandwidth_gbps = measure_copy(s);
     /* A CPU device may run every core at a copy's single-stream rate; a GPU
      * kernel can beat a copy only a little. */
     b->ceiling_gbps = b->bandwidth_gbps * ((type & CL_DEVICE_TYPE_CPU) ? (double)units : 1.5);
-    b->device = json_pack("{s:s,s:i,s:s,s:s,s:s,s:I,s:I,s:f}", "name", name, "index", b->index,
-                          "vendor", vendor, "version", version, "type",
+    b->device = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:I,s:I,s:f}", "name", name, "index", b->index,
+                          "vendor", vendor, "version", version, "platform", platform, "type",
                           (type & CL_DEVICE_TYPE_GPU)   ? "gpu"
                           : (type & CL_DEVICE_TYPE_CPU) ? "cpu"
                                                         : "other",

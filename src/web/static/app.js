@@ -204,9 +204,21 @@ function renderOutcomes() {
   $("outcomes").innerHTML = html;
 }
 
+// The tools a run used, from its manifest and its harness: nvcc only where
+// CUDA ran (a cuda backend, or programs in CUDA), and the OpenCL
+// implementation (PoCL, a vendor's) where OpenCL did.
+function runTools(s) {
+  const m = s.meta || {}, f = s.facts || {}, dev = f.device_info || {};
+  const cuda = f.backend === "cuda" || f.language === "cuda";
+  const tools = Object.keys(m).filter(k => /^(compiler|cuda|nvcc|python|gpu|driver)/.test(k))
+    .filter(k => cuda || !/nvcc|^cuda/.test(k)).map(k => [k, m[k]]);
+  if (f.backend === "opencl")
+    tools.push(["opencl", [dev.platform || dev.version, dev.name].filter(Boolean).join(" · ") || "–"]);
+  return tools;
+}
+
 function renderSummary() {
   const s = state.summary, m = s.meta || {};
-  const hw = Object.keys(m).filter(k => /^(compiler|cuda|nvcc|python|gpu|driver)/.test(k));
   let html = `<div><h3>Islands</h3><table class="data" id="islands-table"><tr><th>island</th><th class="num">programs</th>` +
     STATUSES.map(st => `<th class="num">${st}</th>`).join("") + `<th class="num">best</th><th>best program</th></tr>` +
     s.islands.map(i => `<tr><td>${i.island}</td><td class="num">${i.programs}</td>` +
@@ -219,7 +231,7 @@ function renderSummary() {
       `<td class="num">${r.completion_tokens}</td><td class="num">$${Number(r.cost_usd).toFixed(4)}</td></tr>`).join("") +
     `<tr><td>all (${s.llm.errors} errors)</td><td class="num">${s.llm.calls}</td><td class="num">${s.llm.prompt_tokens}</td>` +
     `<td class="num">${s.llm.completion_tokens}</td><td class="num">$${Number(s.llm.cost_usd).toFixed(4)}</td></tr></table>` +
-    `<h3>Tools</h3><dl class="kv">` + hw.map(k => `<dt>${esc(k)}</dt><dd>${esc(m[k])}</dd>`).join("") + `</dl></div>`;
+    `<h3>Tools</h3><dl class="kv" id="tools">` + runTools(s).map(([k, v]) => `<dt>${esc(k)}</dt><dd data-tool="${esc(k)}">${esc(v)}</dd>`).join("") + `</dl></div>`;
   // A resume with --iterations raises the planned iterations after the
   // manifest's effective config was written: say so beside it.
   const f = s.facts || {}, planned = /^max_iterations: (\d+)/m.exec(m.config_effective || "");

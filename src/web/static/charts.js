@@ -112,17 +112,44 @@ function renderSpeedupChart() {
   svg += `<polyline class="combined" points="${stepPoints(pts.map(p => [p.iteration, p.fitness]), f.X, f.Y, maxIt)}" fill="none" stroke="#111" stroke-width="2.2"/>`;
   svg += "</svg>";
   $("speedup-chart").innerHTML = svg;
+  // Beside the speedups, what they are made of: the best program's time
+  // per call and its fraction of the roofline.
   const last = pts[pts.length - 1];
-  $("speedup-table").innerHTML = `<tr><th>scenario</th><th class="num">speedup of the best (#${last.id})</th><th class="num">at the start (#${pts[0].id})</th></tr>` +
+  $("speedup-table").innerHTML = `<caption class="muted">the best program, #${last.id}; at the start: #${pts[0].id}</caption>` +
+    `<tr><th>scenario</th><th class="num">time</th><th class="num">roofline</th><th class="num">speedup</th><th class="num">at the start</th></tr>` +
     names.map((name, k) => {
       const now = last.scenarios.find(q => q.name === name), then = pts[0].scenarios.find(q => q.name === name);
       return `<tr data-scenario="${esc(name)}"><td><i style="color:${PALETTE[k % PALETTE.length]}">■</i> ${esc(name)}</td>` +
-             `<td class="num">${now ? esc(fmt(now.speedup, 3)) + "×" : "–"}</td><td class="num">${then ? esc(fmt(then.speedup, 3)) + "×" : "–"}</td></tr>`;
+             `<td class="num" data-key="median_us" data-value="${now && typeof now.median_us === "number" ? now.median_us : ""}">${now ? fmtTime(now.median_us) : "–"}</td>` +
+             `<td class="num" data-key="roofline_fraction" data-value="${now && typeof now.roofline_fraction === "number" ? now.roofline_fraction : ""}">${now ? pct(now.roofline_fraction) : "–"}</td>` +
+             `<td class="num" data-key="speedup">${now ? esc(fmt(now.speedup, 3)) + "×" : "–"}</td><td class="num">${then ? esc(fmt(then.speedup, 3)) + "×" : "–"}</td></tr>`;
     }).join("") +
-    `<tr><td><i style="color:#111">■</i> combined score</td><td class="num">${esc(fmt(last.fitness, 3))}</td><td class="num">${esc(fmt(pts[0].fitness, 3))}</td></tr>`;
+    `<tr><td><i style="color:#111">■</i> combined score</td><td></td><td></td><td class="num">${esc(fmt(last.fitness, 3))}</td><td class="num">${esc(fmt(pts[0].fitness, 3))}</td></tr>`;
 }
 
 // ---- MAP-Elites grids --------------------------------------------------------
+
+// Axis K of grid G: {name, bins, edge(i) (the lower edge of bin i, null when
+// the values are not known), label(i)}. The search scales each dimension by
+// the range it has seen and cuts it into equal bins (search/features.c).
+function gridAxis(g, k) {
+  const a = (g.axes || [])[k] || {}, n = g.bins[k];
+  const r = Array.isArray(a.range) ? a.range : null;
+  const w = r ? (r[1] - r[0]) / Math.max(1, a.bins || n) : 0;
+  const edge = i => (r ? r[0] + i * w : null);
+  // One value seen so far: every program is in bin 0.
+  const flat = r && !(r[1] > r[0]);
+  // A range narrow for its size (18901 to 18940) reads the same at every
+  // edge in five characters: then the edges after the first say how far
+  // from it they are ("+4.88").
+  const short = [...Array(n).keys()].map(i => fmtShort(edge(i)));
+  const repeats = short.some((l, i) => i > 0 && l === short[i - 1]);
+  const label = i => (repeats && i > 0 ? "+" + fmtShort(i * w) : short[i]);
+  return {name: (g.dimensions || [])[k] || "", bins: n, range: r, edge,
+          label: i => (!r ? `#${i}` : flat ? (i ? "" : fmtShort(r[0])) : label(i)),
+          span: i => (!r ? `bin ${i}` : flat ? `${fmt(r[0], 4)}, every value seen`
+                                             : `${fmt(edge(i), 4)} to ${fmt(edge(i + 1), 4)}`)};
+}
 
 function renderGrids() {
   let lo = Infinity, hi = -Infinity;
@@ -133,22 +160,29 @@ function renderGrids() {
   let html = "";
   for (const g of state.grids) {
     const [nx, ny] = g.bins;
+    const ax = gridAxis(g, 0), ay = gridAxis(g, 1), twoD = !!ay.name;
     const at = new Map(g.cells.map(c => [`${c.x},${c.y}`, c]));
     let cells = "";
     for (let y = ny - 1; y >= 0; y--) {
+      if (twoD) cells += `<span class="ytick" data-y="${y}" data-value="${ay.edge(y) ?? ""}" title="${esc(ay.name)}: ${esc(ay.span(y))}">${esc(ay.label(y))}</span>`;
       for (let x = 0; x < nx; x++) {
         const c = at.get(`${x},${y}`);
-        if (!c) { cells += `<div title="(${x}, ${y}) empty"></div>`; continue; }
+        const where = `${ax.name}: ${ax.span(x)}${twoD ? `; ${ay.name}: ${ay.span(y)}` : ""}`;
+        if (!c) { cells += `<div title="${esc(where)}: empty"></div>`; continue; }
         const v = t(c.fitness);
         cells += `<div class="full" data-id="${c.id}" data-x="${x}" data-y="${y}" data-fitness="${c.fitness}" ` +
                  `style="background:${heat(v)};color:${v > 0.55 ? "#000" : "#fff"}" ` +
-                 `title="(${x}, ${y}) best: program ${c.id}, score ${fmt(c.fitness)}; ${c.count} placed here">${esc(fmt(c.fitness, 3))}</div>`;
+                 `title="${esc(where)}: program ${c.id}, score ${esc(fmt(c.fitness))}; ${c.count} placed here">${esc(fmtShort(c.fitness))}</div>`;
       }
     }
+    if (twoD) cells += `<span class="corner"></span>`;
+    for (let x = 0; x < nx; x++)
+      cells += `<span class="xtick" data-x="${x}" data-value="${ax.edge(x) ?? ""}" title="${esc(ax.name)}: ${esc(ax.span(x))}">${esc(ax.label(x))}</span>`;
+    const range = a => (a.range ? `${fmt(a.range[0], 4)} to ${fmt(a.range[1], 4)} in ${a.bins} bins` : `${a.bins} bins; values not stored`);
     html += `<div class="grid-box" data-island="${g.island}"><h3>island ${g.island} <small class="muted">` +
             `${g.cells.length} of ${nx * ny} cells</small></h3>` +
-            `<div class="heat" style="grid-template-columns:repeat(${nx}, 26px)">${cells}</div>` +
-            `<div class="axis">${esc(dims[0] || "")} →${dims[1] ? "  ↑ " + esc(dims[1]) : ""}</div></div>`;
+            `<div class="heat" style="grid-template-columns:${twoD ? "auto " : ""}repeat(${nx}, 34px)">${cells}</div>` +
+            `<div class="axis">→ ${esc(ax.name)} (${esc(range(ax))})${twoD ? `<br>↑ ${esc(ay.name)} (${esc(range(ay))})` : ""}</div></div>`;
   }
   $("grids").innerHTML = html || `<p class="muted">no placed programs yet</p>`;
   for (const d of $("grids").querySelectorAll("div.full"))

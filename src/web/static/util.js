@@ -29,6 +29,26 @@ function fmt(v, digits = 4) {
   return String(v);
 }
 
+// A number in at most five characters, sign included ("0.12", "-3.45",
+// "1.2k", "87M", "4e-3"): what fits a grid cell or an axis tick.
+function fmtShort(v) {
+  if (typeof v !== "number" || !isFinite(v)) return "–";
+  const sign = v < 0 ? "-" : "", a = Math.abs(v);
+  if (a === 0) return "0";
+  if (a < 0.01) {
+    let e = Math.floor(Math.log10(a)), m = Math.round(a / 10 ** e);
+    if (m === 10) { m = 1; e++; }
+    return `${sign}${m}e${e}`;
+  }
+  if (a < 1) return sign + String(Number(a.toPrecision(2)));
+  if (a < 999.5) return sign + String(Number(a.toPrecision(3)));
+  for (const [unit, s] of [[1e3, "k"], [1e6, "M"], [1e9, "G"], [1e12, "T"]]) {
+    const x = a / unit;
+    if (x < 999.5) return sign + (x < 9.95 ? String(Number(x.toPrecision(2))) : String(Math.round(x))) + s;
+  }
+  return sign + a.toExponential(0).replace("+", "");
+}
+
 // A time in microseconds, in the unit that reads best.
 function fmtTime(us) {
   if (typeof us !== "number" || !isFinite(us)) return "–";

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Qwen3 with its attention served by a kevolve export, against SDPA, side by
+side in one process (issue 20.4). The models are built from Qwen3-0.6B's and
+Qwen3-14B's published configurations with random bf16 weights (nothing is
+downloaded; the 14B with fewer layers, --layers-14b), and run with
+attn_implementation "sdpa" and "kevolve" (the export's transformers
+attention, EXPORT/torch) and, to bound what attention can give, "none" (an
+attention that does no work: its time is everything but attention).
+
+  (a) greedy: 64 tokens from the same prompt ids with each implementation,
+      which must be identical; at a first divergence, the logits of both
+      against a float32 model say whether it is a near tie;
+  (b) prefill: one forward of 512, 2048 and 8192 tokens (eager, CUDA events);
+  (c) decode: one step at context 1024, 8192 and 32768, batch 1, 8 and 32,
+      captured in a CUDA graph over a preallocated KV cache (its keys and
+      values random; the step writes its new token in place) and replayed:
+      tokens per second, and attention's share of a token (1 - none/sdpa);
+  (d) the share of attention calls the evolved kernels served.
+
+Usage: python3 bench/qwen3_model.py EXPORT_DIR RESULT.json [--layers-14b 8]
+       [--models 0.6B,14B] [--tiny] (--tiny: a small model on the CPU, no
+       graphs: a check of this script off a GPU)."""
+import argparse
+import copy
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+ap = argparse.ArgumentParser()
+ap.add_argument("export")
+ap.add_argument("result")
+ap.add_argument("--layers-14b", type=int, default=8)
+ap.add_argument("--models", default="0.6B,14B")
+ap.add_argument("--tiny", action="store_true")
+ap.add_argument("--kv-budget-gb", type=float, default=64.0)
+args = ap.parse_args()
+
+sys.path.insert(0, os.path.join(args.export, "torch"))
+MANIFEST = json.load(open(os.path.join(args.export, "manifest.json")))
+kx = __import__(f"kevolve_{MANIFEST['task']}")
+
+from transformers import AttentionInterface, Qwen3Config, Qwen3ForCausalLM  # noqa: E402
+from transformers.cache_utils import Cache, CacheLayerMixin  # noqa: E402
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask  # noqa: E402
+
+DEV = "cpu" if args.tiny else "cuda"
+kx.register("kevolve")
+
+
+def no_attention(module, query, key, value, attention_mask, **kwargs):
+    """Attention that does no work: what a token costs without it."""
+    return query.new_zeros(query.shape[0], query.shape[2], query.shape[1], query.shape[3]), None
+
+
+AttentionInterface.register("none", no_attention)
+AttentionMaskInterface.register("none", sdpa_mask)
+
+
+def config(name):
+    if args.tiny:
+        return Qwen3Config(vocab_size=4096, hidden_size=1024, intermediate_size=1024,
+                           num_hidden_layers=2, num_attention_heads=16, num_key_value_heads=8,
+                           head_dim=128, max_position_embeddings=4096, tie_word_embeddings=True)
+    if name == "0.6B":  # Qwen/Qwen3-0.6B config.json
+        return Qwen3Config(vocab_size=151936, hidden_size=1024, intermediate_size=3072,
+                           num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8,
+                           head_dim=128, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                           max_position_embeddings=40960, tie_word_embeddings=True)
+    return Qwen3Config(vocab_size=151936, hidden_size=5120, intermediate_size=17408,  # Qwen3-14B
+                       num_hidden_layers=args.layers_14b, num_attention_heads=40,
+                       num_key_value_heads=8, head_dim=128, rms_norm_eps=1e-6,
+                       rope_theta=1000000.0, max_position_embeddings=40960,
+                       tie_word_embeddings=False)
+
+
+def build(cfg):
+    torch.manual_seed(0)
+    torch.set_default_dtype(torch.bfloat16)
+    with torch.device(DEV):
+        model = Qwen3ForCausalLM(cfg)
+    torch.set_default_dtype(torch.float32)
+    return model.eval()
+
+
+def use(model, impl):
+    model.set_attn_implementation(impl)
+
+
+def sync():
+    if DEV == "cuda":
+        torch.cuda.synchronize()
+
+
+def clock():
+    sync()
+    return time.perf_counter()
+
+
+class FixedLayer(CacheLayerMixin):
+    """A preallocated KV cache layer holding POS tokens (random keys and
+    values), room for one more: a decode step writes its token at POS in
+    place and attends to POS + 1 keys. Every replay of a captured step
+    recomputes the same token, which is what a token costs at that context."""
+
+    is_compileable = False
+    is_sliding = False
+
+    def __init__(self, batch, heads, pos, dim):
+        super().__init__()
+        self.pos = pos
+        self.keys = torch.randn(batch, heads, pos + 1, dim, device=DEV, dtype=torch.bfloat16)
+        self.values = torch.randn(batch, heads, pos + 1, dim, device=DEV, dtype=torch.bfloat16)
+        self.is_initialized = True
+
+    def lazy_initialization(self, key_states, value_states):
+        pass
+
+    def update(self, key_states, value_states, *a, **kw):
+        n = key_states.shape[-2]
+        self.keys[:, :, self.pos:self.pos + n].copy_(key_states)
+        self.values[:, :, self.pos:self.pos + n].copy_(value_states)
+        return self.keys[:, :, :self.pos + n], self.values[:, :, :self.pos + n]
+
+    def get_mask_sizes(self, query_length):
+        return self.pos + query_length, 0
+
+    def get_seq_length(self):
+        return self.pos
+
+    def get_max_length(self):
+        return self.pos + 1
+
+
+def greedy(model, cfg, n_new=64):
+    torch.manual_seed(1)
+    ids = torch.randint(0, cfg.vocab_size, (1, 32), device=DEV)
+    out = {}
+    for impl in ("sdpa", "kevolve"):
+        use(model, impl)
+        kx.stats(reset=True)
+        with torch.no_grad():
+            out[impl] = model.generate(ids, max_new_tokens=n_new, do_sample=False, min_new_tokens=n_new)
+        out[impl + "_stats"] = kx.stats()
+    a, b = out["sdpa"][0, 32:], out["kevolve"][0, 32:]
+    rec = {"tokens": int(a.numel()), "identical": bool(torch.equal(a, b)),
+           "evolved_share": out["kevolve_stats"]["evolved_share"],
+           "calls": out["kevolve_stats"]}
+    if not rec["identical"]:
+        t = int((a != b).nonzero()[0])
+        prefix = out["sdpa"][:, :32 + t]
+        ref = copy.deepcopy(model).float()
+        ref.set_attn_implementation("sdpa")
+        with torch.no_grad():
+            lf = ref(prefix).logits[0, -1].float()
+            logits = {}
+            for impl in ("sdpa", "kevolve"):
+                use(model, impl)
+                logits[impl] = model(prefix).logits[0, -1].float()
+        top = torch.topk(lf, 2)
+        i, j = int(a[t]), int(b[t])
+        rec["divergence"] = {
+            "at": t, "sdpa_token": i, "kevolve_token": j,
+            "fp32_margin_top2": float(top.values[0] - top.values[1]),
+            "fp32_gap_between_the_two": float(lf[i] - lf[j]),
+            "sdpa_err_vs_fp32": float((logits["sdpa"] - lf).abs().max()),
+            "kevolve_err_vs_fp32": float((logits["kevolve"] - lf).abs().max())}
+        del ref
+    return rec
+
+
+def prefill(model, cfg, lengths):
+    rows = []
+    for s in lengths:
+        ids = torch.randint(0, cfg.vocab_size, (1, s), device=DEV)
+        row = {"tokens": s}
+        for impl in ("sdpa", "kevolve", "none"):
+            use(model, impl)
+            kx.stats(reset=True)
+            times = []
+            with torch.no_grad():
+                for i in range(5 if not args.tiny else 2):
+                    t0 = clock()
+                    model(ids, use_cache=False)
+                    if i:
+                        times.append((clock() - t0) * 1e3)
+            row[impl + "_ms"] = statistics.median(times)
+            if impl == "kevolve":
+                row["evolved_share"] = kx.stats()["evolved_share"]
+        row["attention_share"] = 1 - row["none_ms"] / row["sdpa_ms"]
+        row["speedup"] = row["sdpa_ms"] / row["kevolve_ms"]
+        rows.append(row)
+        print(f"  prefill {s:6d}: sdpa {row['sdpa_ms']:8.2f} ms  kevolve {row['kevolve_ms']:8.2f} ms"
+              f"  x{row['speedup']:.3f}  attention {100 * row['attention_share']:.0f}% of it"
+              f"  evolved calls {row['evolved_share']}", flush=True)
+        del ids
+    return rows
+
+
+def decode_step_ms(model, cfg, batch, ctx, impl):
+    layers = [FixedLayer(batch, cfg.num_key_value_heads, ctx, cfg.head_dim)
+              for _ in range(cfg.num_hidden_layers)]
+    cache = Cache(layers=layers)
+    ids = torch.randint(0, cfg.vocab_size, (batch, 1), device=DEV)
+    pos = torch.full((batch, 1), ctx, device=DEV, dtype=torch.long)
+    use(model, impl)
+    kx.stats(reset=True)
+
+    def step():
+        return model(input_ids=ids, past_key_values=cache, position_ids=pos, use_cache=True).logits
+
+    with torch.no_grad():
+        if DEV == "cpu":
+            times = []
+            for i in range(3):
+                t0 = clock()
+                step()
+                times.append((clock() - t0) * 1e3)
+            return statistics.median(times[1:]), kx.stats()["evolved_share"]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            step()
+        share = kx.stats()["evolved_share"]  # the calls captured, replayed as they are
+        g.replay()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(5):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            for _ in range(20):
+                g.replay()
+            b.record()
+            torch.cuda.synchronize()
+            times.append(a.elapsed_time(b) / 20)
+        del g
+    del layers, cache
+    torch.cuda.empty_cache()
+    return statistics.median(times), share
+
+
+def decode(model, cfg, contexts, batches):
+    rows = []
+    for ctx in contexts:
+        for batch in batches:
+            kv_gb = (2 * cfg.num_hidden_layers * batch * cfg.num_key_value_heads * (ctx + 1) *
+                     cfg.head_dim * 2) / 2**30
+            row = {"context": ctx, "batch": batch, "kv_gb": kv_gb}
+            if kv_gb > args.kv_budget_gb:
+                row["skipped"] = f"its KV cache is {kv_gb:.0f} GB, over the {args.kv_budget_gb} GB budget"
+                rows.append(row)
+                print(f"  decode ctx {ctx} batch {batch}: skipped ({row['skipped']})", flush=True)
+                continue
+            for impl in ("sdpa", "kevolve", "none"):
+                ms, share = decode_step_ms(model, cfg, batch, ctx, impl)
+                row[impl + "_ms"] = ms
+                if impl == "kevolve":
+                    row["evolved_share"] = share
+            for impl in ("sdpa", "kevolve"):
+                row[impl + "_tokens_per_s"] = batch * 1e3 / row[impl + "_ms"]
+            row["attention_share"] = 1 - row["none_ms"] / row["sdpa_ms"]
+            row["speedup"] = row["sdpa_ms"] / row["kevolve_ms"]
+            rows.append(row)
+            print(f"  decode ctx {ctx:6d} batch {batch:3d}: sdpa {row['sdpa_tokens_per_s']:9.1f} tok/s"
+                  f"  kevolve {row['kevolve_tokens_per_s']:9.1f} tok/s  x{row['speedup']:.3f}"
+                  f"  attention {100 * row['attention_share']:.0f}% of a token"
+                  f"  evolved calls {row['evolved_share']}", flush=True)
+    return rows
+
+
+result = {"about": {"torch": torch.__version__, "device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu",
+                    "transformers": __import__("transformers").__version__,
+                    "export": MANIFEST.get("run"), "task": MANIFEST["task"]}}
+for name in args.models.split(","):
+    cfg = config(name)
+    model = build(cfg)
+    print(f"Qwen3-{name}{' (tiny)' if args.tiny else ''}: {cfg.num_hidden_layers} layers, "
+          f"{cfg.num_attention_heads}:{cfg.num_key_value_heads} heads", flush=True)
+    rec = {"layers": cfg.num_hidden_layers, "heads": f"{cfg.num_attention_heads}:{cfg.num_key_value_heads}"}
+    rec["greedy"] = greedy(model, cfg, 16 if args.tiny else 64)
+    print(f"  greedy: identical {rec['greedy']['identical']}"
+          f"{'' if rec['greedy']['identical'] else ', ' + json.dumps(rec['greedy']['divergence'])}"
+          f"  evolved calls {rec['greedy']['evolved_share']}", flush=True)
+    rec["prefill"] = prefill(model, cfg, (64, 128) if args.tiny else (512, 2048, 8192))
+    rec["decode"] = decode(model, cfg, (128, 512) if args.tiny else (1024, 8192, 32768),
+                           (1, 2) if args.tiny else (1, 8, 32))
+    result[name] = rec
+    del model
+    if DEV == "cuda":
+        torch.cuda.empty_cache()
+json.dump(result, open(args.result, "w"), indent=2)
