@@ -67,6 +67,10 @@ static json_t *manifest(const kvx_plan *p, const kv_export_opts *o, const char *
                           KV_VERSION, "created_at", stamp, "run", o->run, "task", p->task->name,
                           "backend", p->backend->name, "device", p->device, "entry", kvx_entry(p),
                           "source", source, "check", check, "rule", kvx_rule);
+    /* Which PyTorch tensors the entry point can take (null: none). */
+    json_object_set_new(m, "torch_device",
+                        p->backend->torch_device ? json_string(p->backend->torch_device)
+                                                 : json_null());
     char *lib = kv_asprintf("lib/lib%s.so", kvx_entry(p));
     char *header = kv_asprintf("%s.h", kvx_entry(p));
     json_object_set_new(m, "library", json_string(lib));

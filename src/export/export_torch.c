@@ -49,6 +49,13 @@ int kvx_write_torch(const kvx_plan *p, const char *dir, char **err)
                            p->task->name);
         return -1;
     }
+    if (!p->backend->torch_device) {
+        *err = kv_asprintf("--torch needs a library whose entry point takes PyTorch tensors' "
+                           "memory; the %s backend's takes its own buffers: export without "
+                           "--torch and call DIR/lib from C",
+                           p->backend->name);
+        return -1;
+    }
     static const struct {
         const char *from, *to;
     } files[] = {

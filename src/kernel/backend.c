@@ -31,6 +31,7 @@ static const kv_backend table[] = {
          * the DRAM bandwidth that sets the floor. */
         .roofline_slack = 0.2,
         .calib_bytes = 8u << 20,
+        .torch_device = "cpu",
         .jdev_new = kv_jdev_cpu_new,
         .rdev_new = kv_rdev_cpu_new,
         .devices = kv_cpu_devices,
@@ -68,6 +69,7 @@ static const kv_backend table[] = {
         .helpers = "src/kernel/cuda/judge_kernels.cu",
         .roofline_slack = 0.5,
         .calib_bytes = 256u << 20,
+        .torch_device = "cuda",
         .jdev_new = kv_jdev_cuda_new,
         .rdev_new = kv_rdev_cuda_new,
         .devices = kv_cuda_devices,

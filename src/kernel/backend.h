@@ -87,6 +87,10 @@ typedef struct kv_backend {
     double first_call_grace_s;
     /* Bytes of the large transfer the clock's calibration times. */
     size_t calib_bytes;
+    /* The PyTorch device ("cpu", "cuda") whose tensors' data pointers an
+     * exported library's entry point takes, or NULL (opencl's takes
+     * cl_mem buffers): what `kevolve export --torch` can bind. */
+    const char *torch_device;
     /* The constructors of the two halves; NULL when this binary was built
      * without the backend (NOT_BUILT says why). */
     kv_jdev *(*jdev_new)(void);

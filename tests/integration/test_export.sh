@@ -6,8 +6,10 @@
 # its own and a dispatcher by shape, passes its own check as a candidate of
 # the task, and a small C program compiled against its header and source
 # gets the reference's answers at shapes of every kind, most of them no
-# scenario's. The same from an OpenCL (PoCL) run when there is a platform,
-# and for CUDA, compiled for Hopper (no GPU here), from the five CUDA seeds.
+# scenario's; its PyTorch package serves a user's calls, torch.compile and
+# transformers' Qwen3 (where PyTorch is installed). The same from an
+# OpenCL (PoCL) run when there is a platform, and for CUDA, compiled for
+# Hopper (no GPU here), from the five CUDA seeds.
 # An empty run, a run of no kernel task, of another task, or with no
 # correct program is refused with a clear message and nothing written.
 . "$(dirname "$0")/lib.sh"
@@ -83,6 +85,25 @@ cc -O2 -std=gnu17 -Wall -DENTRY=kevolve_gqa_attention_small -DHEADER='"kevolve_g
 "$WORK/user" >"$WORK/user.txt" || fail "the export's answers are wrong: $(cat "$WORK/user.txt")"
 grep -q "^ok" "$WORK/user.txt" || fail "$(cat "$WORK/user.txt")"
 
+# The PyTorch package: written with --torch, bound to the CPU's tensors;
+# where PyTorch is installed (KV_TORCH_PYTHON names the interpreter), a
+# user's operator, torch.compile and transformers' Qwen3 work with it.
+expect_exit 0 "$KV" export "$WORK/crun" -o "$WORK/tlib" --quick --torch
+for f in __init__.py op.cpp; do
+    [ -s "$WORK/tlib/torch/kevolve_gqa_attention_small/$f" ] || fail "--torch wrote no $f"
+done
+grep -q '"torch_device": "cpu"' "$WORK/tlib/manifest.json" || fail "the manifest's torch_device"
+py=${KV_TORCH_PYTHON:-python3}
+if "$py" -c 'import torch' 2>/dev/null; then
+    "$py" "$KV_SOURCE_DIR/tests/tools/export_torch_check.py" "$WORK/tlib" >"$WORK/torch.txt" 2>&1 ||
+        fail "the PyTorch package: $(tail -20 "$WORK/torch.txt")"
+else
+    echo "(no PyTorch in $py: the package's use skipped; KV_TORCH_PYTHON names an interpreter with it)"
+fi
+# Timing against PyTorch's CUDA kernels needs a CUDA export (and PyTorch).
+expect_exit 1 "$KV" export "$WORK/crun" -o "$WORK/x0" --quick --against-standard --python "$py"
+grep -q -- "--against-standard" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
+
 # Refusals, with nothing written.
 expect_exit 1 "$KV" export "$WORK/crun" -o "$WORK/clib"
 grep -q "is not empty" "$WORK/err.txt" || fail "a full folder was not refused: $(cat "$WORK/err.txt")"
@@ -105,7 +126,7 @@ python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("delet
     "$WORK/broken/run.db"
 expect_exit 1 "$KV" export "$WORK/broken" -o "$WORK/x4"
 grep -q "is an empty run" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
-for x in x1 x2 x3 x4; do
+for x in x0 x1 x2 x3 x4; do
     [ ! -e "$WORK/$x" ] || fail "a refused export left $WORK/$x"
 done
 [ -z "$(ls -d "$WORK"/*.kevolve-export-* 2>/dev/null)" ] || fail "a refused export left its work folder"
@@ -118,6 +139,10 @@ if command -v clinfo >/dev/null && clinfo -l 2>/dev/null | grep -q Platform; the
     win "$WORK/clrun/run.db" 2 prefill
     expect_exit 0 "$KV" export "$WORK/clrun" -o "$WORK/cllib" --quick
     grep -q '"verdict": "correct"' "$WORK/cllib/manifest.json" || fail "the OpenCL export"
+    # Its entry point takes OpenCL buffers: no PyTorch package for it.
+    expect_exit 1 "$KV" export "$WORK/clrun" -o "$WORK/x6" --quick --torch
+    grep -q "export without --torch" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
+    [ ! -e "$WORK/x6" ] || fail "a refused OpenCL --torch export left its folder"
 else
     echo "(no OpenCL platform: the OpenCL half skipped)"
 fi

@@ -18,9 +18,13 @@ import math
 import os
 import sys
 
-import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+try:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+except ImportError as err:
+    sys.exit(f"--against-standard needs PyTorch in {sys.executable} (--python names another "
+             f"interpreter): {err}")
 
 ROOT = os.path.abspath(sys.argv[1])
 sys.path.insert(0, os.path.join(ROOT, "torch"))
@@ -112,6 +116,11 @@ def err_ratio(q, k, v, o):
 
 
 def main():
+    if MANIFEST.get("torch_device") != "cuda" or not torch.cuda.is_available():
+        print(f"--against-standard times the library against PyTorch's CUDA kernels: it needs a "
+              f"CUDA export (this one is {MANIFEST['backend']}) and a GPU PyTorch can use "
+              f"(torch.cuda.is_available(): {torch.cuda.is_available()})", file=sys.stderr)
+        return 2
     out = {"_about": {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                       "cudnn": torch.backends.cudnn.version()}}
     wrong = []

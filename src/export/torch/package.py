@@ -39,7 +39,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 MANIFEST = json.load(open(os.path.join(ROOT, "manifest.json")))
 TASK = MANIFEST["task"]
 ENTRY = MANIFEST["entry"]
-CUDA = MANIFEST["backend"] == "cuda"
+CUDA = MANIFEST["torch_device"] == "cuda"
 SCENARIOS = MANIFEST["scenarios"]
 HEAD_DIM = SCENARIOS[0]["syms"]["D"]
 
