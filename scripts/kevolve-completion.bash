@@ -36,7 +36,8 @@ _kevolve() {
         ;;
     --iterations | -n | --seed | -s | --target-score | -t | --port | -p | --host | --top | \
         --api-base | --primary-model | --secondary-model | --stage | --timeout | \
-        --kernel-timeout | --arch | --baseline-max-age | --lock-wait | --screen-keep)
+        --kernel-timeout | --arch | --baseline-max-age | --lock-wait | --screen-keep | \
+        --device | --device-wait | --scenarios)
         return 0 # a value of the user's own
         ;;
     esac
