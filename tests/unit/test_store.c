@@ -22,41 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Per-test state: a fresh directory and the store path inside it. */
-typedef struct fixture {
-    char dir[64];
-    char *path;
-} fixture;
-
-static int setup(void **state)
-{
-    fixture *f = kv_calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/kv_test_store.XXXXXX");
-    if (!mkdtemp(f->dir)) return -1;
-    f->path = kv_path_join(f->dir, "run.db");
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    kv_remove_tree(f->dir);
-    free(f->path);
-    free(f);
-    return 0;
-}
-
-/* Opens PATH in MODE, failing the test on error. */
-static kv_store *open_ok(const char *path, int mode)
-{
-    kv_store *s = NULL;
-    char *err = NULL;
-    int rc = kv_store_open(path, mode, &s, &err);
-    if (rc != 0) fail_msg("open %s: %s", path, err);
-    assert_non_null(s);
-    return s;
-}
+#include "test_store_fixture.h"
 
 /* Opening PATH in MODE fails with a message containing every NEEDLE. */
 static void assert_open_fails(const char *path, int mode, const char *needle1, const char *needle2)

@@ -23,37 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct fixture {
-    char dir[64];
-    char *path;
-} fixture;
-
-static int setup(void **state)
-{
-    fixture *f = kv_calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/kv_test_rows.XXXXXX");
-    if (!mkdtemp(f->dir)) return -1;
-    f->path = kv_path_join(f->dir, "run.db");
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fixture *f = *state;
-    kv_remove_tree(f->dir);
-    free(f->path);
-    free(f);
-    return 0;
-}
-
-static kv_store *open_ok(const char *path, int mode)
-{
-    kv_store *s = NULL;
-    char *err = NULL;
-    if (kv_store_open(path, mode, &s, &err) != 0) fail_msg("open %s: %s", path, err);
-    return s;
-}
+#include "test_store_fixture.h"
 
 /* A kernel program I whose scenarios "decode" and "prefill" ran SPEEDUP and
  * 2 * SPEEDUP times as fast as the baseline; SCREENED: the screen stopped
