@@ -3,6 +3,7 @@
 #include "util/clock.h"
 #include "util/buf.h"
 #include "util/json.h"
+#include "util/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -263,6 +264,9 @@ int kv_worker_run(void (*fn)(void *ctx), void *ctx, double timeout_s, kv_worker_
     }
     if (pid == 0) {
         close(fds[0]);
+        /* The child's budget is its own limit, so that what it starts ends
+         * (and is reported) before we kill it. */
+        if (timeout_s > 0) kv_proc_set_budget(timeout_s);
         child_main(fds[1], fn, ctx);
     }
     close(fds[1]);

@@ -285,7 +285,10 @@ static double effective_timeout(double wanted)
 {
     double left = kv_proc_time_left();
     if (left < 0) return wanted;
-    double reserve = left * 0.1 < 1.0 ? left * 0.1 : 1.0;
+    /* A tenth, between 0.5 s and 1 s, and never more than half of it:
+     * enough to notice the end and report it under load. */
+    double reserve = left * 0.1 < 0.5 ? 0.5 : left * 0.1 > 1.0 ? 1.0 : left * 0.1;
+    if (reserve > left / 2) reserve = left / 2;
     double cap = left - reserve;
     if (cap < 0.001) cap = 0.001;
     return wanted > 0 && wanted < cap ? wanted : cap;
