@@ -17,9 +17,9 @@ elif command -v clinfo >/dev/null 2>&1 && clinfo -l 2>/dev/null | grep -q Platfo
 else
     backend=cpu task=${KV_GQA_TASK:-gqa_attention_small}
 fi
-# Children cost about 20 s of GPU time each on an H200 (quick mode; the
-# compiles overlap) and about 1 s on PoCL's small shapes (a later
-# --iterations given to this script wins).
+# Children hold the GPU about 5 s each on an H200 (quick mode; six in
+# flight, so their compiles overlap) and cost about 1 s on PoCL's small
+# shapes (a later --iterations given to this script wins).
 # CUDA starts from the five seeds of tasks/gqa_attention/cuda (config_cuda.yaml).
 echo "gqa_attention example: backend $backend, task $task" >&2
 case $backend in

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 typedef struct kv_jdev kv_jdev;
+struct kv_check;
 typedef struct kv_rdev kv_rdev;
 
 /* What a backend can do; the judge decides by these. */
@@ -169,17 +170,35 @@ struct kv_jdev {
     /* Runs FN (a kv_launch of the task's own code, such as its device
      * reference) in the judge on A's tensors, to the end (cuda; else NULL). */
     int (*launch_local)(kv_jdev *b, kv_launch_fn fn, kv_launch_args *a, char **err);
-    /* Device helpers (cuda; NULL elsewhere, where the judge has the memory
-     * in hand). gen_normal: COUNT elements of DT at OFF from N(0,1), a pure
-     * function of (SEED, index). count_poison: elements equal to PATTERN
-     * (the first at *FIRST). count_changed: elements that differ from what
-     * gen_normal(SEED) wrote. */
-    int (*gen_normal)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count, uint64_t seed,
-                      char **err);
+    /* In-place helpers: the judge's own work on an arena where it lives
+     * (cuda: its helper kernels; cpu: the shared memory; NULL on backends
+     * that stage, whose correctness trials go through the host).
+     * gen: COUNT elements of DT at OFF from distribution DIST (kv_dist), a
+     * pure function of (SEED, FORCED, index) (judge_ops.h).
+     * count_poison: elements equal to PATTERN (the first at *FIRST).
+     * count_changed: elements that differ from what gen wrote.
+     * count_diff: elements whose bits differ between A at OFF and C at COFF.
+     * copy: BYTES from A at OFF to C at COFF.
+     * check: COUNT elements of DT at OFF against REF and SCALE (pointers as
+     * ptr gives them; SCALE may be NULL), POISON the unwritten pattern (NULL:
+     * none), into *OUT as kv_check_output.
+     * compare: as kv_compare_runs (A at OFF against C at COFF). */
+    int (*gen)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist, size_t count,
+               uint64_t seed, uint64_t forced, char **err);
     int (*count_poison)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
                         const void *pattern, size_t *n, size_t *first, char **err);
-    int (*count_changed)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
-                         uint64_t seed, size_t *n, char **err);
+    int (*count_changed)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist, size_t count,
+                         uint64_t seed, uint64_t forced, size_t *n, char **err);
+    int (*count_diff)(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff, size_t esize,
+                      size_t count, size_t *n, size_t *first, char **err);
+    int (*copy)(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff, size_t bytes,
+                char **err);
+    int (*check)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count, const double *ref,
+                 const double *scale, const void *poison, kv_tolerance tol, struct kv_check *out,
+                 char **err);
+    int (*compare)(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff, kv_dtype dt,
+                   size_t count, const double *ref, const double *scale, kv_tolerance tol,
+                   size_t *differ, size_t *first, char **err);
 };
 
 /* The judge's half of backend B for its device INDEX, ready for open, or

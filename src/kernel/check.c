@@ -1,6 +1,7 @@
 /* Output checks, random inputs and statistics (see check.h). */
 #include "kernel/check.h"
 #include "kernel/dtype.h"
+#include "kernel/judge_ops.h"
 #include "util/buf.h"
 
 #include <math.h>
@@ -72,7 +73,7 @@ static void *chunk_worker(void *arg)
     return NULL;
 }
 
-static void run_chunks(void (*fn)(void *, size_t), void *ctx, size_t chunks, int threads)
+void kv_run_chunks(void (*fn)(void *, size_t), void *ctx, size_t chunks, int threads)
 {
     chunk_run r = {.fn = fn, .ctx = ctx, .chunks = chunks};
     atomic_init(&r.next, 0);
@@ -160,7 +161,7 @@ void kv_fill_random_threads(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void 
     fill_job j = {.dt = dt, .d = d, .n = n, .host = host, .vals = vals};
     j.base = kv_rng_next(rng);
     j.forced = n ? (size_t)kv_rng_below(rng, n) : 0;
-    run_chunks(fill_chunk_run, &j, (n + KV_FILL_CHUNK - 1) / KV_FILL_CHUNK, threads);
+    kv_run_chunks(fill_chunk_run, &j, (n + KV_FILL_CHUNK - 1) / KV_FILL_CHUNK, threads);
 }
 
 void kv_fill_random(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void *host, double *vals)
@@ -251,7 +252,7 @@ void kv_check_output_threads(kv_dtype dt, const void *out, const double *ref, co
                    .n = n,
                    .tol = tol,
                    .parts = kv_malloc(chunks * sizeof(check_part))};
-    run_chunks(check_chunk, &j, chunks, threads);
+    kv_run_chunks(check_chunk, &j, chunks, threads);
     /* Merged in chunk order, so the result is the serial one whatever the
      * threads (the sums' order too): the worst is the first element with
      * the largest excess, a non-finite output outranking any finite one. */
@@ -289,6 +290,30 @@ void kv_check_output(kv_dtype dt, const void *out, const double *ref, const doub
                      const void *poison, kv_tolerance tol, kv_check *c)
 {
     kv_check_output_threads(dt, out, ref, scale, n, poison, tol, c, 0);
+}
+
+void kv_check_from_parts(const kvj_part *parts, size_t n, size_t count, kv_check *c)
+{
+    kvj_part all;
+    kvj_part_init(&all);
+    for (size_t k = 0; k < n; k++)
+        kvj_part_merge(&all, &parts[k]);
+    memset(c, 0, sizeof *c);
+    c->n = count;
+    c->unwritten = all.unwritten;
+    c->first_unwritten = all.unwritten ? all.first_unwritten : (size_t)-1;
+    c->nonfinite = all.nonfinite;
+    c->bad = all.bad;
+    c->max_abs = all.max_abs;
+    c->max_rel = all.max_rel;
+    c->max_ratio = all.max_ratio;
+    c->rel_l2 = all.ref2 > 0 ? sqrt(all.err2 / all.ref2) : sqrt(all.err2);
+    if (all.worst != ~0ull) {
+        c->worst = all.worst;
+        c->worst_got = all.worst_got;
+        c->worst_want = all.worst_want;
+        c->worst_limit = all.worst_limit;
+    }
 }
 
 typedef struct compare_job {
@@ -332,7 +357,7 @@ size_t kv_compare_runs(kv_dtype dt, const void *a, const void *b, const double *
                      .tol = tol,
                      .differ = kv_malloc(2 * chunks * sizeof(size_t))};
     j.first = j.differ + chunks;
-    run_chunks(compare_chunk, &j, chunks, 0);
+    kv_run_chunks(compare_chunk, &j, chunks, 0);
     size_t differ = 0;
     for (size_t k = 0; k < chunks; k++) {
         if (j.differ[k] && differ == 0) *first = j.first[k];

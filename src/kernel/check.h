@@ -77,6 +77,16 @@ size_t kv_compare_runs(kv_dtype dt, const void *a, const void *b, const double *
                        const double *scale, size_t n, kv_tolerance tol, int *bitwise,
                        size_t *first);
 
+struct kvj_part;
+/* The check of COUNT elements from the parts (judge_ops.h) of its N chunks,
+ * merged in order, into *C. */
+void kv_check_from_parts(const struct kvj_part *parts, size_t n, size_t count, kv_check *c);
+
+/* Runs FN(CTX, c) for every chunk c < CHUNKS on up to THREADS threads (<= 0:
+ * all online CPUs, at most KV_FILL_MAX_THREADS), this one included; chunks
+ * are taken in any order, so FN writes only chunk c's own results. */
+void kv_run_chunks(void (*fn)(void *ctx, size_t c), void *ctx, size_t chunks, int threads);
+
 /* Median and interquartile range of N samples (sorted in place). */
 void kv_stats(double *samples, size_t n, double *median, double *iqr, double *min);
 

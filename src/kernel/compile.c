@@ -301,3 +301,30 @@ int kv_compile(const kv_backend *backend, const char *source, const char *cache_
     free(inc);
     return rc;
 }
+
+/* Compiles the task's own embedded source NAME (baseline, reference, the
+ * judge's kernels) for backend B into C. */
+int kv_compile_own(const kv_backend *b, const char *name, const char *what, const char *cache,
+                   const char *arch, kv_compiled *c, char **err)
+{
+    const char *text = name ? kv_embedded_text(name) : NULL;
+    if (!text) {
+        *err = kv_asprintf("%s %s is not embedded in this binary", what,
+                           name ? name : "(none for this backend)");
+        return -1;
+    }
+    /* The judge's own definitions, shared with its host code, are put in
+     * place of their include: candidates' include folder stays as it is. */
+    static const char shared[] = "#include <kevolve/judge_ops.h>\n";
+    const char *at = strstr(text, shared), *ops = kv_embedded_text("src/kernel/judge_ops.h");
+    char *joined = NULL;
+    if (at && ops)
+        joined = kv_asprintf("%.*s%s%s", (int)(at - text), text, ops, at + strlen(shared));
+    int rc = kv_compile(b, joined ? joined : text, cache, arch, c, err);
+    free(joined);
+    if (rc != 0) {
+        if (!*err) *err = kv_asprintf("%s %s does not compile: %s", what, name, c->log);
+        return -1;
+    }
+    return 0;
+}

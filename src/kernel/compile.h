@@ -44,4 +44,10 @@ json_t *kv_parse_ptxas(const char *log);
  * /usr/local/cuda/bin/nvcc; NULL when none (malloc'd). */
 char *kv_find_nvcc(void);
 
+/* Compiles the harness's own embedded source NAME (a task's baseline or
+ * device reference, the judge's kernels) for B into C; WHAT names it in
+ * messages. Returns 0, or -1 with *ERR. */
+int kv_compile_own(const kv_backend *b, const char *name, const char *what, const char *cache,
+                   const char *arch, kv_compiled *c, char **err);
+
 #endif

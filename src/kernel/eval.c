@@ -217,24 +217,6 @@ static int take_device(const kv_job *job, const kv_backend *b, const char *cache
     return fd;
 }
 
-/* Compiles the task's own embedded source NAME (baseline, reference, the
- * judge's kernels) for backend B into C. */
-static int compile_own(const kv_backend *b, const char *name, const char *what, const char *cache,
-                       const char *arch, kv_compiled *c, char **err)
-{
-    const char *text = name ? kv_embedded_text(name) : NULL;
-    if (!text) {
-        *err = kv_asprintf("%s %s is not embedded in this binary", what,
-                           name ? name : "(none for this backend)");
-        return -1;
-    }
-    if (kv_compile(b, text, cache, arch, c, err) != 0) {
-        if (!*err) *err = kv_asprintf("%s %s does not compile: %s", what, name, c->log);
-        return -1;
-    }
-    return 0;
-}
-
 /* KV_CAP_DEVICE_CODE: the device code of C, in a file beside its shared
  * object, for the runner to build (malloc'd path), or NULL. */
 static char *device_source_file(const kv_compiled *c)
@@ -484,19 +466,19 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
     }
     int timing = job->stage != 1 && job->stage != 3;
     if (timing) {
-        if (compile_own(backend, kv_backend_source_for(backend, task->baselines), "the baseline",
-                        cache, arch, &base, err) != 0)
+        if (kv_compile_own(backend, kv_backend_source_for(backend, task->baselines), "the baseline",
+                           cache, arch, &base, err) != 0)
             goto out;
         base_cl = device_source_file(&base);
     }
     /* The task's device reference (compiled once, then cached like the baseline). */
     int device_ref = kv_backend_has(backend, KV_CAP_DEVICE_REFERENCE) && task->reference_cuda &&
                      !job->cpu_reference;
-    if (device_ref && compile_own(backend, task->reference_cuda, "the device reference", cache,
-                                  arch, &ref, err) != 0)
+    if (device_ref && kv_compile_own(backend, task->reference_cuda, "the device reference", cache,
+                                     arch, &ref, err) != 0)
         goto out;
-    if (backend->helpers && compile_own(backend, backend->helpers, "the judge's kernels", cache,
-                                        arch, &helpers, err) != 0)
+    if (backend->helpers && kv_compile_own(backend, backend->helpers, "the judge's kernels", cache,
+                                           arch, &helpers, err) != 0)
         goto out;
     cand_cl = device_source_file(&cand);
     lock = take_device(job, backend, cache, &device, err);

@@ -71,10 +71,8 @@ static int device_reference_for(const judge *j, const shape_data *d)
     return j->ref && !d->held;
 }
 
-/* Runs the task's device reference on set SET of A; outputs' values into
- * VAL[i], their error scales into SCALE[i] (host, count doubles each). */
-static void device_reference(judge *j, const int64_t *syms, kv_arena *a, const layout *l,
-                             size_t set, double **val, double **scale)
+void kv_judge_reference_arena(judge *j, const int64_t *syms, kv_arena *a, const layout *l,
+                              size_t set, kv_arena *out, size_t where[][2])
 {
     const kv_task *t = j->task;
     kv_launch_args args;
@@ -84,28 +82,26 @@ static void device_reference(judge *j, const int64_t *syms, kv_arena *a, const l
     for (int i = 0; i < t->num_syms; i++)
         args.syms[i] = syms[i];
     /* The reference's outputs: doubles in an arena of the judge's own. */
-    layout rl;
-    memset(&rl, 0, sizeof rl);
-    size_t total = 0, where[KV_MAX_TENSORS][2], count[KV_MAX_TENSORS];
+    size_t total = 0;
     for (int i = 0; i < t->num_tensors; i++) {
-        count[i] = kv_tensor_count(t, i, syms);
         if (t->tensors[i].role != KV_OUT) continue;
+        size_t count = kv_tensor_count(t, i, syms);
         where[i][0] = total;
-        total += (count[i] + 32) * sizeof(double);
+        total += (count + 32) * sizeof(double);
         where[i][1] = total;
-        total += (count[i] + 32) * sizeof(double);
+        total += (count + 32) * sizeof(double);
     }
-    kv_arena out;
     char *err = NULL;
-    if (j->b->arena_new(j->b, total ? total : 64, 0, &out, &err) != 0)
+    if (out->bytes == 0 && j->b->arena_new(j->b, total ? total : 64, 0, out, &err) != 0)
         kv_judge_fail_err(j, err, "device reference");
+    if (out->bytes < total) kv_judge_fail(j, "harness_error", "device reference: arena too small");
     int n = t->num_tensors;
     for (int i = 0; i < t->num_tensors; i++) {
         if (t->tensors[i].role == KV_OUT) {
-            args.tensors[i] = j->b->ptr(j->b, &out, where[i][0]);
+            args.tensors[i] = j->b->ptr(j->b, out, where[i][0]);
             if (n == KV_MAX_TENSORS)
                 kv_judge_fail(j, "harness_error", "device reference: too many tensors");
-            args.tensors[n++] = j->b->ptr(j->b, &out, where[i][1]);
+            args.tensors[n++] = j->b->ptr(j->b, out, where[i][1]);
         } else {
             args.tensors[i] = j->b->ptr(j->b, a, l->off[i] + set * l->stride[i]);
         }
@@ -113,11 +109,24 @@ static void device_reference(judge *j, const int64_t *syms, kv_arena *a, const l
     args.num_tensors = (uint32_t)n;
     if (j->b->launch_local(j->b, j->ref, &args, &err) != 0)
         kv_judge_fail_err(j, err, "device reference");
+}
+
+/* Runs the task's device reference on set SET of A; outputs' values into
+ * VAL[i], their error scales into SCALE[i] (host, count doubles each). */
+static void device_reference(judge *j, const int64_t *syms, kv_arena *a, const layout *l,
+                             size_t set, double **val, double **scale)
+{
+    const kv_task *t = j->task;
+    kv_arena out = {0};
+    size_t where[KV_MAX_TENSORS][2];
+    kv_judge_reference_arena(j, syms, a, l, set, &out, where);
+    char *err = NULL;
     for (int i = 0; i < t->num_tensors; i++) {
         if (t->tensors[i].role != KV_OUT) continue;
-        if (j->b->read(j->b, &out, where[i][0], val[i], count[i] * sizeof(double), &err) != 0 ||
+        size_t count = kv_tensor_count(t, i, syms);
+        if (j->b->read(j->b, &out, where[i][0], val[i], count * sizeof(double), &err) != 0 ||
             (scale[i] &&
-             j->b->read(j->b, &out, where[i][1], scale[i], count[i] * sizeof(double), &err) != 0))
+             j->b->read(j->b, &out, where[i][1], scale[i], count * sizeof(double), &err) != 0))
             kv_judge_fail_err(j, err, "device reference: reading back");
     }
     j->b->arena_free(j->b, &out);
@@ -198,8 +207,7 @@ static void compute_reference(judge *j, shape_data *d, kv_arena *a, const layout
     kv_judge_lap(j, PROF_REFERENCE, &t0);
 }
 
-/* Writes a fresh poison into every output of A. */
-static void poison_outputs(judge *j, shape_data *d, kv_arena *a, const layout *l)
+void kv_judge_poison_outputs(judge *j, shape_data *d, kv_arena *a, const layout *l)
 {
     double t0 = kv_now_s();
     for (int i = 0; i < j->task->num_tensors; i++) {
@@ -232,8 +240,7 @@ static void read_outputs(judge *j, shape_data *d, kv_arena *a, const layout *l, 
     }
 }
 
-/* One call of the candidate on A, to its end. */
-static void run_once(judge *j, shape_data *d, kv_arena *a, const layout *l)
+void kv_judge_run_once(judge *j, shape_data *d, kv_arena *a, const layout *l)
 {
     kv_rmsg_run m;
     kv_judge_block(j, a, l, d->shape->syms, 0, 1, &m);
@@ -246,11 +253,63 @@ static void run_once(judge *j, shape_data *d, kv_arena *a, const layout *l)
     kv_judge_lap(j, PROF_RUN, &t0);
 }
 
+void kv_judge_fail_unwritten(judge *j, const shape_data *d, int i, int runno, const kv_check *c)
+{
+    char where[64];
+    if (c->unwritten)
+        kv_judge_fail_shape(
+            j, d, "stale_or_unwritten_output",
+            "%zu of %zu elements of %s were not written by run %d (first at "
+            "%s); outputs are poisoned before every run",
+            c->unwritten, c->n, j->task->tensors[i].name, runno + 1,
+            kv_judge_coords(j->task, i, d->shape->syms, c->first_unwritten, where, sizeof where));
+}
+
+void kv_judge_fail_differ(judge *j, const shape_data *d, int i, size_t differ, size_t first)
+{
+    char where[64];
+    if (differ)
+        kv_judge_fail_shape(
+            j, d, "nondeterministic",
+            "the two runs on the same inputs differ beyond the tolerance "
+            "in %zu of %zu elements of %s (first at %s)",
+            differ, d->count[i], j->task->tensors[i].name,
+            kv_judge_coords(j->task, i, d->shape->syms, first, where, sizeof where));
+}
+
+void kv_judge_values(judge *j, shape_data *d, int i, const kv_check *c, int cached)
+{
+    const kv_task *t = j->task;
+    const char *name = t->tensors[i].name;
+    char where[64];
+    if (c->nonfinite)
+        kv_judge_fail_shape(
+            j, d, "nan_or_inf_output", "%zu elements of %s are NaN or Inf (first bad at %s: %.6g)",
+            c->nonfinite, name,
+            kv_judge_coords(t, i, d->shape->syms, c->worst, where, sizeof where), c->worst_got);
+    if (c->bad && cached)
+        kv_judge_fail_shape(j, d, "result_cached_across_calls",
+                            "%s holds the previous trial's answer for new inputs: "
+                            "results are cached across calls",
+                            name);
+    if (c->bad)
+        kv_judge_fail_shape(j, d, "wrong_result",
+                            "%zu of %zu elements of %s are outside the tolerance; worst at "
+                            "%s: got %.6g, want %.6g (allowed %.3g, max abs err %.3g, max "
+                            "rel err %.3g)",
+                            c->bad, c->n, name,
+                            kv_judge_coords(t, i, d->shape->syms, c->worst, where, sizeof where),
+                            c->worst_got, c->worst_want, c->worst_limit, c->max_abs, c->max_rel);
+    if (c->max_abs > d->max_abs) d->max_abs = c->max_abs;
+    if (c->max_rel > d->max_rel) d->max_rel = c->max_rel;
+    if (c->rel_l2 > d->rel_l2) d->rel_l2 = c->rel_l2;
+    if (c->max_ratio > d->max_ratio) d->max_ratio = c->max_ratio;
+}
+
 /* Checks run RUNNO's outputs (see the file comment for the order). */
 static void check_run(judge *j, shape_data *d, kv_arena *a, const layout *l, int runno)
 {
     const kv_task *t = j->task;
-    char where[64];
     /* An output with unwritten elements gets a longer look: work queued
      * elsewhere may still be on its way, and saying so is more useful than
      * "unwritten". */
@@ -288,13 +347,7 @@ static void check_run(judge *j, shape_data *d, kv_arena *a, const layout *l, int
         kv_check *c = &checks[i];
         kv_check_output(ts->dtype, d->got[runno][i], d->val[i], d->scale[i], d->count[i],
                         d->poison[i], t->tol[ts->dtype], c);
-        if (c->unwritten)
-            kv_judge_fail_shape(
-                j, d, "stale_or_unwritten_output",
-                "%zu of %zu elements of %s were not written by run %d (first at "
-                "%s); outputs are poisoned before every run",
-                c->unwritten, c->n, ts->name, runno + 1,
-                kv_judge_coords(t, i, d->shape->syms, c->first_unwritten, where, sizeof where));
+        kv_judge_fail_unwritten(j, d, i, runno, c);
     }
     /* Inputs unchanged: read each back and compare with what was written.
      * Quick runs look after the second run only: a change made by the first
@@ -333,51 +386,39 @@ static void check_run(judge *j, shape_data *d, kv_arena *a, const layout *l, int
             size_t first = 0;
             size_t differ = kv_compare_runs(ts->dtype, d->got[0][i], d->got[1][i], d->val[i],
                                             d->scale[i], d->count[i], tol, &bitwise, &first);
-            if (differ)
-                kv_judge_fail_shape(
-                    j, d, "nondeterministic",
-                    "the two runs on the same inputs differ beyond the tolerance "
-                    "in %zu of %zu elements of %s (first at %s)",
-                    differ, d->count[i], ts->name,
-                    kv_judge_coords(t, i, d->shape->syms, first, where, sizeof where));
+            kv_judge_fail_differ(j, d, i, differ, first);
         }
         kv_check *c = &checks[i];
-        if (c->nonfinite)
-            kv_judge_fail_shape(
-                j, d, "nan_or_inf_output",
-                "%zu elements of %s are NaN or Inf (first bad at %s: %.6g)", c->nonfinite, ts->name,
-                kv_judge_coords(t, i, d->shape->syms, c->worst, where, sizeof where), c->worst_got);
-        if (c->bad) {
-            /* The previous trial's answer, returned again, is a cache. */
-            if (d->have_prev) {
-                kv_check pc;
-                kv_check_output(ts->dtype, d->got[runno][i], d->prev[i], d->prev_scale[i],
-                                d->count[i], NULL, tol, &pc);
-                if (pc.bad == 0)
-                    kv_judge_fail_shape(j, d, "result_cached_across_calls",
-                                        "%s holds the previous trial's answer for new inputs: "
-                                        "results are cached across calls",
-                                        ts->name);
-            }
-            kv_judge_fail_shape(
-                j, d, "wrong_result",
-                "%zu of %zu elements of %s are outside the tolerance; worst at "
-                "%s: got %.6g, want %.6g (allowed %.3g, max abs err %.3g, max "
-                "rel err %.3g)",
-                c->bad, c->n, ts->name,
-                kv_judge_coords(t, i, d->shape->syms, c->worst, where, sizeof where), c->worst_got,
-                c->worst_want, c->worst_limit, c->max_abs, c->max_rel);
+        /* The previous trial's answer, returned again, is a cache. */
+        int cached = 0;
+        if (c->bad && !c->nonfinite && d->have_prev) {
+            kv_check pc;
+            kv_check_output(ts->dtype, d->got[runno][i], d->prev[i], d->prev_scale[i], d->count[i],
+                            NULL, tol, &pc);
+            cached = pc.bad == 0;
         }
-        if (c->max_abs > d->max_abs) d->max_abs = c->max_abs;
-        if (c->max_rel > d->max_rel) d->max_rel = c->max_rel;
-        if (c->rel_l2 > d->rel_l2) d->rel_l2 = c->rel_l2;
-        if (c->max_ratio > d->max_ratio) d->max_ratio = c->max_ratio;
+        kv_judge_values(j, d, i, c, cached);
     }
+}
+
+int kv_judge_trials(const judge *j, const kv_shape *sh, int held, size_t in_bytes)
+{
+    int trials = held ? j->s.held_trials : j->s.trials;
+    /* Quick runs give the full set of trials to the first scenario only; the
+     * others still get the in-place refill (trial 2) with outliers, and their
+     * timed calls are checked on fresh normal inputs besides. */
+    if (!held && j->job->quick && sh != &j->task->scenarios[0] && trials > 2) trials = 2;
+    /* Big shapes (a decode over a long cache) cost a second of input drawing
+     * and reference per trial: three trials still cover every distribution,
+     * the in-place refill and the move to new addresses. */
+    if (in_bytes > ((size_t)256 << 20) && trials > 3) trials = 3;
+    return trials;
 }
 
 json_t *kv_judge_check_shape(judge *j, const kv_shape *sh, int held)
 {
     const kv_task *t = j->task;
+    if (!held && kv_judge_in_place(j)) return kv_judge_check_in_place(j, sh);
     shape_data d;
     double t0 = kv_now_s();
     kv_shape_data_init(&d, t, sh, held);
@@ -393,18 +434,10 @@ json_t *kv_judge_check_shape(judge *j, const kv_shape *sh, int held)
     kv_judge_layout(j, sh->syms, 1, 1, &l);
     kv_arena a = {0};
     kv_judge_lap(j, PROF_ALLOC, &t0);
-    int trials = held ? j->s.held_trials : j->s.trials;
-    /* Quick runs give the full set of trials to the first scenario only; the
-     * others still get the in-place refill (trial 2) with outliers, and their
-     * timed calls are checked on fresh normal inputs besides. */
-    if (!held && j->job->quick && sh != &t->scenarios[0] && trials > 2) trials = 2;
-    /* Big shapes (a decode over a long cache) cost a second of input drawing
-     * and reference per trial: three trials still cover every distribution,
-     * the in-place refill and the move to new addresses. */
     size_t in_bytes = 0;
     for (int i = 0; i < t->num_tensors; i++)
         if (t->tensors[i].role == KV_IN) in_bytes += d.bytes[i];
-    if (in_bytes > ((size_t)256 << 20) && trials > 3) trials = 3;
+    int trials = kv_judge_trials(j, sh, held, in_bytes);
     for (int trial = 0; trial < trials; trial++) {
         kv_worker_phase("correctness %s trial %d", sh->name, trial + 1);
         t0 = kv_now_s();
@@ -424,10 +457,10 @@ json_t *kv_judge_check_shape(judge *j, const kv_shape *sh, int held)
         upload_inputs(j, &d, &a, &l, (kv_dist)(trial % KV_DIST_COUNT));
         compute_reference(j, &d, &a, &l, trial == 0);
         for (int runno = 0; runno < 2; runno++) {
-            poison_outputs(j, &d, &a, &l);
+            kv_judge_poison_outputs(j, &d, &a, &l);
             /* A driver may build a kernel for each new launch shape at its first call. */
             if (trial == 0 && runno == 0) j->grace_s = j->b->backend->first_call_grace_s;
-            run_once(j, &d, &a, &l);
+            kv_judge_run_once(j, &d, &a, &l);
             t0 = kv_now_s();
             read_outputs(j, &d, &a, &l, d.got[runno]);
             check_run(j, &d, &a, &l, runno);

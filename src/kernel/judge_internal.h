@@ -166,9 +166,41 @@ void kv_judge_check_quiet(judge *j, const shape_data *d, const char *context);
  * (inputs as doubles). */
 void kv_judge_reference(judge *j, const int64_t *syms, kv_arena *a, const layout *l, size_t set,
                         double *const *in, double **val, double **scale, int device);
+/* The task's device reference on set SET of A, into OUT (a judge-only
+ * arena, made here when OUT->bytes is 0): output i's values at WHERE[i][0],
+ * its error scales at WHERE[i][1]. */
+void kv_judge_reference_arena(judge *j, const int64_t *syms, kv_arena *a, const layout *l,
+                              size_t set, kv_arena *out, size_t where[][2]);
+/* The findings about output I of shape D that end the trials, each a
+ * no-op when there is nothing to say: C's unwritten elements after run
+ * RUNNO; DIFFER elements (the first at FIRST) that differ between the two
+ * runs; C's NaN or Inf, then its elements outside the tolerance (CACHED:
+ * the previous trial's reference matches them, a cache). kv_judge_values
+ * also folds C's errors into D's worst. */
+void kv_judge_fail_unwritten(judge *j, const shape_data *d, int i, int runno, const kv_check *c);
+void kv_judge_fail_differ(judge *j, const shape_data *d, int i, size_t differ, size_t first);
+void kv_judge_values(judge *j, shape_data *d, int i, const kv_check *c, int cached);
+/* Writes a fresh poison into every output of A. */
+void kv_judge_poison_outputs(judge *j, shape_data *d, kv_arena *a, const layout *l);
+/* One call of the candidate on A, to its end. */
+void kv_judge_run_once(judge *j, shape_data *d, kv_arena *a, const layout *l);
+/* The number of correctness trials shape SH gets (HELD: held-out), for
+ * inputs of IN_BYTES. */
+int kv_judge_trials(const judge *j, const kv_shape *sh, int held, size_t in_bytes);
 /* The correctness trials of shape SH (HELD: a held-out shape); returns its
  * summary ({"name", "max_abs_err", ..., "tol_ratio", "trials"}). */
 json_t *kv_judge_check_shape(judge *j, const kv_shape *sh, int held);
+
+/* ---- correctness where the data is (judge_check_in_place.c) ---- */
+
+/* 1 when the judge checks scenarios in place: its backend has the in-place
+ * helpers, does not stage, and the reference can read the inputs where
+ * they are (a device reference, or arenas in the judge's memory). */
+int kv_judge_in_place(const judge *j);
+/* kv_judge_check_shape for a scenario, in place: inputs drawn where they
+ * live, the reference computed there, outputs compared there; only counts
+ * and the worst element come back. */
+json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh);
 
 /* Marks in REP (one int per scenario) the representative scenario of each
  * class (a scenario's first tag): the one with the largest weight, the

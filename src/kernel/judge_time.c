@@ -77,7 +77,8 @@ static double time_gen(judge *j, kv_arena *a, size_t bytes)
     /* The first launch loads the module (lazy loading): not counted. */
     for (int i = 0; i < 8; i++) {
         double t0 = kv_now_s();
-        if (j->b->gen_normal(j->b, a, 0, KV_BF16, bytes / 2, (uint64_t)i + 1, &err) != 0 ||
+        if (j->b->gen(j->b, a, 0, KV_BF16, KV_DIST_NORMAL, bytes / 2, (uint64_t)i + 1, ~0ull,
+                      &err) != 0 ||
             j->b->sync(j->b, &err) != 0)
             kv_judge_fail_err(j, err, "calibrating the judge's clock");
         v[i] = kv_now_s() - t0;
@@ -120,7 +121,7 @@ void kv_judge_calibrate(judge *j)
         j->c.per_byte_s = fmax(0, (t_big - t_small) / (4.0 * (double)(big - small)));
         double per_call = fmax(0, (t_many - t_small) / 15.0 - 4.0 * small * j->c.per_byte_s);
         j->c.xfer_s = per_call; /* per call, beside the bytes */
-    } else if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS) && j->b->gen_normal) {
+    } else if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS) && j->b->gen) {
         double t_small = time_gen(j, &a, small), t_big = time_gen(j, &a, big);
         j->c.per_byte_s = fmax(0, (t_big - t_small) / (double)(big - small));
         j->c.xfer_s = fmax(0, t_small - small * j->c.per_byte_s); /* per launch */
@@ -236,8 +237,8 @@ static void write_inputs_on_device(judge *j, timing *tm, size_t n)
         const kv_tensor_spec *ts = &t->tensors[i];
         if (ts->role != KV_IN) continue;
         size_t es = kv_dtype_size(ts->dtype);
-        if (j->b->gen_normal(j->b, &tm->a, tm->l.off[i], ts->dtype, region(tm, i, n) / es,
-                             tm->seeds[i], &err) != 0)
+        if (j->b->gen(j->b, &tm->a, tm->l.off[i], ts->dtype, KV_DIST_NORMAL, region(tm, i, n) / es,
+                      tm->seeds[i], ~0ull, &err) != 0)
             kv_judge_fail_err(j, err, "writing a timed block's inputs");
     }
     if ((j->b->flush && j->b->flush(j->b, &err) != 0) || j->b->sync(j->b, &err) != 0)
@@ -294,10 +295,52 @@ static void check_idle(judge *j, const timing *tm, double gap)
     kv_judge_check_quiet(j, NULL, "between timed blocks");
 }
 
+/* Fails when output I of set S of the block was not computed (C). */
+static void fail_timed_output(judge *j, const timing *tm, size_t s, int i, const kv_check *c)
+{
+    if (c->unwritten || c->bad || c->nonfinite)
+        kv_judge_fail(j, "timed_output_wrong",
+                      "scenario %s: a timed call's %s (input set %zu of its block) has %zu "
+                      "unwritten, %zu wrong and %zu NaN/Inf elements (worst at [%zu]: %.6g "
+                      "instead of %.6g): the timed code did not compute the answer",
+                      tm->sh->name, j->task->tensors[i].name, s, c->unwritten, c->bad, c->nonfinite,
+                      c->worst, c->worst_got, c->worst_want);
+}
+
+/* check_in_full with the device reference, where the block's data is:
+ * nothing but the check's summary comes back. */
+static void check_in_full_in_place(judge *j, timing *tm, size_t s)
+{
+    const kv_task *t = j->task;
+    double t0 = kv_now_s();
+    kv_arena ref = {0};
+    size_t where[KV_MAX_TENSORS][2];
+    kv_judge_reference_arena(j, tm->sh->syms, &tm->a, &tm->l, s, &ref, where);
+    kv_judge_lap(j, PROF_REFERENCE, &t0);
+    char *err = NULL;
+    for (int i = 0; i < t->num_tensors; i++) {
+        const kv_tensor_spec *ts = &t->tensors[i];
+        if (ts->role != KV_OUT) continue;
+        kv_check c;
+        if (j->b->check(j->b, &tm->a, tm->l.off[i] + s * tm->l.stride[i], ts->dtype,
+                        tm->l.len[i] / kv_dtype_size(ts->dtype), j->b->ptr(j->b, &ref, where[i][0]),
+                        t->reference_scale ? j->b->ptr(j->b, &ref, where[i][1]) : NULL,
+                        tm->poison[i], t->tol[ts->dtype], &c, &err) != 0)
+            kv_judge_fail_err(j, err, "checking a timed call's output");
+        fail_timed_output(j, tm, s, i, &c);
+    }
+    j->b->arena_free(j->b, &ref);
+    kv_judge_lap(j, PROF_CHECK, &t0);
+}
+
 /* The reference of set S of the block and the check of its output. */
 static void check_in_full(judge *j, timing *tm, size_t s)
 {
     const kv_task *t = j->task;
+    if (j->ref && kv_judge_in_place(j)) {
+        check_in_full_in_place(j, tm, s);
+        return;
+    }
     double *in[KV_MAX_TENSORS] = {0}, *val[KV_MAX_TENSORS] = {0}, *scale[KV_MAX_TENSORS] = {0};
     void *got[KV_MAX_TENSORS] = {0};
     char *err = NULL;
@@ -337,13 +380,7 @@ static void check_in_full(judge *j, timing *tm, size_t s)
         kv_check c;
         kv_check_output(ts->dtype, got[i], val[i], scale[i], count, tm->poison[i],
                         t->tol[ts->dtype], &c);
-        if (c.unwritten || c.bad || c.nonfinite)
-            kv_judge_fail(j, "timed_output_wrong",
-                          "scenario %s: a timed call's %s (input set %zu of its block) has %zu "
-                          "unwritten, %zu wrong and %zu NaN/Inf elements (worst at [%zu]: %.6g "
-                          "instead of %.6g): the timed code did not compute the answer",
-                          tm->sh->name, ts->name, s, c.unwritten, c.bad, c.nonfinite, c.worst,
-                          c.worst_got, c.worst_want);
+        fail_timed_output(j, tm, s, i, &c);
         free(got[i]);
         free(val[i]);
         free(scale[i]);
@@ -406,11 +443,12 @@ static void check_inputs(judge *j, timing *tm, size_t n)
         const kv_tensor_spec *ts = &t->tensors[i];
         if (ts->role != KV_IN) continue;
         size_t changed = 0;
-        if (j->b->count_changed) {
+        if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) { /* drawn on the device from seeds */
             size_t es = kv_dtype_size(ts->dtype);
             /* The whole region as written, the padding between sets too. */
-            if (j->b->count_changed(j->b, &tm->a, tm->l.off[i], ts->dtype, region(tm, i, n) / es,
-                                    tm->seeds[i], &changed, &err) != 0)
+            if (j->b->count_changed(j->b, &tm->a, tm->l.off[i], ts->dtype, KV_DIST_NORMAL,
+                                    region(tm, i, n) / es, tm->seeds[i], ~0ull, &changed,
+                                    &err) != 0)
                 kv_judge_fail_err(j, err, "checking timed inputs");
         } else {
             size_t r = region(tm, i, n);

@@ -92,6 +92,39 @@ static void cuda_baseline_compiles_for_hopper_with_resource_usage(void **state)
     kv_compiled_clear(&c);
 }
 
+/* The judge's own kernels (gen, counts, the in-place output check) compile
+ * for Hopper with the definitions they share with the judge's host code,
+ * and export every entry the judge looks up. */
+static void the_judges_kernels_compile_with_their_shared_definitions(void **state)
+{
+    (void)state;
+    skip_without_nvcc();
+    const kv_backend *b = kv_backend_find("cuda");
+    kv_compiled c = {0};
+    char *err = NULL;
+    if (kv_compile_own(b, b->helpers, "the judge's kernels", g_cache, "sm_90a", &c, &err) != 0)
+        fail_msg("%s", err ? err : "no message");
+    char *cmd = kv_asprintf("nm -D '%s'", c.lib_path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    kv_buf out = KV_BUF_INIT;
+    char line[512];
+    while (fgets(line, sizeof line, p))
+        kv_buf_printf(&out, "%s", line);
+    pclose(p);
+    const char *entries[] = {"kvj_gen",        "kvj_count_equal", "kvj_count_changed",
+                             "kvj_count_diff", "kvj_compare",     "kvj_check"};
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+        char *want = kv_asprintf(" T %s\n", entries[i]);
+        if (!strstr(out.data ? out.data : "", want))
+            fail_msg("no %s in %s", entries[i], c.lib_path);
+        free(want);
+    }
+    kv_buf_free(&out);
+    free(cmd);
+    kv_compiled_clear(&c);
+}
+
 /* SRC with `#define NAME <old>` set to `#define NAME VALUE` (one line). */
 static char *set_axis(const char *src, const char *name, const char *value)
 {
@@ -253,6 +286,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(without_a_gpu_cuda_says_no_cuda_device),
         cmocka_unit_test(cuda_baseline_compiles_for_hopper_with_resource_usage),
+        cmocka_unit_test(the_judges_kernels_compile_with_their_shared_definitions),
         cmocka_unit_test(gqa_cuda_baseline_compiles_for_hopper_at_both_ends_of_its_axes),
         cmocka_unit_test(ptxas_report_is_parsed_into_features),
         cmocka_unit_test(on_a_gpu_honest_kernels_pass_and_red_team_fails),

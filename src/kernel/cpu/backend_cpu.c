@@ -7,6 +7,7 @@
  * monotonic clock around a block. */
 #define _GNU_SOURCE
 #include "kernel/backend.h"
+#include "kernel/host_judge_ops.h"
 #include "kernel/memfd_arena.h"
 #include "kernel/runner.h"
 #include "util/buf.h"
@@ -104,6 +105,7 @@ kv_jdev *kv_jdev_cpu_new(void)
 {
     kv_jdev *b = kv_calloc(1, sizeof *b);
     kv_memfd_jdev_ops(b);
+    kv_host_judge_ops(b);
     b->page_guards = 1;
     b->open = cpu_open;
     b->close = cpu_close;

@@ -9,11 +9,14 @@
  * .cu) write timed inputs and count poison and changed inputs on the device.
  * Without a driver or a device, open fails with "no CUDA device: ...". */
 #include "kernel/backend.h"
+#include "kernel/check.h"
+#include "kernel/judge_ops.h"
 #include "kernel/cuda/cuda_api.h"
 #include "kernel/memfd_arena.h"
 #include "util/buf.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,11 +33,19 @@ enum {
     ATTR_CC_MINOR = 76,
 };
 
-typedef int (*gen_fn)(void *, void *, int, unsigned long long, unsigned long long);
+typedef int (*gen_fn)(void *, void *, int, int, unsigned long long, unsigned long long,
+                      unsigned long long);
 typedef int (*count_equal_fn)(void *, const void *, int, unsigned long long, unsigned int,
                               unsigned long long *);
-typedef int (*count_changed_fn)(void *, const void *, int, unsigned long long, unsigned long long,
-                                unsigned long long *);
+typedef int (*count_changed_fn)(void *, const void *, int, int, unsigned long long,
+                                unsigned long long, unsigned long long, unsigned long long *);
+typedef int (*count_diff_fn)(void *, const void *, const void *, int, unsigned long long,
+                             unsigned long long *);
+typedef int (*compare_fn)(void *, const void *, const void *, int, const double *, const double *,
+                          unsigned long long, double, double, double, unsigned long long *);
+typedef int (*check_fn)(void *, const void *, int, const double *, const double *,
+                        unsigned long long, unsigned int, int, double, double, double, kvj_part *,
+                        int *);
 
 typedef struct cu_state {
     kv_cu cu;
@@ -50,6 +61,10 @@ typedef struct cu_state {
     gen_fn gen;
     count_equal_fn count_equal;
     count_changed_fn count_changed;
+    count_diff_fn count_diff;
+    compare_fn compare;
+    check_fn check;
+    CUdeviceptr parts; /* kvj_check's parts, KVJ_MAX_PARTS */
 } cu_state;
 
 static char *cu_err(cu_state *s, CUresult rc, const char *what)
@@ -126,15 +141,26 @@ static int load_helpers(cu_state *s, const char *helpers, char **err)
         *err = kv_asprintf("harness_error: cannot load the judge's kernels: %s", dlerror());
         return -1;
     }
-    void *g = dlsym(s->helpers, "kvj_gen_normal"), *e = dlsym(s->helpers, "kvj_count_equal"),
-         *c = dlsym(s->helpers, "kvj_count_changed");
-    if (!g || !e || !c) {
-        *err = kv_strdup("harness_error: the judge's kernels lack an entry");
-        return -1;
+    /* Entries by name into pointers of their types (a cast between data
+     * and function pointers is not ISO C). */
+    static const struct {
+        const char *name;
+        size_t at;
+    } entries[] = {{"kvj_gen", offsetof(cu_state, gen)},
+                   {"kvj_count_equal", offsetof(cu_state, count_equal)},
+                   {"kvj_count_changed", offsetof(cu_state, count_changed)},
+                   {"kvj_count_diff", offsetof(cu_state, count_diff)},
+                   {"kvj_compare", offsetof(cu_state, compare)},
+                   {"kvj_check", offsetof(cu_state, check)}};
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+        void *f = dlsym(s->helpers, entries[i].name);
+        if (!f) {
+            *err = kv_asprintf("harness_error: the judge's kernels lack %s", entries[i].name);
+            return -1;
+        }
+        memcpy((char *)s + entries[i].at, &f, sizeof f);
     }
-    memcpy(&s->gen, &g, sizeof g);
-    memcpy(&s->count_equal, &e, sizeof e);
-    memcpy(&s->count_changed, &c, sizeof c);
+    CHECK(s->cu.MemAlloc(&s->parts, KVJ_MAX_PARTS * sizeof(kvj_part)), "cuMemAlloc");
     CHECK(s->cu.MemAlloc(&s->counters, 2 * sizeof(unsigned long long)), "cuMemAlloc");
     return 0;
 }
@@ -314,13 +340,14 @@ static int helper_rc(int rc, const char *what, char **err)
     return -1;
 }
 
-static int cuda_gen_normal(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
-                           uint64_t seed, char **err)
+static int cuda_gen(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist, size_t count,
+                    uint64_t seed, uint64_t forced, char **err)
 {
     cu_state *s = b->state;
     if (in_arena(a, off, count * dtype_bytes(dt), err) != 0) return -1;
-    return helper_rc(s->gen(s->stream, (void *)(uintptr_t)(a->dptr + off), (int)dt, count, seed),
-                     "input", err);
+    return helper_rc(
+        s->gen(s->stream, (void *)(uintptr_t)(a->dptr + off), (int)dt, dist, count, seed, forced),
+        "input", err);
 }
 
 /* Reads the helpers' two counters after they ran. */
@@ -349,16 +376,80 @@ static int cuda_count_poison(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, s
     return read_counters(s, n, first, err);
 }
 
-static int cuda_count_changed(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
-                              uint64_t seed, size_t *n, char **err)
+static int cuda_count_changed(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist,
+                              size_t count, uint64_t seed, uint64_t forced, size_t *n, char **err)
 {
     cu_state *s = b->state;
     if (in_arena(a, off, count * dtype_bytes(dt), err) != 0) return -1;
     if (helper_rc(s->count_changed(s->stream, (const void *)(uintptr_t)(a->dptr + off), (int)dt,
-                                   count, seed, (unsigned long long *)(uintptr_t)s->counters),
+                                   dist, count, seed, forced,
+                                   (unsigned long long *)(uintptr_t)s->counters),
                   "input check", err) != 0)
         return -1;
     return read_counters(s, n, NULL, err);
+}
+
+static int cuda_count_diff(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff,
+                           size_t esize, size_t count, size_t *n, size_t *first, char **err)
+{
+    cu_state *s = b->state;
+    if (in_arena(a, off, count * esize, err) != 0 || in_arena(c, coff, count * esize, err) != 0)
+        return -1;
+    if (helper_rc(s->count_diff(s->stream, (const void *)(uintptr_t)(a->dptr + off),
+                                (const void *)(uintptr_t)(c->dptr + coff), (int)esize, count,
+                                (unsigned long long *)(uintptr_t)s->counters),
+                  "output comparison", err) != 0)
+        return -1;
+    return read_counters(s, n, first, err);
+}
+
+static int cuda_copy(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff, size_t bytes,
+                     char **err)
+{
+    cu_state *s = b->state;
+    if (in_arena(a, off, bytes, err) != 0 || in_arena(c, coff, bytes, err) != 0) return -1;
+    CHECK(s->cu.MemcpyDtoDAsync(c->dptr + coff, a->dptr + off, bytes, s->stream),
+          "cuMemcpyDtoDAsync");
+    return 0;
+}
+
+static int cuda_compare(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff, kv_dtype dt,
+                        size_t count, const double *ref, const double *scale, kv_tolerance tol,
+                        size_t *differ, size_t *first, char **err)
+{
+    cu_state *s = b->state;
+    size_t bytes = count * dtype_bytes(dt);
+    if (in_arena(a, off, bytes, err) != 0 || in_arena(c, coff, bytes, err) != 0) return -1;
+    if (helper_rc(s->compare(s->stream, (const void *)(uintptr_t)(a->dptr + off),
+                             (const void *)(uintptr_t)(c->dptr + coff), (int)dt, ref, scale, count,
+                             tol.atol, tol.rtol, tol.stol,
+                             (unsigned long long *)(uintptr_t)s->counters),
+                  "run comparison", err) != 0)
+        return -1;
+    return read_counters(s, differ, first, err);
+}
+
+static int cuda_check(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
+                      const double *ref, const double *scale, const void *poison, kv_tolerance tol,
+                      kv_check *out, char **err)
+{
+    cu_state *s = b->state;
+    size_t es = dtype_bytes(dt);
+    if (in_arena(a, off, count * es, err) != 0) return -1;
+    uint32_t pat = 0;
+    if (poison) memcpy(&pat, poison, es); /* little-endian: the low bytes */
+    int nparts = 0;
+    if (helper_rc(s->check(s->stream, (const void *)(uintptr_t)(a->dptr + off), (int)dt, ref, scale,
+                           count, pat, poison != NULL, tol.atol, tol.rtol, tol.stol,
+                           (kvj_part *)(uintptr_t)s->parts, &nparts),
+                  "output check", err) != 0)
+        return -1;
+    kvj_part parts[KVJ_MAX_PARTS];
+    CHECK(s->cu.MemcpyDtoHAsync(parts, s->parts, (size_t)nparts * sizeof(kvj_part), s->stream),
+          "cuMemcpyDtoH");
+    CHECK(s->cu.StreamSynchronize(s->stream), "the judge's output check");
+    kv_check_from_parts(parts, (size_t)nparts, count, out);
+    return 0;
 }
 
 json_t *kv_cuda_devices(char **err)
@@ -417,9 +508,13 @@ kv_jdev *kv_jdev_cuda_new(void)
     b->launch_local = cuda_launch_local;
     b->flush = cuda_flush;
     b->telemetry = cuda_telemetry;
-    b->gen_normal = cuda_gen_normal;
+    b->gen = cuda_gen;
     b->count_poison = cuda_count_poison;
     b->count_changed = cuda_count_changed;
+    b->count_diff = cuda_count_diff;
+    b->copy = cuda_copy;
+    b->check = cuda_check;
+    b->compare = cuda_compare;
     return b;
 }
 

@@ -4,37 +4,24 @@
 // the host. Compiled by the harness like a task's reference and loaded into
 // the judge, which runs them on its own stream of the primary context.
 //
-// Inputs are N(0, 1) values that are a pure function of (seed, index): a
-// counter-based hash (splitmix64) gives two uniforms per element and the
-// Box-Muller transform a normal, rounded to the tensor's dtype. So the
-// judge can tell later, by generating again, whether an input changed.
+// Inputs are a pure function of (distribution, seed, index) as
+// <kevolve/judge_ops.h> defines them, rounded to the tensor's dtype, so the
+// judge can tell later, by generating again, whether an input changed; its
+// checks of a correctness trial's outputs run here too (kvj_check), and
+// only a summary per block comes back to the host.
 #include <kevolve/task.h>
+#include <kevolve/judge_ops.h>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-static __device__ __forceinline__ uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-// The value element I gets from SEED, before rounding to the dtype.
-static __device__ __forceinline__ float normal_at(uint64_t seed, uint64_t i)
-{
-    uint64_t h = mix64(seed ^ ((i + 1) * 0x9e3779b97f4a7c15ull));
-    float u1 = ((uint32_t)(h >> 40) + 1u) * (1.0f / 16777217.0f); // (0, 1]
-    float u2 = (uint32_t)(h & 0xffffffu) * (1.0f / 16777216.0f);  // [0, 1)
-    return sqrtf(-2.0f * __logf(u1)) * __cosf(6.2831853f * u2);
-}
-
 // The bits element I of dtype DT holds (16 or 32 bits).
-static __device__ __forceinline__ uint32_t bits_at(int dt, uint64_t seed, uint64_t i)
+static __device__ __forceinline__ uint32_t bits_at(int dt, int dist, uint64_t seed,
+                                                   uint64_t forced, uint64_t i)
 {
-    float v = normal_at(seed, i);
+    float v = kvj_value_at(dist, seed, forced, i);
     switch (dt) {
     case KV_F32:
         return __float_as_uint(v);
@@ -43,15 +30,35 @@ static __device__ __forceinline__ uint32_t bits_at(int dt, uint64_t seed, uint64
     case KV_BF16:
         return __bfloat16_as_ushort(__float2bfloat16_rn(v));
     default: // KV_I32: integers carrying the spread, as the host's fill does
-        return (uint32_t)(int32_t)rintf(v * 8.0f);
+        return (uint32_t)(int32_t)(dist == KVJ_SMALL_INT ? v : rintf(v * 8.0f));
     }
 }
 
-__global__ void gen_kernel(void *p, int dt, uint64_t n, uint64_t seed)
+// Element I of P (dtype DT) as a double.
+static __device__ __forceinline__ double load_at(const void *p, int dt, uint64_t i)
+{
+    switch (dt) {
+    case KV_F32:
+        return ((const float *)p)[i];
+    case KV_F16:
+        return __half2float(__ushort_as_half(((const uint16_t *)p)[i]));
+    case KV_BF16:
+        return __uint_as_float((uint32_t)((const uint16_t *)p)[i] << 16);
+    default:
+        return ((const int32_t *)p)[i];
+    }
+}
+
+static __device__ __forceinline__ uint32_t raw_at(const void *p, int esize, uint64_t i)
+{
+    return esize == 2 ? ((const uint16_t *)p)[i] : ((const uint32_t *)p)[i];
+}
+
+__global__ void gen_kernel(void *p, int dt, int dist, uint64_t n, uint64_t seed, uint64_t forced)
 {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
          i += (uint64_t)gridDim.x * blockDim.x) {
-        uint32_t b = bits_at(dt, seed, i);
+        uint32_t b = bits_at(dt, dist, seed, forced, i);
         if (dt == KV_F16 || dt == KV_BF16)
             ((uint16_t *)p)[i] = (uint16_t)b;
         else
@@ -59,21 +66,10 @@ __global__ void gen_kernel(void *p, int dt, uint64_t n, uint64_t seed)
     }
 }
 
-// res[0]: how many elements match (EQUAL) or differ (!EQUAL) from the
-// reference bits; res[1]: the smallest such index.
-__global__ void count_kernel(const void *p, int esize, uint64_t n, uint32_t pattern, int dt,
-                             uint64_t seed, int equal, unsigned long long *res)
+// Adds a count and a first index to RES (res[0] += count, res[1] = min).
+static __device__ __forceinline__ void add_count(unsigned long long mine, unsigned long long first,
+                                                 unsigned long long *res)
 {
-    unsigned long long mine = 0, first = ~0ull;
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
-         i += (uint64_t)gridDim.x * blockDim.x) {
-        uint32_t got = esize == 2 ? ((const uint16_t *)p)[i] : ((const uint32_t *)p)[i];
-        uint32_t want = equal ? pattern : bits_at(dt, seed, i);
-        if ((got == want) == (equal != 0)) {
-            mine++;
-            if (i < first) first = i;
-        }
-    }
     for (int o = 16; o > 0; o >>= 1) {
         mine += __shfl_xor_sync(0xffffffffu, mine, o);
         unsigned long long f = __shfl_xor_sync(0xffffffffu, first, o);
@@ -85,39 +81,159 @@ __global__ void count_kernel(const void *p, int esize, uint64_t n, uint32_t patt
     }
 }
 
+// res[0]: how many elements match (EQUAL) or differ (!EQUAL) from the
+// reference bits; res[1]: the smallest such index.
+__global__ void count_kernel(const void *p, int esize, uint64_t n, uint32_t pattern, int dt,
+                             int dist, uint64_t seed, uint64_t forced, int equal,
+                             unsigned long long *res)
+{
+    unsigned long long mine = 0, first = ~0ull;
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        uint32_t got = raw_at(p, esize, i);
+        uint32_t want = equal ? pattern : bits_at(dt, dist, seed, forced, i);
+        if ((got == want) == (equal != 0)) {
+            mine++;
+            if (i < first) first = i;
+        }
+    }
+    add_count(mine, first, res);
+}
+
+// Elements whose bits differ between A and B.
+__global__ void diff_kernel(const void *a, const void *b, int esize, uint64_t n,
+                            unsigned long long *res)
+{
+    unsigned long long mine = 0, first = ~0ull;
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        if (raw_at(a, esize, i) != raw_at(b, esize, i)) {
+            mine++;
+            if (i < first) first = i;
+        }
+    add_count(mine, first, res);
+}
+
+// Elements where two runs' outputs A and B differ by more than the
+// tolerance around the reference (as kv_compare_runs).
+__global__ void compare_kernel(const void *a, const void *b, int dt, const double *ref,
+                               const double *scale, uint64_t n, double atol, double rtol,
+                               double stol, unsigned long long *res)
+{
+    unsigned long long mine = 0, first = ~0ull;
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        double x = load_at(a, dt, i), y = load_at(b, dt, i);
+        double limit = atol + rtol * fabs(ref[i]) + stol * (scale ? scale[i] : 0.0);
+        int same = x == y || (isnan(x) && isnan(y)) || fabs(x - y) <= limit;
+        if (!same) {
+            mine++;
+            if (i < first) first = i;
+        }
+    }
+    add_count(mine, first, res);
+}
+
+#define CHECK_THREADS 128
+
+// One part per block: OUT (dtype DT, N elements) against REF and SCALE,
+// POISON the unwritten pattern (HAS_POISON), in contiguous slices so that
+// each part covers one range of indices.
+__global__ void __launch_bounds__(CHECK_THREADS)
+    check_kernel(const void *out, int dt, const double *ref, const double *scale, uint64_t n,
+                 uint32_t poison, int has_poison, double atol, double rtol, double stol,
+                 kvj_part *parts)
+{
+    __shared__ kvj_part sh[CHECK_THREADS];
+    kvj_part me;
+    kvj_part_init(&me);
+    int esize = dt == KV_F16 || dt == KV_BF16 ? 2 : 4;
+    uint64_t per = (n + gridDim.x - 1) / gridDim.x;
+    uint64_t i0 = blockIdx.x * per, i1 = i0 + per < n ? i0 + per : n;
+    for (uint64_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) {
+        int poisoned = has_poison && raw_at(out, esize, i) == poison;
+        double want = ref[i];
+        double limit = atol + rtol * fabs(want) + stol * (scale ? scale[i] : 0.0);
+        kvj_part_add(&me, i, poisoned, poisoned ? 0.0 : load_at(out, dt, i), want, limit, atol);
+    }
+    sh[threadIdx.x] = me;
+    __syncthreads();
+    for (int w = CHECK_THREADS / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) kvj_part_merge(&sh[threadIdx.x], &sh[threadIdx.x + w]);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) parts[blockIdx.x] = sh[0];
+}
+
 static int grid_for(uint64_t n)
 {
     uint64_t g = (n + 255) / 256;
     return g > 4096 ? 4096 : (g ? (int)g : 1);
 }
 
-extern "C" int kvj_gen_normal(void *stream, void *p, int dt, unsigned long long n,
-                              unsigned long long seed)
+extern "C" int kvj_gen(void *stream, void *p, int dt, int dist, unsigned long long n,
+                       unsigned long long seed, unsigned long long forced)
 {
-    gen_kernel<<<grid_for(n), 256, 0, (cudaStream_t)stream>>>(p, dt, n, seed);
+    gen_kernel<<<grid_for(n), 256, 0, (cudaStream_t)stream>>>(p, dt, dist, n, seed, forced);
     return (int)cudaGetLastError();
 }
 
 // RES: a device buffer of two counters, reset here.
-static int count(void *stream, const void *p, int esize, unsigned long long n, uint32_t pattern,
-                 int dt, unsigned long long seed, int equal, unsigned long long *res)
+static void reset(cudaStream_t s, unsigned long long *res)
 {
-    cudaStream_t s = (cudaStream_t)stream;
     unsigned long long init[2] = {0, ~0ull};
     cudaMemcpyAsync(res, init, sizeof init, cudaMemcpyHostToDevice, s);
-    count_kernel<<<grid_for(n), 256, 0, s>>>(p, esize, n, pattern, dt, seed, equal, res);
-    return (int)cudaGetLastError();
 }
 
 extern "C" int kvj_count_equal(void *stream, const void *p, int esize, unsigned long long n,
                                unsigned int pattern, unsigned long long *res)
 {
-    return count(stream, p, esize, n, pattern, 0, 0, 1, res);
+    cudaStream_t s = (cudaStream_t)stream;
+    reset(s, res);
+    count_kernel<<<grid_for(n), 256, 0, s>>>(p, esize, n, pattern, 0, 0, 0, 0, 1, res);
+    return (int)cudaGetLastError();
 }
 
-extern "C" int kvj_count_changed(void *stream, const void *p, int dt, unsigned long long n,
-                                 unsigned long long seed, unsigned long long *res)
+extern "C" int kvj_count_changed(void *stream, const void *p, int dt, int dist,
+                                 unsigned long long n, unsigned long long seed,
+                                 unsigned long long forced, unsigned long long *res)
 {
+    cudaStream_t s = (cudaStream_t)stream;
     int esize = dt == KV_F16 || dt == KV_BF16 ? 2 : 4;
-    return count(stream, p, esize, n, 0, dt, seed, 0, res);
+    reset(s, res);
+    count_kernel<<<grid_for(n), 256, 0, s>>>(p, esize, n, 0, dt, dist, seed, forced, 0, res);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int kvj_count_diff(void *stream, const void *a, const void *b, int esize,
+                              unsigned long long n, unsigned long long *res)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    reset(s, res);
+    diff_kernel<<<grid_for(n), 256, 0, s>>>(a, b, esize, n, res);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int kvj_compare(void *stream, const void *a, const void *b, int dt, const double *ref,
+                           const double *scale, unsigned long long n, double atol, double rtol,
+                           double stol, unsigned long long *res)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    reset(s, res);
+    compare_kernel<<<grid_for(n), 256, 0, s>>>(a, b, dt, ref, scale, n, atol, rtol, stol, res);
+    return (int)cudaGetLastError();
+}
+
+// PARTS: room for KVJ_MAX_PARTS; *NPARTS: how many were written.
+extern "C" int kvj_check(void *stream, const void *out, int dt, const double *ref,
+                         const double *scale, unsigned long long n, unsigned int poison,
+                         int has_poison, double atol, double rtol, double stol, kvj_part *parts,
+                         int *nparts)
+{
+    unsigned long long g = (n + 4 * CHECK_THREADS - 1) / (4 * CHECK_THREADS);
+    int grid = g > KVJ_MAX_PARTS ? KVJ_MAX_PARTS : (g ? (int)g : 1);
+    *nparts = grid;
+    check_kernel<<<grid, CHECK_THREADS, 0, (cudaStream_t)stream>>>(
+        out, dt, ref, scale, n, poison, has_poison, atol, rtol, stol, parts);
+    return (int)cudaGetLastError();
 }

@@ -1,0 +1,304 @@
+/* The correctness trials of a scenario where its data lives (see
+ * judge_internal.h): the same trials and the same checks, in the same
+ * order, as judge_check.c's file comment says, but the inputs are drawn in
+ * the arena by the backend's helpers from (distribution, seed), the
+ * reference is computed beside them (the task's device reference, or on
+ * the host over the judge's own mapping), and every check of an output
+ * runs where the output is. Only counts, the first index of each finding
+ * and the worst element come back: on a GPU, no tensor crosses to the host.
+ *
+ * What the candidate could reach is unchanged: its runner maps the arena as
+ * before; the judge's copies of the two runs' outputs and the references
+ * (this trial's and the previous one's, for the cache check) live in
+ * arenas the runner is never given. */
+#include "kernel/judge_internal.h"
+#include "kernel/dtype.h"
+#include "kernel/tasks.h"
+#include "kernel/worker.h"
+#include "util/buf.h"
+#include "util/clock.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int kv_judge_in_place(const judge *j)
+{
+    const kv_jdev *b = j->b;
+    if (!b->gen || !b->check || !b->compare || !b->count_diff || !b->copy || !b->count_poison ||
+        !b->count_changed || kv_judge_can(j, KV_CAP_STAGED))
+        return 0;
+    /* Inputs on a device are read by a device reference only; arenas in
+     * the judge's memory (no device inputs) by the task's own. */
+    return j->ref != NULL || !kv_judge_can(j, KV_CAP_DEVICE_INPUTS);
+}
+
+/* One scenario's trials: the arena the runner sees, the judge's own
+ * copies of the outputs, and the references. */
+typedef struct trial_state {
+    shape_data d;
+    layout l;
+    kv_arena a;
+    kv_arena keep; /* outputs of run 0 and run 1, judge only */
+    size_t keep_off[2][KV_MAX_TENSORS];
+    kv_arena ref[2]; /* device reference: this trial's and the last */
+    size_t where[KV_MAX_TENSORS][2];
+    int cur; /* ref[cur] is this trial's */
+    uint64_t seed[KV_MAX_TENSORS], forced[KV_MAX_TENSORS];
+    kv_dist dist;
+} trial_state;
+
+/* Output I's reference values and scales (PREV: the last trial's), as the
+ * backend's helpers read them. */
+static const double *ref_val(judge *j, trial_state *ts, int i, int prev)
+{
+    if (!j->ref) return prev ? ts->d.prev[i] : ts->d.val[i];
+    kv_arena *r = &ts->ref[prev ? 1 - ts->cur : ts->cur];
+    return j->b->ptr(j->b, r, ts->where[i][0]);
+}
+
+static const double *ref_scale(judge *j, trial_state *ts, int i, int prev)
+{
+    if (!j->ref) return prev ? ts->d.prev_scale[i] : ts->d.scale[i];
+    if (!j->task->reference_scale) return NULL;
+    kv_arena *r = &ts->ref[prev ? 1 - ts->cur : ts->cur];
+    return j->b->ptr(j->b, r, ts->where[i][1]);
+}
+
+/* The trial's inputs, drawn in the arena. */
+static void draw_inputs(judge *j, trial_state *ts)
+{
+    const kv_task *t = j->task;
+    double t0 = kv_now_s();
+    char *err = NULL;
+    for (int i = 0; i < t->num_tensors; i++) {
+        if (t->tensors[i].role != KV_IN) continue;
+        size_t n = ts->d.count[i];
+        ts->seed[i] = kv_rng_next(&j->rng);
+        ts->forced[i] = n ? kv_rng_below(&j->rng, n) : 0;
+        if (j->b->gen(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype, (int)ts->dist, n,
+                      ts->seed[i], ts->forced[i], &err) != 0)
+            kv_judge_fail_err(j, err, "drawing inputs");
+    }
+    if (j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "drawing inputs");
+    kv_judge_lap(j, PROF_FILL, &t0);
+}
+
+/* The trial's reference; the last trial's kept for the cache check. */
+static void reference(judge *j, trial_state *ts, int trial)
+{
+    const kv_task *t = j->task;
+    shape_data *d = &ts->d;
+    double t0 = kv_now_s();
+    if (j->ref) {
+        ts->cur = 1 - ts->cur;
+        kv_judge_reference_arena(j, d->shape->syms, &ts->a, &ts->l, 0, &ts->ref[ts->cur],
+                                 ts->where);
+    } else {
+        for (int i = 0; i < t->num_tensors && trial > 0; i++)
+            if (t->tensors[i].role == KV_OUT) {
+                memcpy(d->prev[i], d->val[i], d->count[i] * sizeof(double));
+                if (d->scale[i])
+                    memcpy(d->prev_scale[i], d->scale[i], d->count[i] * sizeof(double));
+            }
+        /* The inputs as the arena holds them (the judge's own mapping). */
+        for (int i = 0; i < t->num_tensors; i++) {
+            if (t->tensors[i].role != KV_IN) continue;
+            const void *img = j->b->ptr(j->b, &ts->a, ts->l.off[i]);
+            for (size_t k = 0; k < d->count[i]; k++)
+                d->val[i][k] = kv_dtype_load(t->tensors[i].dtype, img, k);
+        }
+        kv_judge_reference(j, d->shape->syms, &ts->a, &ts->l, 0, d->val, d->val, d->scale, 0);
+    }
+    d->have_prev = trial > 0;
+    char *err = NULL;
+    if (j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "reference");
+    kv_judge_lap(j, PROF_REFERENCE, &t0);
+}
+
+/* Fails unless the outputs stay as run RUNNO left them once a moment has
+ * passed; UNWRITTEN: some were still poisoned, so look longer. */
+static void check_settled(judge *j, trial_state *ts, int runno, int unwritten)
+{
+    const kv_task *t = j->task;
+    char *err = NULL;
+    int looks = unwritten ? 20 : 1;
+    for (int look = 0; look < looks; look++) {
+        kv_sleep_s(unwritten ? 0.02 * (look + 1) : j->s.settle_s); /* up to 4 s in all */
+        for (int i = 0; i < t->num_tensors; i++) {
+            if (t->tensors[i].role != KV_OUT) continue;
+            size_t changed = 0, first = 0;
+            if (j->b->count_diff(j->b, &ts->a, ts->l.off[i], &ts->keep, ts->keep_off[runno][i],
+                                 kv_dtype_size(t->tensors[i].dtype), ts->d.count[i], &changed,
+                                 &first, &err) != 0)
+                kv_judge_fail_err(j, err, "comparing outputs");
+            if (changed)
+                kv_judge_fail_shape(j, &ts->d, "async_work_outside_harness_stream",
+                                    "%zu elements of %s changed after kv_launch returned and the "
+                                    "candidate's device work was finished: work ran on another "
+                                    "stream, queue, thread or process",
+                                    changed, t->tensors[i].name);
+        }
+    }
+}
+
+/* The checks after run RUNNO, in judge_check.c's order. */
+static void check_run(judge *j, trial_state *ts, int runno)
+{
+    const kv_task *t = j->task;
+    shape_data *d = &ts->d;
+    char *err = NULL;
+    /* The outputs as the run left them, in the judge's own arena. */
+    for (int i = 0; i < t->num_tensors; i++)
+        if (t->tensors[i].role == KV_OUT &&
+            j->b->copy(j->b, &ts->a, ts->l.off[i], &ts->keep, ts->keep_off[runno][i], d->bytes[i],
+                       &err) != 0)
+            kv_judge_fail_err(j, err, "keeping outputs");
+    size_t unwritten = 0;
+    for (int i = 0; i < t->num_tensors && !unwritten; i++) {
+        size_t first = 0;
+        if (t->tensors[i].role == KV_OUT &&
+            j->b->count_poison(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype, d->count[i],
+                               d->poison[i], &unwritten, &first, &err) != 0)
+            kv_judge_fail_err(j, err, "checking outputs");
+    }
+    check_settled(j, ts, runno, unwritten != 0);
+    kv_judge_check_quiet(j, d, "when kv_launch returned");
+    kv_check checks[KV_MAX_TENSORS];
+    for (int i = 0; i < t->num_tensors; i++) {
+        const kv_tensor_spec *s = &t->tensors[i];
+        if (s->role != KV_OUT) continue;
+        kv_check *c = &checks[i];
+        if (j->b->check(j->b, &ts->keep, ts->keep_off[runno][i], s->dtype, d->count[i],
+                        ref_val(j, ts, i, 0), ref_scale(j, ts, i, 0), d->poison[i],
+                        t->tol[s->dtype], c, &err) != 0)
+            kv_judge_fail_err(j, err, "checking outputs");
+        kv_judge_fail_unwritten(j, d, i, runno, c);
+    }
+    /* Inputs unchanged: drawn again and compared where they are. Quick runs
+     * look after the second run only (inputs are not rewritten between). */
+    for (int i = 0; i < t->num_tensors && (!j->job->quick || runno == 1); i++) {
+        if (t->tensors[i].role != KV_IN) continue;
+        size_t changed = 0;
+        if (j->b->count_changed(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype, (int)ts->dist,
+                                d->count[i], ts->seed[i], ts->forced[i], &changed, &err) != 0)
+            kv_judge_fail_err(j, err, "checking inputs");
+        if (changed)
+            kv_judge_fail_shape(j, d, "input_modified",
+                                "input %s changed during run %s (%zu of %zu elements differ "
+                                "from what the judge wrote)",
+                                t->tensors[i].name,
+                                j->job->quick ? "1 or 2"
+                                : runno       ? "2"
+                                              : "1",
+                                changed, d->count[i]);
+    }
+    kv_judge_check_canaries(j, d, &ts->a, &ts->l);
+    for (int i = 0; i < t->num_tensors; i++) {
+        const kv_tensor_spec *s = &t->tensors[i];
+        if (s->role != KV_OUT) continue;
+        kv_tolerance tol = t->tol[s->dtype];
+        if (runno == 1) {
+            size_t differ = 0, first = 0;
+            if (j->b->compare(j->b, &ts->keep, ts->keep_off[0][i], &ts->keep, ts->keep_off[1][i],
+                              s->dtype, d->count[i], ref_val(j, ts, i, 0), ref_scale(j, ts, i, 0),
+                              tol, &differ, &first, &err) != 0)
+                kv_judge_fail_err(j, err, "comparing runs");
+            kv_judge_fail_differ(j, d, i, differ, first);
+        }
+        kv_check *c = &checks[i];
+        /* The previous trial's answer, returned again, is a cache. */
+        int cached = 0;
+        if (c->bad && !c->nonfinite && d->have_prev) {
+            kv_check pc;
+            if (j->b->check(j->b, &ts->keep, ts->keep_off[runno][i], s->dtype, d->count[i],
+                            ref_val(j, ts, i, 1), ref_scale(j, ts, i, 1), NULL, tol, &pc,
+                            &err) != 0)
+                kv_judge_fail_err(j, err, "checking outputs");
+            cached = pc.bad == 0 && pc.nonfinite == 0;
+        }
+        kv_judge_values(j, d, i, c, cached);
+    }
+}
+
+/* D's sizes; with a host reference, its inputs' values and the outputs'
+ * references (this trial's and the last). */
+static void state_init(judge *j, trial_state *ts, const kv_shape *sh)
+{
+    const kv_task *t = j->task;
+    memset(ts, 0, sizeof *ts);
+    shape_data *d = &ts->d;
+    d->shape = sh;
+    size_t keep = 0;
+    for (int i = 0; i < t->num_tensors; i++) {
+        d->count[i] = kv_tensor_count(t, i, sh->syms);
+        d->bytes[i] = d->count[i] * kv_dtype_size(t->tensors[i].dtype);
+        if (t->tensors[i].role == KV_OUT)
+            for (int r = 0; r < 2; r++) {
+                ts->keep_off[r][i] = keep;
+                keep += (d->bytes[i] + 255) / 256 * 256;
+            }
+        if (j->ref) continue;
+        d->val[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
+        if (t->tensors[i].role != KV_OUT) continue;
+        d->prev[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
+        if (t->reference_scale) {
+            d->scale[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
+            d->prev_scale[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
+        }
+    }
+    char *err = NULL;
+    if (j->b->arena_new(j->b, keep ? keep : 64, 0, &ts->keep, &err) != 0)
+        kv_judge_fail_err(j, err, "an arena for the judge's copies");
+    kv_judge_layout(j, sh->syms, 1, 1, &ts->l);
+}
+
+static void state_free(judge *j, trial_state *ts)
+{
+    kv_judge_arena_free(j, &ts->a);
+    j->b->arena_free(j->b, &ts->keep);
+    for (int r = 0; r < 2; r++)
+        if (ts->ref[r].bytes) j->b->arena_free(j->b, &ts->ref[r]);
+    kv_shape_data_free(&ts->d, j->task);
+}
+
+json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh)
+{
+    const kv_task *t = j->task;
+    trial_state *ts = kv_calloc(1, sizeof *ts);
+    double t0 = kv_now_s();
+    state_init(j, ts, sh);
+    size_t in_bytes = 0;
+    for (int i = 0; i < t->num_tensors; i++)
+        if (t->tensors[i].role == KV_IN) in_bytes += ts->d.bytes[i];
+    int trials = kv_judge_trials(j, sh, 0, in_bytes);
+    kv_judge_lap(j, PROF_ALLOC, &t0);
+    for (int trial = 0; trial < trials; trial++) {
+        kv_worker_phase("correctness %s trial %d", sh->name, trial + 1);
+        t0 = kv_now_s();
+        /* Trial 1 refills the same arena in place; later ones move. */
+        if (trial != 1) {
+            kv_judge_arena_free(j, &ts->a);
+            kv_judge_arena_new(j, &ts->l, &ts->a);
+        }
+        kv_judge_lap(j, PROF_ALLOC, &t0);
+        ts->dist = (kv_dist)(trial % KV_DIST_COUNT);
+        draw_inputs(j, ts);
+        reference(j, ts, trial);
+        for (int runno = 0; runno < 2; runno++) {
+            kv_judge_poison_outputs(j, &ts->d, &ts->a, &ts->l);
+            /* A driver may build a kernel for each new launch shape at its first call. */
+            if (trial == 0 && runno == 0) j->grace_s = j->b->backend->first_call_grace_s;
+            kv_judge_run_once(j, &ts->d, &ts->a, &ts->l);
+            t0 = kv_now_s();
+            check_run(j, ts, runno);
+            kv_judge_lap(j, PROF_CHECK, &t0);
+        }
+    }
+    const shape_data *d = &ts->d;
+    json_t *res = json_pack("{s:s,s:f,s:f,s:f,s:f,s:i}", "name", sh->name, "max_abs_err",
+                            d->max_abs, "max_rel_err", d->max_rel, "rel_l2_err", d->rel_l2,
+                            "tol_ratio", d->max_ratio, "trials", trials);
+    state_free(j, ts);
+    free(ts);
+    return res;
+}
