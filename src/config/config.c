@@ -300,6 +300,20 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
             if (strcmp(e->devices[j], dev) == 0)
                 bad(&ck, "evaluator.devices", "device %s is listed twice", dev);
     }
+    int slurm = e->launcher && strcmp(e->launcher, "slurm") == 0;
+    if (e->launcher && !slurm && strcmp(e->launcher, "local") != 0)
+        bad(&ck, "evaluator.launcher", "unknown launcher '%s' (local or slurm)", e->launcher);
+    non_negative(&ck, "evaluator.slurm_time", e->slurm_time);
+    at_least(&ck, "evaluator.slurm_retries", e->slurm_retries, 0);
+    if (slurm && (!e->srun || !*e->srun)) bad(&ck, "evaluator.srun", "names no program");
+    if (slurm && e->python_pool)
+        bad(&ck, "evaluator.python_pool",
+            "warm interpreters live on this machine: with evaluator.launcher slurm, leave "
+            "python_pool out");
+    if (slurm && e->n_devices && !(e->n_devices == 1 && strcmp(e->devices[0], "auto") == 0))
+        bad(&ck, "evaluator.devices",
+            "with evaluator.launcher slurm each step evaluates on the device Slurm gives it "
+            "(evaluator.slurm_gres): leave devices at auto");
     return ck.failed ? -1 : 0;
 }
 

@@ -146,6 +146,15 @@ typedef struct kv_evaluator_config {
     size_t n_scenarios;
     char **devices; /* kevolve: {"auto"}, or the backend's device indices to evaluate on */
     size_t n_devices;
+    char *launcher;        /* kevolve: "local" (default) or "slurm": how evaluations start */
+    char *slurm_partition; /* kevolve: srun --partition, or NULL */
+    char *slurm_account;   /* kevolve: srun --account, or NULL */
+    char *slurm_gres;      /* kevolve: srun --gres (gpu:1), or NULL */
+    double slurm_time;     /* kevolve: srun --time in seconds; 0: from timeout + device_wait */
+    char **slurm_args;     /* kevolve: further srun arguments */
+    size_t n_slurm_args;
+    int slurm_retries; /* kevolve: launches lost to Slurm tried again; default 3 */
+    char *srun;        /* kevolve: the srun program; default "srun" */
     int distributed;   /* OpenEvolve's flag; not supported (warned when true) */
     int python_module; /* kevolve: -1 auto, 1/0: run the evaluator as an OpenEvolve module or not */
     char *python;      /* kevolve: interpreter of OpenEvolve modules; default "python3" */

@@ -456,9 +456,39 @@ const kv_key kv_config_key_table[] = {
      "backend sees: `kevolve devices`) or a list of indices such as [0, 1]. Each device takes "
      "one evaluation's device work at a time; compiles overlap.",
      .flags = KV_KEY_SCALAR_LIST | KV_KEY_RESUMABLE},
+    {"evaluator", "launcher", KV_KEY_STRING, C(evaluator.launcher), 0, "local", NULL,
+     "How each evaluation starts: `local` (a process on this machine) or `slurm` (one `srun` "
+     "each: a job step of the allocation kevolve runs in, under salloc or sbatch, else a job of "
+     "its own). With slurm the kevolve binary, the run folder and the config's files must be on "
+     "a path the compute nodes share; each step's device is the one Slurm gives it.",
+     NULL, NULL, KV_KEY_RESUMABLE},
+    {"evaluator", "slurm_partition", KV_KEY_STRING, C(evaluator.slurm_partition), 0, NULL,
+     "Slurm's default", "With evaluator.launcher slurm: srun --partition.", NULL, NULL,
+     KV_KEY_RESUMABLE},
+    {"evaluator", "slurm_account", KV_KEY_STRING, C(evaluator.slurm_account), 0, NULL,
+     "Slurm's default", "With evaluator.launcher slurm: srun --account.", NULL, NULL,
+     KV_KEY_RESUMABLE},
+    {"evaluator", "slurm_gres", KV_KEY_STRING, C(evaluator.slurm_gres), 0, NULL, "none",
+     "With evaluator.launcher slurm: srun --gres, such as gpu:1 (one GPU per evaluation).", NULL,
+     NULL, KV_KEY_RESUMABLE},
+    {"evaluator", "slurm_time", KV_KEY_DOUBLE, C(evaluator.slurm_time), 0, "0", NULL,
+     "With evaluator.launcher slurm: each step's time limit in seconds (srun --time, rounded "
+     "up to minutes); 0: evaluator.timeout plus evaluator.device_wait plus a minute. "
+     "kevolve's own evaluator.timeout still ends the evaluation first.",
+     NULL, NULL, KV_KEY_RESUMABLE},
+    {"evaluator", "slurm_args", KV_KEY_STRINGS, C(evaluator.slurm_args), C(evaluator.n_slurm_args),
+     NULL, "[]", "With evaluator.launcher slurm: further srun arguments, such as [--qos=short].",
+     .flags = KV_KEY_SCALAR_LIST | KV_KEY_RESUMABLE},
+    {"evaluator", "slurm_retries", KV_KEY_INT, C(evaluator.slurm_retries), 0, "3", NULL,
+     "With evaluator.launcher slurm: how many times an evaluation lost to Slurm (a node "
+     "failure, a preemption, a step cancelled from outside, a step that could not start) is "
+     "started again; never the candidate's failure.",
+     NULL, NULL, KV_KEY_RESUMABLE},
+    {"evaluator", "srun", KV_KEY_STRING, C(evaluator.srun), 0, "srun", NULL,
+     "With evaluator.launcher slurm: the srun program.", NULL, NULL, KV_KEY_RESUMABLE},
     {"evaluator", "distributed", KV_KEY_BOOL, C(evaluator.distributed), 0, "false", NULL,
      "OpenEvolve's flag; not supported.",
-     "not supported; kevolve evaluates on this machine's worker pool"},
+     "not supported; kevolve spreads evaluations over a cluster with evaluator.launcher: slurm"},
     IGN("evaluator", "cpu_limit", "OpenEvolve does not use it either; kevolve ignores it"),
     {"evaluator", "python_module", KV_KEY_TRIBOOL, C(evaluator.python_module), 0, NULL,
      "unset (auto)",

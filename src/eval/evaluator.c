@@ -5,6 +5,7 @@
  * descriptors of every running child, so the controller never spins, and
  * hands back results in the order they finish. */
 #include "eval/evaluator.h"
+#include "eval/launcher.h"
 #include "util/clock.h"
 #include "eval/eval_output.h"
 #include "eval/pyeval.h"
@@ -45,6 +46,8 @@ typedef struct job {
     int stage;                 /* 1-based stage now running */
     int attempt;               /* runs of the current stage so far */
     int first_attempts;        /* runs of stage 1 */
+    int lost;                  /* runs the launcher lost (Slurm), started again */
+    char *step_name;           /* its current run's name under a launcher (Slurm), or NULL */
     kv_proc *proc;             /* NULL while queued */
     double started;            /* monotonic seconds, when it first started */
     json_t *metrics;           /* merged over stages */
@@ -68,6 +71,9 @@ struct kv_evaluator {
 
     char **command; /* argv prefix, NULL-terminated */
     size_t n_command;
+    char **launch; /* the launcher's words before it (srun ...), or NULL (launcher.h) */
+    size_t n_launch;
+    int launch_retries; /* runs a launcher lost that are started again */
     /* A built-in kernel task: every child is the job JSON (util/eval_job.h)
      * run by `WORKER eval --job FILE`, its device from SLOTS. */
     json_t *job;
@@ -187,6 +193,8 @@ static kv_evaluator *evaluator_alloc(const kv_evaluator_config *cfg, const char 
     ev->max_artifact = cfg->max_artifact_storage > 0 ? (size_t)cfg->max_artifact_storage : 0;
     ev->memory_limit_mb = cfg->memory_limit_mb;
     ev->running = kv_calloc(ev->parallel, sizeof(job *));
+    ev->launch = kv_launcher_prefix(cfg, &ev->n_launch);
+    ev->launch_retries = cfg->slurm_retries > 0 ? cfg->slurm_retries : 0;
     return ev;
 }
 
@@ -268,7 +276,9 @@ kv_evaluator *kv_evaluator_new_task(const kv_evaluator_config *cfg, const kv_job
     ev->command[2] = kv_strdup("--job");
     ev->n_command = 3;
     ev->job = kv_job_to_json(tmpl);
-    ev->slots = kv_slots_new(devices, n_devices);
+    /* Under a launcher that places evaluations on other machines, each
+     * one's device is the scheduler's to give: no slots here. */
+    if (!ev->launch) ev->slots = kv_slots_new(devices, n_devices);
     return ev;
 }
 
@@ -281,6 +291,7 @@ static void job_free(job *j)
     if (j->slot_sock >= 0) close(j->slot_sock);
     if (j->job_path && !keep_programs()) unlink(j->job_path);
     free(j->job_path);
+    free(j->step_name);
     json_decref(j->parent_screen);
     kv_scenario_results_clear(&j->rows);
     if (j->program_path && !keep_programs()) unlink(j->program_path);
@@ -435,7 +446,7 @@ static int write_job(kv_evaluator *ev, job *j, char **err)
     if (ev->run_dir) json_object_set_new(doc, "run_dir", json_string(ev->run_dir));
     if (j->parent_screen)
         json_object_set(json_object_get(doc, "screen"), "parent", j->parent_screen);
-    json_object_set_new(doc, "slot_fd", json_integer(3));
+    if (ev->slots) json_object_set_new(doc, "slot_fd", json_integer(3));
     if (!j->job_path) j->job_path = kv_asprintf("%s.job.json", j->program_path);
     char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     json_decref(doc);
@@ -455,8 +466,18 @@ static int start_run(kv_evaluator *ev, job *j)
     size_t k = 0;
     char **cmd = ev->command;
     char **argvp = argv;
-    if (ev->n_command + 5 > sizeof argv / sizeof *argv)
-        argvp = kv_calloc(ev->n_command + 5, sizeof(char *));
+    if (ev->n_launch + ev->n_command + 7 > sizeof argv / sizeof *argv)
+        argvp = kv_calloc(ev->n_launch + ev->n_command + 7, sizeof(char *));
+    char *step_opt = NULL;
+    for (size_t i = 0; i < ev->n_launch; i++)
+        argvp[k++] = ev->launch[i];
+    if (ev->launch) { /* a name of its own, to cancel the step by */
+        free(j->step_name);
+        j->step_name = kv_asprintf("kevolve-eval-%d-%lld-%d", (int)getpid(), (long long)j->ticket,
+                                   j->attempt + j->lost + 1);
+        argvp[k++] = step_opt = kv_asprintf("--job-name=%s", j->step_name);
+        argvp[k++] = "--";
+    }
     for (size_t i = 0; i < ev->n_command; i++)
         argvp[k++] = cmd[i];
     char *err = NULL;
@@ -465,9 +486,10 @@ static int start_run(kv_evaluator *ev, job *j)
         /* The job document carries everything, the stage included; the
          * device comes over the slot channel, the worker's descriptor 3. */
         if (write_job(ev, j, &err) != 0 ||
-            socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0) {
+            (ev->slots && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)) {
             if (!err) err = kv_asprintf("cannot make a device-slot channel: %s", strerror(errno));
             if (argvp != argv) free(argvp);
+            free(step_opt);
             j->attempt++;
             if (j->stage == 1) j->first_attempts++;
             record_stage(j, "failed", NULL, 0, err);
@@ -511,6 +533,7 @@ static int start_run(kv_evaluator *ev, job *j)
     for (size_t i = 0; i < e; i++)
         free(env[i]);
     if (argvp != argv) free(argvp);
+    free(step_opt);
     if (chan[1] >= 0) close(chan[1]);
     j->slot_sock = chan[0];
     j->attempt++;
@@ -628,6 +651,44 @@ static int crash(kv_evaluator *ev, job *j, const char *reason, const char *code,
     return 0;
 }
 
+/* Under a launcher, cancels J's step after kevolve stopped its srun (a
+ * timeout, an interrupt): the step itself may run on otherwise. */
+static void cancel_step(const kv_evaluator *ev, const job *j)
+{
+    if (ev->launch && j->step_name) {
+        const char *name = j->step_name;
+        kv_launcher_cancel(&name, 1);
+    }
+}
+
+/* J's run was lost by the launcher (LINE says how, up to its end): started
+ * again while tries remain, without counting as an attempt of its own;
+ * else finished as the launcher's failure. Returns 1 when J is running. */
+static int lost_run(kv_evaluator *ev, job *j, const char *line, double seconds)
+{
+    keep_output(ev, j, NULL);
+    char *what = kv_strndup(line, strcspn(line, "\n"));
+    kv_proc_free(j->proc);
+    j->proc = NULL;
+    drop_slot(ev, j);
+    if (j->lost++ < ev->launch_retries) {
+        kv_warn("evaluation %lld: the launcher lost its run (%s); starting it again (%d of %d)",
+                (long long)j->ticket, what, j->lost, ev->launch_retries);
+        free(what);
+        j->attempt--;
+        if (j->stage == 1) j->first_attempts--;
+        return start_run(ev, j) == 0;
+    }
+    char *reason = kv_asprintf("the launcher lost the run %d times (last: %s): not a verdict on "
+                               "the candidate",
+                               j->lost, what);
+    free(what);
+    record_stage(j, "failed", NULL, seconds, reason);
+    finish_job(ev, j, KV_STATUS_FAILED, reason, KV_REASON_LAUNCHER_LOST);
+    free(reason);
+    return 0;
+}
+
 /* Why a run whose output parsed must still count as a failure, or NULL:
  * the kernel harness rejected the candidate (artifacts.verdict "rejected":
  * its artifacts.reason is the code, "timeout" making it a TIMEOUT), the
@@ -688,6 +749,7 @@ static int on_run_end(kv_evaluator *ev, job *j)
 
     if (how == KV_PROC_TIMED_OUT || how == KV_PROC_KILLED) {
         keep_output(ev, j, NULL);
+        cancel_step(ev, j);
         const char *why = kv_proc_describe(p);
         int timed_out = how == KV_PROC_TIMED_OUT;
         record_stage(j, timed_out ? "timeout" : "failed", NULL, seconds, why);
@@ -697,6 +759,10 @@ static int on_run_end(kv_evaluator *ev, job *j)
         free(reason);
         return 0;
     }
+    const char *lost_line = NULL;
+    if (ev->launch && (how != KV_PROC_EXITED || kv_proc_exit_code(p) != 0) &&
+        kv_launcher_lost_run(kv_proc_stderr(p), &lost_line))
+        return lost_run(ev, j, lost_line, seconds);
     if (how != KV_PROC_EXITED || kv_proc_exit_code(p) != 0) {
         keep_output(ev, j, NULL);
         char *line = last_line(kv_proc_stderr(p));
@@ -959,10 +1025,19 @@ size_t kv_evaluator_pending(const kv_evaluator *ev)
 void kv_evaluator_cancel_all(kv_evaluator *ev)
 {
     if (!ev) return;
+    const char **steps = kv_calloc(ev->n_running + 1, sizeof *steps);
+    size_t n_steps = 0;
     for (size_t i = 0; i < ev->n_running; i++) {
-        drop_slot(ev, ev->running[i]);
-        job_free(ev->running[i]); /* kills the group */
+        job *j = ev->running[i];
+        drop_slot(ev, j);
+        kv_proc_free(j->proc); /* kills the group */
+        j->proc = NULL;
+        if (ev->launch && j->step_name) steps[n_steps++] = j->step_name;
     }
+    kv_launcher_cancel(steps, n_steps); /* their steps, all at once */
+    free(steps);
+    for (size_t i = 0; i < ev->n_running; i++)
+        job_free(ev->running[i]);
     ev->n_running = 0;
     while (ev->queue_head) {
         job *j = ev->queue_head;
@@ -991,6 +1066,7 @@ void kv_evaluator_free(kv_evaluator *ev)
 {
     if (!ev) return;
     kv_evaluator_cancel_all(ev);
+    kv_launcher_free(ev->launch);
     for (size_t i = 0; i < ev->n_done; i++)
         kv_eval_result_clear(&ev->done[i]);
     free(ev->done);

@@ -42,13 +42,14 @@ typedef struct kv_evaluator kv_evaluator;
 /* Reason codes of the evaluation pipeline (kv_eval_result.reason_code). A
  * kernel harness's verdict brings its own (artifacts.reason:
  * "compile_error", "wrong_result", "crash: SIGSEGV", ...). */
-#define KV_REASON_TIMEOUT "timeout"                       /* killed at evaluator.timeout */
-#define KV_REASON_KILLED "killed"                         /* cancelled (interrupt) */
-#define KV_REASON_SPAWN_FAILED "spawn_failed"             /* the evaluator could not start */
-#define KV_REASON_EVALUATOR_CRASH "evaluator_crash"       /* non-zero exit or signal */
-#define KV_REASON_BAD_OUTPUT "bad_output"                 /* stdout not a JSON object */
-#define KV_REASON_EVALUATOR_ERROR "evaluator_error"       /* an "error" with no artifacts.reason */
-#define KV_REASON_REJECTED "rejected"                     /* a verdict without a reason */
+#define KV_REASON_TIMEOUT "timeout"                 /* killed at evaluator.timeout */
+#define KV_REASON_KILLED "killed"                   /* cancelled (interrupt) */
+#define KV_REASON_LAUNCHER_LOST "launcher_lost"     /* Slurm lost every try (node, preemption) */
+#define KV_REASON_SPAWN_FAILED "spawn_failed"       /* the evaluator could not start */
+#define KV_REASON_EVALUATOR_CRASH "evaluator_crash" /* non-zero exit or signal */
+#define KV_REASON_BAD_OUTPUT "bad_output"           /* stdout not a JSON object */
+#define KV_REASON_EVALUATOR_ERROR "evaluator_error" /* an "error" with no artifacts.reason */
+#define KV_REASON_REJECTED "rejected"               /* a verdict without a reason */
 #define KV_REASON_NON_FINITE_FITNESS "non_finite_fitness" /* combined_score NaN, inf, null */
 #define KV_REASON_NO_FITNESS "no_fitness"                 /* no finite numeric metric */
 

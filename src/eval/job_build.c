@@ -1,5 +1,6 @@
 /* The job of a kernel-task run (see job_build.h). */
 #include "eval/job_build.h"
+#include "eval/launcher.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -25,13 +26,24 @@ void kv_eval_job_template(const kv_config *cfg, const char *cache_dir, kv_job *o
     out->limits.baseline_max_age_s = e->baseline_max_age;
 }
 
-json_t *kv_eval_devices(const char *worker, const char *backend, const char *suffix, char **err)
+json_t *kv_eval_devices(const kv_evaluator_config *cfg, const char *worker, const char *backend,
+                        const char *suffix, char **err)
 {
     char *probe = kv_asprintf("candidate%s", suffix ? suffix : "");
-    char *argv[] = {(char *)worker,  "devices", "--json", "--backend",
-                    (char *)backend, "--for",   probe,    NULL};
-    kv_proc_spec spec = {.argv = argv, .timeout_s = 120, .max_output = 1 << 20};
+    /* Where evaluations run: through the launcher (a compute node's view). */
+    size_t n = 0;
+    char **launch = kv_launcher_prefix(cfg, &n);
+    char *own[] = {(char *)worker,  "devices", "--json", "--backend",
+                   (char *)backend, "--for",   probe,    NULL};
+    char **argv = kv_calloc(n + 9, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        argv[i] = launch[i];
+    memcpy(argv + n, own, sizeof own);
+    /* A step may wait in the scheduler's queue first. */
+    kv_proc_spec spec = {.argv = argv, .timeout_s = launch ? 600 : 120, .max_output = 1 << 20};
     kv_proc *p = kv_proc_run(&spec, err);
+    free(argv);
+    kv_launcher_free(launch);
     free(probe);
     if (!p) return NULL;
     json_t *doc = NULL;
@@ -95,7 +107,7 @@ kv_evaluator *kv_eval_task_evaluator(const kv_config *cfg, const char *worker, c
     char *cache = kv_cache_dir_default();
     kv_job tmpl;
     kv_eval_job_template(cfg, cache, &tmpl);
-    json_t *listed = kv_eval_devices(worker, tmpl.backend, cfg->file_suffix, err);
+    json_t *listed = kv_eval_devices(&cfg->evaluator, worker, tmpl.backend, cfg->file_suffix, err);
     int *slots = NULL;
     int n = listed ? kv_eval_device_slots(cfg, listed, &slots, err) : -1;
     kv_evaluator *ev = n > 0 ? kv_evaluator_new_task(&cfg->evaluator, &tmpl, worker, slots,

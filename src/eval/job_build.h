@@ -19,10 +19,12 @@
 void kv_eval_job_template(const kv_config *cfg, const char *cache_dir, kv_job *out);
 
 /* The devices the worker binary WORKER sees for BACKEND ("auto": the one
- * SUFFIX names), by running `WORKER devices --json`: {"backend": NAME,
+ * SUFFIX names), by running `WORKER devices --json` where CFG's launcher
+ * runs evaluations (under Slurm, a step's view): {"backend": NAME,
  * "devices": [{"index", "name", ...}, ...]} (new reference), or NULL with
  * *ERR ("no CUDA device: ..."). */
-json_t *kv_eval_devices(const char *worker, const char *backend, const char *suffix, char **err);
+json_t *kv_eval_devices(const kv_evaluator_config *cfg, const char *worker, const char *backend,
+                        const char *suffix, char **err);
 
 /* The device indices of a run: CFG's evaluator.devices, or with auto every
  * device of LISTED (kv_eval_devices's answer). Writes them to *DEVICES

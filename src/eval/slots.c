@@ -9,6 +9,7 @@ typedef struct slot {
     int device;
     int64_t holder; /* the evaluation holding it */
     int busy;
+    uint64_t granted; /* when it was last handed out (the grant's number), 0: never */
 } slot;
 
 struct kv_slots {
@@ -16,6 +17,7 @@ struct kv_slots {
     size_t n;
     int64_t *line; /* tickets waiting, oldest first */
     size_t n_line, cap_line;
+    uint64_t grants; /* handed out so far */
 };
 
 kv_slots *kv_slots_new(const int *devices, size_t n)
@@ -67,17 +69,21 @@ int kv_slots_release(kv_slots *s, int64_t ticket)
 int kv_slots_grant(kv_slots *s, int64_t *ticket, int *device)
 {
     if (!s->n_line) return 0;
-    for (size_t i = 0; i < s->n; i++) {
-        if (s->slots[i].busy) continue;
-        s->slots[i].busy = 1;
-        s->slots[i].holder = s->line[0];
-        *ticket = s->line[0];
-        *device = s->slots[i].device;
-        memmove(s->line, s->line + 1, (s->n_line - 1) * sizeof *s->line);
-        s->n_line--;
-        return 1;
-    }
-    return 0;
+    /* The free device that waited longest: every device gets work (and its
+     * own baseline) early, and the work spreads evenly over them. */
+    slot *pick = NULL;
+    for (size_t i = 0; i < s->n; i++)
+        if (!s->slots[i].busy && (!pick || s->slots[i].granted < pick->granted))
+            pick = &s->slots[i];
+    if (!pick) return 0;
+    pick->busy = 1;
+    pick->holder = s->line[0];
+    pick->granted = ++s->grants;
+    *ticket = s->line[0];
+    *device = pick->device;
+    memmove(s->line, s->line + 1, (s->n_line - 1) * sizeof *s->line);
+    s->n_line--;
+    return 1;
 }
 
 int kv_slots_held(const kv_slots *s, int64_t ticket)

@@ -20,8 +20,8 @@ void kv_slots_ask(kv_slots *s, int64_t ticket);
 /* TICKET is done with its device, or gone: its slot (or its place in line)
  * is given up. Returns 1 when it held a device. */
 int kv_slots_release(kv_slots *s, int64_t ticket);
-/* Hands the next free device to the first in line: 1 with *TICKET and
- * *DEVICE set, 0 when no device is free or no one waits. */
+/* Hands the free device that waited longest to the first in line: 1 with
+ * *TICKET and *DEVICE set, 0 when no device is free or no one waits. */
 int kv_slots_grant(kv_slots *s, int64_t *ticket, int *device);
 /* The device TICKET holds, or -1. */
 int kv_slots_held(const kv_slots *s, int64_t ticket);

@@ -70,6 +70,7 @@ static const kv_backend table[] = {
         .roofline_slack = 0.5,
         .calib_bytes = 256u << 20,
         .torch_device = "cuda",
+        .visible_env = "CUDA_VISIBLE_DEVICES",
         .jdev_new = kv_jdev_cuda_new,
         .rdev_new = kv_rdev_cuda_new,
         .devices = kv_cuda_devices,

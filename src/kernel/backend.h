@@ -92,6 +92,12 @@ typedef struct kv_backend {
      * exported library's entry point takes, or NULL (opencl's takes
      * cl_mem buffers): what `kevolve export --torch` can bind. */
     const char *torch_device;
+    /* The environment variable through which a scheduler (Slurm's gres) or
+     * the user narrows the devices this process sees, renumbered from 0
+     * ("CUDA_VISIBLE_DEVICES"), or NULL: its value goes into the device
+     * lock's name, so that two processes' "device 0" lock the same device
+     * only when it is the same one. */
+    const char *visible_env;
     /* The constructors of the two halves; NULL when this binary was built
      * without the backend (NOT_BUILT says why). */
     kv_jdev *(*jdev_new)(void);

@@ -22,6 +22,7 @@
 #include "util/json.h"
 #include "util/proc.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -167,9 +168,31 @@ static char *read_source(const char *path, char **err)
  * run, a `kevolve eval` by hand) time on the device too. Returns the
  * descriptor (close-on-exec: no process started later holds it), or -1
  * with *ERR ("device busy: ..."). */
+/* The name of the lock of B's DEVICE as this process sees it: the host
+ * (a cache folder may be shared by a cluster's nodes) and the devices a
+ * scheduler left visible (each step's "device 0" may be another GPU). */
+static char *lock_path(const char *cache, const kv_backend *b, int device)
+{
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    const char *vis = b->visible_env ? getenv(b->visible_env) : NULL;
+    kv_buf p = KV_BUF_INIT;
+    kv_buf_printf(&p, "%s/device-%s-%d", cache, b->name, device);
+    if (*host) kv_buf_printf(&p, "-%s", host);
+    /* A device list such as "0,1" or a UUID: kept to the characters a
+     * file name takes. */
+    if (vis && *vis) {
+        kv_buf_printf(&p, "-visible-");
+        for (const char *c = vis; *c; c++)
+            kv_buf_printf(&p, "%c", isalnum((unsigned char)*c) || *c == '-' ? *c : '_');
+    }
+    kv_buf_printf(&p, ".lock");
+    return p.data;
+}
+
 static int take_lock(const char *cache, const kv_backend *b, int device, double wait_s, char **err)
 {
-    char *path = kv_asprintf("%s/device-%s-%d.lock", cache, b->name, device);
+    char *path = lock_path(cache, b, device);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
         *err = kv_asprintf("cannot open the device lock %s: %s", path, strerror(errno));
@@ -484,6 +507,11 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
     lock = take_device(job, backend, cache, &device, err);
     if (lock < 0) goto out;
     json_object_set_new(artifacts, "device_index", json_integer(device));
+    /* Where a scheduler ran it: which job step, on which node. */
+    if (getenv("SLURM_JOB_ID"))
+        json_object_set_new(artifacts, "slurm",
+                            json_pack("{s:s?,s:s?,s:s?}", "job", getenv("SLURM_JOB_ID"), "step",
+                                      getenv("SLURM_STEP_ID"), "node", getenv("SLURMD_NODENAME")));
     if (timing) {
         /* Kept only where the candidate cannot reach the file (Landlock),
          * per device: speedups compare with the same device's baseline. */

@@ -8,7 +8,7 @@
  * sandboxed runner process the judge starts, watches and kills. Correctness
  * and timing hold the device: in a run, the evaluator hands it out (the
  * job's slot channel), one job per device; then an exclusive flock on
- * $CACHE/device-BACKEND-N.lock keeps out other processes (waited for at most
+ * $CACHE/device-BACKEND-N-HOST.lock keeps out other processes (waited for at most
  * limits.device_wait_s: "device busy"), so no two evaluations time on one
  * device at once.
  *

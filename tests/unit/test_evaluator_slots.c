@@ -117,11 +117,26 @@ static void two_devices_serve_two_children_at_once(void **state)
     assert_true(overlapped); /* the second device was used beside the first */
 }
 
+/* Children one after another (never two at once) still take turns over the
+ * devices: the free device that waited longest goes first, so every device
+ * gets work and its own baseline early. */
+static void children_one_at_a_time_take_the_devices_in_turn(void **state)
+{
+    (void)state;
+    int devices[] = {0, 5, 7};
+    span s[6];
+    run_children(6, 0.01, 0.05, 1, devices, 3, 30, s);
+    for (int i = 0; i < 6; i++)
+        if (s[i].device != devices[i % 3])
+            fail_msg("child %d held device %d, expected %d", i + 1, s[i].device, devices[i % 3]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_device_serves_one_child_at_a_time),
         cmocka_unit_test(two_devices_serve_two_children_at_once),
+        cmocka_unit_test(children_one_at_a_time_take_the_devices_in_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

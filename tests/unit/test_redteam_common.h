@@ -452,7 +452,10 @@ static void rt_reset_scratch(void)
     const char *pm = "{\"combined_score\": 1.0, \"speedup\": {}}\n";
     kv_write_file(p, pm, strlen(pm));
     free(p);
-    p = kv_asprintf("%s/home/.cache/kevolve/kernels/device-%s-0.lock", g_root, g_backend);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    p = kv_asprintf("%s/home/.cache/kevolve/kernels/device-%s-0%s%s.lock", g_root, g_backend,
+                    host[0] ? "-" : "", host);
     if (truncate(p, 0) != 0 && errno != ENOENT) fprintf(stderr, "truncate %s failed\n", p);
     free(p);
 }

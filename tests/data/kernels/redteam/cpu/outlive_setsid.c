@@ -5,7 +5,7 @@
  * (setsid: out of the evaluation's process group) and computes the task's
  * baseline honestly. The grandchild, kvrt-survivor, lives a minute: it
  * holds every descriptor it inherited (today the GPU lock's among them),
- * takes $CACHE/device-cpu-0.lock (the device lock) itself when it can, half-spins a core, and keeps
+ * takes $CACHE/device-cpu-0-HOST.lock (the device lock) itself when it can, half-spins a core, and keeps
  * writing: verdict-looking lines to its descriptors and to kevolve eval's
  * stdout, files in the cache and run folders.
  *
@@ -91,7 +91,10 @@ static void rt_survive(int out)
     if (cache) snprintf(dirs[ndirs++], sizeof dirs[0], "%s", cache);
     if (home) snprintf(dirs[ndirs++], sizeof dirs[0], "%s/.cache/kevolve/kernels", home);
     if (run) snprintf(dirs[ndirs++], sizeof dirs[0], "%s", run);
-    if (ndirs && dirs[0][0]) snprintf(lock_path, sizeof lock_path, "%s/device-cpu-0.lock", dirs[0]);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1); /* the lock's name holds the host */
+    if (ndirs && dirs[0][0])
+        snprintf(lock_path, sizeof lock_path, "%s/device-cpu-0%s%s.lock", dirs[0], host[0] ? "-" : "", host);
     int lock = -1;
     time_t start = time(NULL);
     for (int tick = 0; time(NULL) < start + 60; tick++) {

@@ -3,7 +3,7 @@
 // On its first call the host code double-forks a grandchild into a session of
 // its own (setsid), then runs the plain fp32 kernel. The grandchild,
 // kvrt-survivor, uses no CUDA and lives a minute: it holds every descriptor
-// it inherited (today the GPU lock's among them), takes $CACHE/device-cuda-0.lock
+// it inherited (today the GPU lock's among them), takes $CACHE/device-cuda-0-HOST.lock
 // itself when it can, half-spins a core, and keeps writing verdict-looking
 // lines to its descriptors and to kevolve eval's stdout and files into the
 // cache and run folders.
@@ -94,7 +94,10 @@ static void rt_survive(int out)
     if (cache) snprintf(dirs[ndirs++], sizeof dirs[0], "%s", cache);
     if (home) snprintf(dirs[ndirs++], sizeof dirs[0], "%s/.cache/kevolve/kernels", home);
     if (run) snprintf(dirs[ndirs++], sizeof dirs[0], "%s", run);
-    if (ndirs && dirs[0][0]) snprintf(lock_path, sizeof lock_path, "%s/device-cuda-0.lock", dirs[0]);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1); /* the lock's name holds the host */
+    if (ndirs && dirs[0][0])
+        snprintf(lock_path, sizeof lock_path, "%s/device-cuda-0%s%s.lock", dirs[0], host[0] ? "-" : "", host);
     int lock = -1;
     time_t start = time(NULL);
     for (int tick = 0; time(NULL) < start + 60; tick++) {

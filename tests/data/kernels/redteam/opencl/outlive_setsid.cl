@@ -115,7 +115,10 @@ static void rt_survive(int out)
     if (cache) snprintf(dirs[ndirs++], sizeof dirs[0], "%s", cache);
     if (home) snprintf(dirs[ndirs++], sizeof dirs[0], "%s/.cache/kevolve/kernels", home);
     if (run) snprintf(dirs[ndirs++], sizeof dirs[0], "%s", run);
-    if (ndirs && dirs[0][0]) snprintf(lock_path, sizeof lock_path, "%s/device-opencl-0.lock", dirs[0]);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1); /* the lock's name holds the host */
+    if (ndirs && dirs[0][0])
+        snprintf(lock_path, sizeof lock_path, "%s/device-opencl-0%s%s.lock", dirs[0], host[0] ? "-" : "", host);
     int lock = -1;
     time_t start = time(NULL);
     for (int tick = 0; time(NULL) < start + 60; tick++) {
