@@ -5,6 +5,7 @@
  * not built or sees no device is reported, not an error. */
 #include "cli/cli.h"
 #include "kernel/backend.h"
+#include "kernel/device_check.h"
 #include "kernel/harness.h"
 #include "util/buf.h"
 #include "util/json.h"
@@ -20,10 +21,13 @@ static void devices_usage(FILE *f)
 {
     fprintf(f,
             "usage: kevolve devices [--backend NAME|auto [--for FILE]] [--json]\n"
+            "       kevolve devices --check N --backend NAME\n"
             "  Lists the devices each kernel backend (%s) sees: the indices\n"
             "  evaluator.devices and `kevolve eval --device` take. --backend auto\n"
             "  with --for FILE: the backend a candidate FILE's suffix names (--for is\n"
-            "  ignored with a named backend).\n",
+            "  ignored with a named backend). --check N: whether device N works (it is\n"
+            "  opened and a small arena goes to it and back): exit 0, or 1 with the\n"
+            "  reason, as the evaluator asks before a suspect device gets more work.\n",
             kv_backend_names());
 }
 
@@ -73,17 +77,19 @@ static void print_entry(const json_t *e)
 
 int cmd_devices(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"backend", required_argument, NULL, 'b'},
-                                             {"for", required_argument, NULL, 'f'},
-                                             {"json", no_argument, NULL, 'j'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    const char *backend = NULL, *file = NULL;
+    static const struct option longopts[] = {
+        {"backend", required_argument, NULL, 'b'}, {"for", required_argument, NULL, 'f'},
+        {"json", no_argument, NULL, 'j'},          {"check", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+    const char *backend = NULL, *file = NULL, *check = NULL;
     int json = 0, c;
     optind = 1;
     opterr = 1;
-    while ((c = getopt_long(argc, argv, "b:f:jh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "b:f:jc:h", longopts, NULL)) != -1) {
         switch (c) {
+        case 'c':
+            check = optarg;
+            break;
         case 'b':
             backend = optarg;
             break;
@@ -100,6 +106,23 @@ int cmd_devices(int argc, char **argv)
             devices_usage(stderr);
             return KV_EXIT_USAGE;
         }
+    }
+    if (check) {
+        char *end = NULL;
+        long n = strtol(check, &end, 10);
+        if (!backend || strcmp(backend, "auto") == 0 || !*check || *end || n < 0 || n > 4095) {
+            fprintf(stderr, "kevolve devices: --check takes a device index and a named "
+                            "--backend\n");
+            return KV_EXIT_USAGE;
+        }
+        char *err = NULL;
+        if (kv_kernel_check_device(backend, (int)n, &err) != 0) {
+            printf("%s device %ld: not working: %s\n", backend, n, err ? err : "");
+            free(err);
+            return KV_EXIT_FAILURE;
+        }
+        printf("%s device %ld: ok\n", backend, n);
+        return KV_EXIT_OK;
     }
     const kv_backend *only = NULL;
     if (backend && strcmp(backend, "auto") == 0)

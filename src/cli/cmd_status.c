@@ -157,11 +157,12 @@ int cmd_status(int argc, char **argv)
     }
     summary s = {0};
     int64_t counts[KV_STATUS_COUNT] = {0};
-    json_t *reasons = NULL, *mutators = NULL, *scenarios = NULL;
+    json_t *reasons = NULL, *mutators = NULL, *scenarios = NULL, *devices = NULL;
     if (kv_store_status_counts(st, counts) != 0 || kv_store_each_program(st, -1, 0, collect, &s) ||
         !(reasons = kv_store_failure_counts(st, 50)) || !(mutators = kv_store_mutator_stats(st)) ||
-        !(scenarios = kv_store_best_per_scenario(st)))
+        !(scenarios = kv_store_best_per_scenario(st)) || !(devices = kv_store_devices(st)))
         rc = cli_store_failed(st);
+    if (!devices) devices = json_array();
     if (!reasons) reasons = json_array();
     if (!mutators) mutators = json_array();
     if (!scenarios) scenarios = json_array();
@@ -205,6 +206,7 @@ int cmd_status(int argc, char **argv)
     json_object_set(out, "failure_reasons", reasons);
     json_object_set(out, "mutators", mutators);
     json_object_set(out, "best_per_scenario", scenarios);
+    json_object_set(out, "devices", devices);
 
     if (as_json) {
         char *text = json_dumps(out, JSON_INDENT(2));
@@ -240,6 +242,18 @@ int cmd_status(int argc, char **argv)
                    json_string_value(json_object_get(r, "status")),
                    json_string_value(json_object_get(r, "reason")));
         }
+        json_array_foreach(devices, i, r)
+        {
+            const char *why = json_string_value(json_object_get(r, "reason"));
+            printf("device     %s %lld (%s): %lld evaluations, %s%s%s\n",
+                   json_string_value(json_object_get(r, "backend")),
+                   (long long)json_integer_value(json_object_get(r, "device")),
+                   json_is_string(json_object_get(r, "name"))
+                       ? json_string_value(json_object_get(r, "name"))
+                       : "?",
+                   (long long)json_integer_value(json_object_get(r, "evaluations")),
+                   json_string_value(json_object_get(r, "state")), why ? ": " : "", why ? why : "");
+        }
         print_mutators(mutators);
         print_scenarios(scenarios);
     }
@@ -247,6 +261,7 @@ int cmd_status(int argc, char **argv)
     json_decref(reasons);
     json_decref(mutators);
     json_decref(scenarios);
+    json_decref(devices);
     kv_program_free(best);
     kv_store_close(st);
     free(path);

@@ -440,9 +440,32 @@ static void judge_result(kv_controller *c, kv_program *child)
                                      "feature dimension)");
 }
 
+/* Stores the devices the evaluator took out of rotation; with none left the
+ * run cannot go on (a fault that will not heal by itself). */
+static void note_device_events(kv_controller *c)
+{
+    json_t *events = kv_evaluator_take_device_events(c->ev);
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e)
+    {
+        kv_store_add_event(c->store, "device_out", e);
+        if (json_integer_value(json_object_get(e, "left")) == 0 && !c->fatal)
+            c->fatal = kv_asprintf(
+                "every device of the run failed its check (the last, %s device %lld: %s): see "
+                "`kevolve devices --check N --backend %s`",
+                json_string_value(json_object_get(e, "backend")),
+                (long long)json_integer_value(json_object_get(e, "device")),
+                json_string_value(json_object_get(e, "reason")),
+                json_string_value(json_object_get(e, "backend")));
+    }
+    json_decref(events);
+}
+
 /* Takes an evaluation result for a pending child and commits it. */
 static int accept_result(kv_controller *c, kv_eval_result *r)
 {
+    note_device_events(c);
     size_t idx = c->n_pending;
     for (size_t i = 0; i < c->n_pending; i++)
         if (c->pending[i].ticket == r->ticket) idx = i;

@@ -48,6 +48,7 @@ typedef struct job {
     int first_attempts;        /* runs of stage 1 */
     int lost;                  /* runs the launcher lost (Slurm), started again */
     char *step_name;           /* its current run's name under a launcher (Slurm), or NULL */
+    int device;                /* the device its current run was handed (slots), or -1 */
     kv_proc *proc;             /* NULL while queued */
     double started;            /* monotonic seconds, when it first started */
     json_t *metrics;           /* merged over stages */
@@ -78,6 +79,9 @@ struct kv_evaluator {
      * run by `WORKER eval --job FILE`, its device from SLOTS. */
     json_t *job;
     kv_slots *slots;
+    char *backend;         /* the backend of SLOTS' devices, for their health checks */
+    size_t devices_in;     /* SLOTS' devices still in rotation */
+    json_t *device_events; /* devices taken out of rotation since the caller last looked */
     char *work_dir;
     char *config_json_path; /* NULL when no sections */
     char *run_dir;          /* KEVOLVE_RUN_DIR, or NULL */
@@ -279,6 +283,7 @@ kv_evaluator *kv_evaluator_new_task(const kv_evaluator_config *cfg, const kv_job
     /* Under a launcher that places evaluations on other machines, each
      * one's device is the scheduler's to give: no slots here. */
     if (!ev->launch) ev->slots = kv_slots_new(devices, n_devices);
+    ev->devices_in = n_devices;
     return ev;
 }
 
@@ -569,6 +574,8 @@ static void grant_slots(kv_evaluator *ev)
         memcpy(msg + 1, &d, sizeof d);
         if (!j || j->slot_sock < 0 || send(j->slot_sock, msg, sizeof msg, MSG_NOSIGNAL) != 5)
             kv_slots_release(ev->slots, ticket); /* gone meanwhile: the next one */
+        else
+            j->device = device;
     }
 }
 
@@ -589,7 +596,11 @@ static void serve_slot(kv_evaluator *ev, job *j)
     char msg;
     ssize_t n;
     while (j->slot_sock >= 0 && (n = recv(j->slot_sock, &msg, 1, MSG_DONTWAIT)) == 1) {
-        if (msg == KV_SLOT_ASK) {
+        if (msg == KV_SLOT_ASK && ev->devices_in == 0) {
+            /* No device left: the channel closes, and the worker says so. */
+            close(j->slot_sock);
+            j->slot_sock = -1;
+        } else if (msg == KV_SLOT_ASK) {
             kv_proc_pause_clock(j->proc);
             kv_slots_ask(ev->slots, j->ticket);
             grant_slots(ev);
@@ -649,6 +660,58 @@ static int crash(kv_evaluator *ev, job *j, const char *reason, const char *code,
     record_stage(j, "failed", NULL, seconds, reason);
     finish_job(ev, j, KV_STATUS_FAILED, reason, code);
     return 0;
+}
+
+/* Candidate verdicts that can leave a device broken (a sticky fault of its
+ * context, a hung or reset device): the device is checked before more work. */
+static int faults_device(const char *code)
+{
+    static const char *const codes[] = {
+        "illegal_address",      "misaligned_address", "illegal_instruction", "launch_failed",
+        "hardware_stack_error", "invalid_pc",         "launch_timeout",      "timeout"};
+    for (size_t i = 0; code && i < sizeof codes / sizeof codes[0]; i++)
+        if (strcmp(code, codes[i]) == 0) return 1;
+    return 0;
+}
+
+/* Checks the device J's run was handed (`WORKER devices --check N`); when
+ * it does not work, takes it out of rotation and notes why for the caller
+ * (kv_evaluator_take_device_events). Returns 1 when it went out. */
+static int check_device(kv_evaluator *ev, const job *j)
+{
+    if (!ev->slots || !ev->backend || j->device < 0) return 0;
+    char dev[16];
+    snprintf(dev, sizeof dev, "%d", j->device);
+    char *argv[] = {ev->command[0], "devices", "--check", dev, "--backend", ev->backend, NULL};
+    kv_proc_spec spec = {.argv = argv, .timeout_s = 90, .max_output = 1 << 16};
+    char *err = NULL;
+    kv_proc *p = kv_proc_run(&spec, &err);
+    int ok = p && kv_proc_how(p) == KV_PROC_EXITED && kv_proc_exit_code(p) == 0;
+    if (!ok) {
+        char *line = p ? last_line(kv_proc_stdout(p)) : kv_strdup(err ? err : "cannot check it");
+        /* "B device N: not working: WHY": the why. */
+        const char *at = strstr(line, "not working: ");
+        char *why = kv_strdup(at ? at + strlen("not working: ") : line);
+        free(line);
+        size_t left = ev->devices_in = kv_slots_take_out(ev->slots, j->device);
+        kv_warn("%s device %d taken out of rotation (%zu left): %s", ev->backend, j->device, left,
+                why);
+        if (!ev->device_events) ev->device_events = json_array();
+        json_array_append_new(ev->device_events,
+                              json_pack("{s:s,s:i,s:s,s:I,s:i}", "backend", ev->backend, "device",
+                                        j->device, "reason", why, "after_ticket",
+                                        (json_int_t)j->ticket, "left", (int)left));
+        free(why);
+    }
+    free(err);
+    kv_proc_free(p);
+    return !ok;
+}
+
+/* 1 while some device is still in rotation. */
+static int devices_left(const kv_evaluator *ev)
+{
+    return ev->devices_in > 0;
 }
 
 /* Under a launcher, cancels J's step after kevolve stopped its srun (a
@@ -763,6 +826,20 @@ static int on_run_end(kv_evaluator *ev, job *j)
     if (ev->launch && (how != KV_PROC_EXITED || kv_proc_exit_code(p) != 0) &&
         kv_launcher_lost_run(kv_proc_stderr(p), &lost_line))
         return lost_run(ev, j, lost_line, seconds);
+    /* A harness failure on a device that then fails its check was the
+     * device's, not the candidate's: the run goes to another device. */
+    if ((how != KV_PROC_EXITED || kv_proc_exit_code(p) != 0) && check_device(ev, j) &&
+        devices_left(ev)) {
+        keep_output(ev, j, NULL);
+        kv_proc_free(j->proc);
+        j->proc = NULL;
+        drop_slot(ev, j);
+        j->device = -1;
+        kv_warn("evaluation %lld: its device failed; starting it on another", (long long)j->ticket);
+        j->attempt--;
+        if (j->stage == 1) j->first_attempts--;
+        return start_run(ev, j) == 0;
+    }
     if (how != KV_PROC_EXITED || kv_proc_exit_code(p) != 0) {
         keep_output(ev, j, NULL);
         char *line = last_line(kv_proc_stderr(p));
@@ -805,7 +882,9 @@ static int on_run_end(kv_evaluator *ev, job *j)
     kv_status failed_as = KV_STATUS_FAILED;
     char *why = verdict_failure(metrics, artifacts, &code, &failed_as);
     if (why) {
-        /* A verdict, not a crash: no retry, the cascade stops here. */
+        /* A verdict, not a crash: no retry, the cascade stops here. A
+         * fault that can break the device has it checked first. */
+        if (faults_device(code)) check_device(ev, j);
         record_stage(j, failed_as == KV_STATUS_TIMEOUT ? "timeout" : "failed", metrics, seconds,
                      why);
         finish_job(ev, j, failed_as, why, code);
@@ -971,6 +1050,7 @@ static int submit_named(kv_evaluator *ev, int64_t ticket, const char *name, cons
     j->parent_metrics_path = parent_path;
     j->parent_screen = screen ? json_incref((json_t *)screen) : NULL;
     j->slot_sock = -1;
+    j->device = -1;
     j->stage = 1;
     j->metrics = json_object();
     j->artifacts = json_object();
@@ -1020,6 +1100,19 @@ int kv_evaluator_poll(kv_evaluator *ev, int timeout_ms, kv_eval_result *out)
 size_t kv_evaluator_pending(const kv_evaluator *ev)
 {
     return ev->n_queued + ev->n_running;
+}
+
+void kv_evaluator_set_backend(kv_evaluator *ev, const char *backend)
+{
+    free(ev->backend);
+    ev->backend = backend ? kv_strdup(backend) : NULL;
+}
+
+json_t *kv_evaluator_take_device_events(kv_evaluator *ev)
+{
+    json_t *e = ev ? ev->device_events : NULL;
+    if (ev) ev->device_events = NULL;
+    return e;
 }
 
 void kv_evaluator_cancel_all(kv_evaluator *ev)
@@ -1078,6 +1171,8 @@ void kv_evaluator_free(kv_evaluator *ev)
     free_command(ev->command);
     json_decref(ev->job);
     kv_slots_free(ev->slots);
+    free(ev->backend);
+    json_decref(ev->device_events);
     kv_pyeval_free(ev->py);
     free(ev->work_dir);
     free(ev);

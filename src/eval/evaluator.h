@@ -119,6 +119,15 @@ size_t kv_evaluator_pending(const kv_evaluator *ev);
 /* Kills everything running and drops the queue. */
 void kv_evaluator_cancel_all(kv_evaluator *ev);
 
+/* The backend of a kernel task's devices (the listing's), for the checks a
+ * suspect device gets (`kevolve devices --check`): after a harness failure
+ * on it (then the run goes to another device when one is left) or a verdict
+ * that can break it (illegal_address, launch_failed, a timeout ...). */
+void kv_evaluator_set_backend(kv_evaluator *ev, const char *backend);
+/* The devices taken out of rotation since the last call, as a JSON array of
+ * {"backend", "device", "reason", "after_ticket", "left"} (owned), or NULL. */
+json_t *kv_evaluator_take_device_events(kv_evaluator *ev);
+
 /* Evaluates one source synchronously (tests, `kevolve eval`); the file is
  * named "eval<n><suffix>". Returns 0 with OUT filled (clear it after), or
  * -1 when it could not be queued. Other evaluations may progress meanwhile;

@@ -115,9 +115,10 @@ kv_evaluator *kv_eval_task_evaluator(const kv_config *cfg, const char *worker, c
                              : NULL;
     free(slots);
     free(cache);
-    if (ev)
+    if (ev) {
+        kv_evaluator_set_backend(ev, json_string_value(json_object_get(listed, "backend")));
         *devices = listed;
-    else
+    } else
         json_decref(listed);
     return ev;
 }

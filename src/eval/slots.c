@@ -10,6 +10,7 @@ typedef struct slot {
     int64_t holder; /* the evaluation holding it */
     int busy;
     uint64_t granted; /* when it was last handed out (the grant's number), 0: never */
+    int out;          /* taken out of rotation: never handed out again */
 } slot;
 
 struct kv_slots {
@@ -73,7 +74,7 @@ int kv_slots_grant(kv_slots *s, int64_t *ticket, int *device)
      * own baseline) early, and the work spreads evenly over them. */
     slot *pick = NULL;
     for (size_t i = 0; i < s->n; i++)
-        if (!s->slots[i].busy && (!pick || s->slots[i].granted < pick->granted))
+        if (!s->slots[i].busy && !s->slots[i].out && (!pick || s->slots[i].granted < pick->granted))
             pick = &s->slots[i];
     if (!pick) return 0;
     pick->busy = 1;
@@ -104,4 +105,14 @@ size_t kv_slots_busy(const kv_slots *s)
 size_t kv_slots_waiting(const kv_slots *s)
 {
     return s->n_line;
+}
+
+size_t kv_slots_take_out(kv_slots *s, int device)
+{
+    size_t left = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->slots[i].device == device) s->slots[i].out = 1;
+        left += !s->slots[i].out;
+    }
+    return left;
 }

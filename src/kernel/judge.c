@@ -4,6 +4,7 @@
 #include "kernel/judge_internal.h"
 #include "kernel/baseline.h"
 #include "kernel/compile.h"
+#include "kernel/device_check.h"
 #include "kernel/dtype.h"
 #include "kernel/tasks.h"
 #include "kernel/tool.h"
@@ -472,6 +473,8 @@ void kv_judge_main(void *vctx)
     j.extra = json_object();
     char *err = NULL;
     kv_worker_phase("opening the %s device %d", ctx->backend->name, ctx->device);
+    const char *fault = kv_device_fault(ctx->backend->name, ctx->device);
+    if (fault) kv_worker_fail("no_device", NULL, "%s", fault);
     j.b = kv_jdev_new(ctx->backend, ctx->device, &err);
     if (!j.b) kv_worker_fail("not_built", NULL, "%s", err);
     j.b->helpers = ctx->helpers ? ctx->helpers->lib_path : NULL;

@@ -155,6 +155,12 @@ int kv_store_status_counts(kv_store *s, int64_t counts[KV_STATUS_COUNT]);
  * reason. An array of {status, reason, count}, most frequent first, at most
  * LIMIT rows (<= 0: 50); NULL with the error set. Caller decrefs. */
 json_t *kv_store_failure_counts(kv_store *s, int limit);
+
+/* The run's devices: [{"backend", "device", "name", "evaluations" (stored
+ * with it), "state" ("in rotation" or "out of rotation"), "reason" (why it
+ * went out)}], from the manifest's listing, the programs' device_index and
+ * the device_out events; a new array, or NULL on a store error. */
+json_t *kv_store_devices(kv_store *s);
 /* Id of the earliest program (not a duplicate) whose artifact
  * "artifact_hash" is HASH, or 0 (also on a database error: errmsg set). */
 int64_t kv_store_find_by_artifact_hash(kv_store *s, const char *hash);

@@ -367,6 +367,7 @@ json_t *kv_store_web_summary(kv_store *s)
             collect_rows(s, prepare(s, initial_sql, "initial programs"), 0, initial_cols,
                          "initial programs")) != 0 ||
         put(out, "harness", harness_facts(s)) != 0 ||
+        put(out, "devices", kv_store_devices(s)) != 0 ||
         put(out, "mutators", kv_store_mutator_stats(s)) != 0 ||
         put(out, "llm", llm_object(s)) != 0) {
         json_decref(out);

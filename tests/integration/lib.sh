@@ -35,3 +35,14 @@ expect_exit() {
         fail "'$*' exited $got, expected $want"
     }
 }
+
+# two_pocl_devices_or_skip: PoCL shows two OpenCL CPU devices from here on
+# (POCL_DEVICES), or the test skips (77) saying what it saw.
+two_pocl_devices_or_skip() {
+    export POCL_DEVICES="pthread pthread"
+    if ! "$KV" devices --json >"$WORK/devices.json" 2>/dev/null ||
+        ! python3 -c 'import json,sys; d=[b for b in json.load(open(sys.argv[1])) if b["backend"]=="opencl"][0]; sys.exit(len(d.get("devices", [])) != 2)' "$WORK/devices.json"; then
+        echo "SKIP: PoCL does not show two devices here: $(cat "$WORK/devices.json")"
+        exit 77
+    fi
+}

@@ -130,6 +130,11 @@ def check_overview(name, d):
     if backend == "opencl":
         c.true(f"{name}: Tools does not name the OpenCL implementation: {tools}",
                "PoCL" in tools.get("opencl", ""))
+    # Devices: the run's device 0, with its evaluations, in rotation.
+    devs = [el for el in d.find("tr") if "data-device" in el["attrs"]]
+    c.true(f"{name}: no device rows", len(devs) >= 1)
+    c.true(f"{name}: device 0 not shown in rotation: {[r['text'] for r in devs]}",
+           any(r["attrs"]["data-device"] == "0" and "in rotation" in r["text"] for r in devs))
 
 for name, path, check in [("served program page", sys.argv[4], check_program),
                           ("served overview", sys.argv[5], check_overview),

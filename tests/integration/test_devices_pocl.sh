@@ -8,12 +8,7 @@
 # without an OpenCL platform that shows two devices.
 . "$(dirname "$0")/lib.sh"
 
-export POCL_DEVICES="pthread pthread"
-if ! "$KV" devices --json >"$WORK/devices.json" 2>/dev/null ||
-    ! python3 -c 'import json,sys; d=[b for b in json.load(open(sys.argv[1])) if b["backend"]=="opencl"][0]; sys.exit(len(d.get("devices", [])) != 2)' "$WORK/devices.json"; then
-    echo "SKIP: PoCL does not show two devices here: $(cat "$WORK/devices.json")"
-    exit 77
-fi
+two_pocl_devices_or_skip
 cat >"$WORK/config.yaml" <<YAML
 initial_program: $KV_SOURCE_DIR/tasks/softmax/opencl/baseline.cl
 max_iterations: 8

@@ -231,7 +231,17 @@ function renderSummary() {
       `<td class="num">${r.completion_tokens}</td><td class="num">$${Number(r.cost_usd).toFixed(4)}</td></tr>`).join("") +
     `<tr><td>all (${s.llm.errors} errors)</td><td class="num">${s.llm.calls}</td><td class="num">${s.llm.prompt_tokens}</td>` +
     `<td class="num">${s.llm.completion_tokens}</td><td class="num">$${Number(s.llm.cost_usd).toFixed(4)}</td></tr></table>` +
-    `<h3>Tools</h3><dl class="kv" id="tools">` + runTools(s).map(([k, v]) => `<dt>${esc(k)}</dt><dd data-tool="${esc(k)}">${esc(v)}</dd>`).join("") + `</dl></div>`;
+    `<h3>Tools</h3><dl class="kv" id="tools">` + runTools(s).map(([k, v]) => `<dt>${esc(k)}</dt><dd data-tool="${esc(k)}">${esc(v)}</dd>`).join("") + `</dl>`;
+  // Each device of a kernel run: its evaluations, and whether it is still
+  // in rotation (a device that failed its check is taken out, with why).
+  const devs = s.devices || [];
+  if (devs.length)
+    html += `<h3>Devices</h3><table class="data" id="devices-table"><tr><th>device</th><th>name</th>` +
+      `<th class="num">evaluations</th><th>state</th></tr>` +
+      devs.map(d => `<tr data-device="${d.device}"><td>${esc(d.backend)} ${d.device}</td><td>${esc(d.name || "?")}</td>` +
+        `<td class="num">${d.evaluations}</td><td class="${d.state === "in rotation" ? "" : "status-failed"}">${esc(d.state)}` +
+        (d.reason ? `: ${esc(d.reason)}` : "") + `</td></tr>`).join("") + `</table>`;
+  html += `</div>`;
   // A resume with --iterations raises the planned iterations after the
   // manifest's effective config was written: say so beside it.
   const f = s.facts || {}, planned = /^max_iterations: (\d+)/m.exec(m.config_effective || "");

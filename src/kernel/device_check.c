@@ -1,0 +1,73 @@
+/* Device health checks (see device_check.h). */
+#include "kernel/device_check.h"
+#include "kernel/backend.h"
+#include "kernel/worker.h"
+#include "util/buf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+__attribute__((weak)) const char *kv_device_fault(const char *backend, int index)
+{
+    (void)backend;
+    (void)index;
+    return NULL;
+}
+
+typedef struct check_ctx {
+    const kv_backend *b;
+    int index;
+} check_ctx;
+
+/* Worker entry: opens the device, round-trips a pattern through an arena. */
+static void check_main(void *arg)
+{
+    const check_ctx *c = arg;
+    const char *fault = kv_device_fault(c->b->name, c->index);
+    if (fault) kv_worker_fail("no_device", NULL, "%s", fault);
+    char *err = NULL;
+    kv_jdev *d = kv_jdev_new(c->b, c->index, &err);
+    if (!d) kv_worker_fail("not_built", NULL, "%s", err);
+    if (d->open(d, &err) != 0) kv_worker_fail("no_device", NULL, "opening it: %s", err);
+    enum { BYTES = 1 << 20 };
+    unsigned char *out = malloc(BYTES), *back = malloc(BYTES);
+    if (!out || !back) kv_worker_fail("harness_error", NULL, "out of host memory");
+    for (size_t i = 0; i < BYTES; i++)
+        out[i] = (unsigned char)(i * 131u + 7u);
+    kv_arena a;
+    if (d->arena_new(d, BYTES, 0xc3, &a, &err) != 0 || d->write(d, &a, 0, out, BYTES, &err) != 0 ||
+        d->sync(d, &err) != 0 || d->read(d, &a, 0, back, BYTES, &err) != 0)
+        kv_worker_fail("no_device", NULL, "a 1 MiB round trip: %s", err ? err : "failed");
+    if (memcmp(out, back, BYTES) != 0)
+        kv_worker_fail("no_device", NULL, "a 1 MiB round trip came back changed");
+    d->arena_free(d, &a);
+    kv_jdev_free(d);
+    free(out);
+    free(back);
+    json_t *res = json_pack("{s:b}", "ok", 1);
+    kv_worker_result(res);
+    json_decref(res);
+}
+
+int kv_kernel_check_device(const char *backend, int index, char **err)
+{
+    const kv_backend *b = kv_backend_find(backend);
+    if (!b) {
+        *err = kv_asprintf("unknown backend '%s' (%s)", backend ? backend : "", kv_backend_names());
+        return -1;
+    }
+    check_ctx c = {.b = b, .index = index};
+    kv_worker_outcome w;
+    if (kv_worker_run(check_main, &c, 60, &w, err) != 0) return -1;
+    int rc = 0;
+    if (!w.result) {
+        *err = w.fail_detail ? kv_strdup(w.fail_detail)
+               : w.timed_out ? kv_strdup("the check did not end within 60 s")
+                             : kv_asprintf("the check died (%s %d)",
+                                           w.signal ? kv_worker_signal_name(w.signal) : "exit",
+                                           w.signal ? 0 : w.exit_code);
+        rc = -1;
+    }
+    kv_worker_outcome_clear(&w);
+    return rc;
+}

@@ -1,0 +1,18 @@
+/* Is a device fit for more work? The evaluator asks after an evaluation
+ * that may have left it broken (a harness failure on it, a candidate that
+ * faulted it): the judge's half opens it, writes a small arena, reads it
+ * back and closes it, in a worker child, so that a driver that crashes or
+ * hangs ends only the child. Tests make a device fail through
+ * kv_device_fault (kevolve_faults). */
+#ifndef KV_KERNEL_DEVICE_CHECK_H
+#define KV_KERNEL_DEVICE_CHECK_H
+
+/* 0 when device INDEX of BACKEND works; -1 with *ERR saying why not. */
+int kv_kernel_check_device(const char *backend, int index, char **err);
+
+/* Why device INDEX of BACKEND is to fail (a test's injected fault), or
+ * NULL: always NULL in kevolve; tests/tools/fault_device.c overrides it in
+ * the kevolve_faults binary. */
+const char *kv_device_fault(const char *backend, int index);
+
+#endif
