@@ -1,7 +1,8 @@
 /* The red team of issue 11 on the cpu backend, part 1: forged verdicts,
  * the judge within reach, processes that outlive the evaluation (and the
  * watchdog, the FP environment), tolerance, with the honest control for
- * tolerance. One hostile candidate per class (tests/data/kernels/redteam/
+ * tolerance, and the rmsnorm task's own cases (issue 22). One hostile
+ * candidate per class (tests/data/kernels/redteam/
  * cpu/, each naming its class and the verdict it must get in its header),
  * judged through `kevolve eval --quick` from outside. Replays and the
  * baseline: test_redteam_cpu_replay.c. What is checked and why cases skip
@@ -44,6 +45,15 @@ CASE(fp16_accumulation_is_rejected_at_long_decode, .file = "tol_fp16_accumulate.
 CASE(control_p_rounded_to_bf16_passes, .file = "ctl_bf16_p.c", .task = "gqa_attention_small",
      .cls = "honest control", .want = RT_CORRECT, .control = 1, .args = SLOW_KERNEL)
 
+/* rmsnorm (issue 22): fp32 accumulation; PyTorch's double rounding passes;
+ * the weight is an input like any other. */
+CASE(rmsnorm_with_a_bf16_sum_of_squares_is_rejected, .file = "tol_rmsnorm_bf16_sum.c",
+     .task = "rmsnorm", .cls = "tolerance", .want = RT_REJECT, .reasons = TOLERANCE, .args = STAGE1)
+CASE(rmsnorm_as_pytorch_rounds_it_passes, .file = "ctl_rmsnorm_torch.c", .task = "rmsnorm",
+     .cls = "honest control", .want = RT_CORRECT, .control = 1, .args = STAGE1)
+CASE(rmsnorm_that_assumes_unit_weights_is_rejected, .file = "rmsnorm_unit_weight.c",
+     .task = "rmsnorm", .cls = "shortcut", .want = RT_REJECT, .reasons = WRONG, .args = STAGE1)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -58,6 +68,9 @@ int main(void)
         cmocka_unit_test(bf16_accumulation_is_rejected_at_long_decode),
         cmocka_unit_test(fp16_accumulation_is_rejected_at_long_decode),
         cmocka_unit_test(control_p_rounded_to_bf16_passes),
+        cmocka_unit_test(rmsnorm_with_a_bf16_sum_of_squares_is_rejected),
+        cmocka_unit_test(rmsnorm_as_pytorch_rounds_it_passes),
+        cmocka_unit_test(rmsnorm_that_assumes_unit_weights_is_rejected),
     };
     return cmocka_run_group_tests(tests, rt_setup, rt_teardown);
 }

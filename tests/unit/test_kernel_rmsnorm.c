@@ -1,0 +1,173 @@
+/* The rmsnorm tasks (issue 22): the float64 references normalise each row
+ * by its root mean square with Qwen3's epsilon and the weight (checked by
+ * hand), the fused one adds the residual first and writes the sum; both
+ * tasks are registered with Qwen3's shapes and odd held-out ones; the naive
+ * starts are accepted by the harness on cpu and, where PoCL is, on opencl
+ * (decode and q/k-norm scenarios and every held-out shape, correctness
+ * only), and the CUDA start compiles for Hopper at both ends of its axis. */
+#include "kernel/compile.h"
+#include "kernel/harness.h"
+#include "kernel/tasks.h"
+#include "util/buf.h"
+#include "util/fs.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static char g_cache[] = "/tmp/kv_test_kernel_rmsnorm_XXXXXX";
+
+static void references_normalise_each_row_by_its_root_mean_square(void **state)
+{
+    (void)state;
+    const kv_task *t = kv_task_find("rmsnorm"), *f = kv_task_find("rmsnorm_add");
+    assert_non_null(t);
+    assert_non_null(f);
+    assert_int_equal(t->num_tensors, 3);
+    assert_int_equal(f->num_tensors, 5);
+    int64_t syms[KV_MAX_SYMS] = {2, 3};
+    double x[6] = {1, 2, 2, 0, 0, 3}, w[3] = {1, 0.5, -2}, y[6];
+    double *ts[3] = {x, w, y};
+    t->reference(syms, ts);
+    /* row 0: mean(x^2) = 3; row 1: mean = 3 */
+    double s = 1.0 / sqrt(3.0 + 1e-6);
+    double want[6] = {1 * s, 2 * s * 0.5, 2 * s * -2, 0, 0, 3 * s * -2};
+    for (int i = 0; i < 6; i++)
+        assert_true(fabs(y[i] - want[i]) < 1e-12);
+    /* fused: x + residual = the rows above */
+    double xa[6] = {0.5, 1, 1, -1, 0, 1}, r[6] = {0.5, 1, 1, 1, 0, 2}, ya[6], ro[6];
+    double *fs[5] = {xa, r, w, ya, ro};
+    f->reference(syms, fs);
+    for (int i = 0; i < 6; i++) {
+        assert_true(fabs(ro[i] - x[i]) < 1e-15);
+        assert_true(fabs(ya[i] - want[i]) < 1e-12);
+    }
+    /* a row of zeros stays zero (epsilon keeps it finite) */
+    double z[3] = {0, 0, 0}, yz[3];
+    int64_t one[KV_MAX_SYMS] = {1, 3};
+    double *zs[3] = {z, w, yz};
+    t->reference(one, zs);
+    for (int i = 0; i < 3; i++)
+        assert_true(yz[i] == 0.0);
+}
+
+static void tasks_have_qwen3_shapes_and_odd_held_out_ones(void **state)
+{
+    (void)state;
+    const kv_task *t = kv_task_find("rmsnorm");
+    int hidden[3] = {0, 0, 0};
+    for (int i = 0; i < t->num_scenarios; i++) {
+        int64_t h = t->scenarios[i].syms[1];
+        hidden[0] |= h == 1024;
+        hidden[1] |= h == 5120;
+        hidden[2] |= h == 128;
+    }
+    assert_true(hidden[0] && hidden[1] && hidden[2]);
+    for (int i = 0; i < t->num_held_out; i++) {
+        int64_t h = t->held_out[i].syms[1];
+        assert_true(h == 1 || h % 8 != 0 || t->held_out[i].syms[0] % 8 != 0);
+    }
+}
+
+/* Correctness of FILE on TASK (BACKEND), decode and q/k-norm scenarios. */
+static json_t *eval_file(const char *task, const char *backend, const char *file, char **err)
+{
+    char *path = kv_asprintf("%s/%s", getenv("KV_SOURCE_DIR"), file);
+    static const char *const set[] = {"decode", "qknorm"};
+    kv_job o;
+    kv_job_init(&o);
+    o.self_exe = getenv("KV_BINARY");
+    o.task = task;
+    o.backend = backend;
+    o.candidate = path;
+    o.quick = 1;
+    o.stage = 1;
+    o.cache_dir = g_cache;
+    o.scenarios = set;
+    o.n_scenarios = strcmp(task, "rmsnorm") == 0 ? 2 : 1;
+    json_t *res = NULL;
+    int rc = kv_kernel_eval(&o, &res, err);
+    free(path);
+    return rc == 0 ? res : NULL;
+}
+
+static void naive_starts_are_correct(void **state)
+{
+    (void)state;
+    static const char *const tasks[] = {"rmsnorm", "rmsnorm_add"};
+    static const char *const starts[][2] = {{"cpu", "tasks/rmsnorm/cpu/naive.c"},
+                                            {"opencl", "tasks/rmsnorm/opencl/naive.cl"}};
+    for (size_t s = 0; s < 2; s++)
+        for (size_t k = 0; k < 2; k++) {
+            char *err = NULL;
+            json_t *res = eval_file(tasks[k], starts[s][0], starts[s][1], &err);
+            if (!res && s == 1 && err && strstr(err, "no OpenCL")) {
+                fprintf(stderr, "opencl skipped: %s\n", err);
+                free(err);
+                continue;
+            }
+            if (!res) fail_msg("%s on %s: %s", tasks[k], starts[s][0], err ? err : "?");
+            const json_t *a = json_object_get(res, "artifacts");
+            const char *why = json_string_value(json_object_get(a, "reason"));
+            if (why)
+                fail_msg("%s on %s rejected: %s: %s", tasks[k], starts[s][0], why,
+                         json_string_value(json_object_get(a, "reason_detail")));
+            json_decref(res);
+        }
+}
+
+static void cuda_start_compiles_for_hopper_at_both_ends_of_its_axis(void **state)
+{
+    (void)state;
+    char *nvcc = kv_find_nvcc();
+    if (!nvcc) {
+        fprintf(stderr, "SKIP: nvcc not found\n");
+        skip();
+    }
+    free(nvcc);
+    const char *src = kv_embedded_text("rmsnorm/cuda/naive.cu");
+    assert_non_null(src);
+    const char *at = strstr(src, "#define THREADS 256");
+    assert_non_null(at);
+    for (int k = 0; k < 2; k++) {
+        kv_buf b = KV_BUF_INIT;
+        kv_buf_printf(&b, "%.*s#define THREADS %s%s", (int)(at - src), src, k ? "1024" : "64",
+                      at + strlen("#define THREADS 256"));
+        kv_compiled c = {0};
+        char *err = NULL;
+        int rc = kv_compile(kv_backend_find("cuda"), b.data, g_cache, "sm_90a", &c, &err);
+        if (rc != 0) fail_msg("nvcc failed (%d): %s %s", rc, err ? err : "", c.log ? c.log : "");
+        kv_compiled_clear(&c);
+        kv_buf_free(&b);
+    }
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(g_cache) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    kv_remove_tree(g_cache);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(references_normalise_each_row_by_its_root_mean_square),
+        cmocka_unit_test(tasks_have_qwen3_shapes_and_odd_held_out_ones),
+        cmocka_unit_test(naive_starts_are_correct),
+        cmocka_unit_test(cuda_start_compiles_for_hopper_at_both_ends_of_its_axis),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
