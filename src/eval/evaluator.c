@@ -80,7 +80,6 @@ struct kv_evaluator {
     json_t *job;
     kv_slots *slots;
     char *backend;         /* the backend of SLOTS' devices, for their health checks */
-    size_t devices_in;     /* SLOTS' devices still in rotation */
     json_t *device_events; /* devices taken out of rotation since the caller last looked */
     char *work_dir;
     char *config_json_path; /* NULL when no sections */
@@ -283,7 +282,6 @@ kv_evaluator *kv_evaluator_new_task(const kv_evaluator_config *cfg, const kv_job
     /* Under a launcher that places evaluations on other machines, each
      * one's device is the scheduler's to give: no slots here. */
     if (!ev->launch) ev->slots = kv_slots_new(devices, n_devices);
-    ev->devices_in = n_devices;
     return ev;
 }
 
@@ -596,7 +594,7 @@ static void serve_slot(kv_evaluator *ev, job *j)
     char msg;
     ssize_t n;
     while (j->slot_sock >= 0 && (n = recv(j->slot_sock, &msg, 1, MSG_DONTWAIT)) == 1) {
-        if (msg == KV_SLOT_ASK && ev->devices_in == 0) {
+        if (msg == KV_SLOT_ASK && kv_slots_in_rotation(ev->slots) == 0) {
             /* No device left: the channel closes, and the worker says so. */
             close(j->slot_sock);
             j->slot_sock = -1;
@@ -693,7 +691,7 @@ static int check_device(kv_evaluator *ev, const job *j)
         const char *at = strstr(line, "not working: ");
         char *why = kv_strdup(at ? at + strlen("not working: ") : line);
         free(line);
-        size_t left = ev->devices_in = kv_slots_take_out(ev->slots, j->device);
+        size_t left = kv_slots_take_out(ev->slots, j->device);
         kv_warn("%s device %d taken out of rotation (%zu left): %s", ev->backend, j->device, left,
                 why);
         if (!ev->device_events) ev->device_events = json_array();
@@ -708,10 +706,19 @@ static int check_device(kv_evaluator *ev, const job *j)
     return !ok;
 }
 
-/* 1 while some device is still in rotation. */
-static int devices_left(const kv_evaluator *ev)
+/* Ends J's run (its output kept, its device given back) and starts it
+ * again without counting it as an attempt: the run was lost to the
+ * launcher or to a device, not to the candidate. Returns 1 when J runs. */
+static int rerun_uncounted(kv_evaluator *ev, job *j)
 {
-    return ev->devices_in > 0;
+    keep_output(ev, j, NULL);
+    kv_proc_free(j->proc);
+    j->proc = NULL;
+    drop_slot(ev, j);
+    j->device = -1;
+    j->attempt--;
+    if (j->stage == 1) j->first_attempts--;
+    return start_run(ev, j) == 0;
 }
 
 /* Under a launcher, cancels J's step after kevolve stopped its srun (a
@@ -729,19 +736,17 @@ static void cancel_step(const kv_evaluator *ev, const job *j)
  * else finished as the launcher's failure. Returns 1 when J is running. */
 static int lost_run(kv_evaluator *ev, job *j, const char *line, double seconds)
 {
-    keep_output(ev, j, NULL);
     char *what = kv_strndup(line, strcspn(line, "\n"));
-    kv_proc_free(j->proc);
-    j->proc = NULL;
-    drop_slot(ev, j);
     if (j->lost++ < ev->launch_retries) {
         kv_warn("evaluation %lld: the launcher lost its run (%s); starting it again (%d of %d)",
                 (long long)j->ticket, what, j->lost, ev->launch_retries);
         free(what);
-        j->attempt--;
-        if (j->stage == 1) j->first_attempts--;
-        return start_run(ev, j) == 0;
+        return rerun_uncounted(ev, j);
     }
+    keep_output(ev, j, NULL);
+    kv_proc_free(j->proc);
+    j->proc = NULL;
+    drop_slot(ev, j);
     char *reason = kv_asprintf("the launcher lost the run %d times (last: %s): not a verdict on "
                                "the candidate",
                                j->lost, what);
@@ -829,16 +834,9 @@ static int on_run_end(kv_evaluator *ev, job *j)
     /* A harness failure on a device that then fails its check was the
      * device's, not the candidate's: the run goes to another device. */
     if ((how != KV_PROC_EXITED || kv_proc_exit_code(p) != 0) && check_device(ev, j) &&
-        devices_left(ev)) {
-        keep_output(ev, j, NULL);
-        kv_proc_free(j->proc);
-        j->proc = NULL;
-        drop_slot(ev, j);
-        j->device = -1;
+        kv_slots_in_rotation(ev->slots) > 0) {
         kv_warn("evaluation %lld: its device failed; starting it on another", (long long)j->ticket);
-        j->attempt--;
-        if (j->stage == 1) j->first_attempts--;
-        return start_run(ev, j) == 0;
+        return rerun_uncounted(ev, j);
     }
     if (how != KV_PROC_EXITED || kv_proc_exit_code(p) != 0) {
         keep_output(ev, j, NULL);

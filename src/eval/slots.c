@@ -107,12 +107,17 @@ size_t kv_slots_waiting(const kv_slots *s)
     return s->n_line;
 }
 
-size_t kv_slots_take_out(kv_slots *s, int device)
+size_t kv_slots_in_rotation(const kv_slots *s)
 {
     size_t left = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        if (s->slots[i].device == device) s->slots[i].out = 1;
+    for (size_t i = 0; s && i < s->n; i++)
         left += !s->slots[i].out;
-    }
     return left;
+}
+
+size_t kv_slots_take_out(kv_slots *s, int device)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->slots[i].device == device) s->slots[i].out = 1;
+    return kv_slots_in_rotation(s);
 }

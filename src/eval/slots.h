@@ -28,6 +28,8 @@ int kv_slots_held(const kv_slots *s, int64_t ticket);
 /* Takes DEVICE out of rotation (it is never handed out again; one holding
  * it keeps it until it lets go). Returns the devices left in rotation. */
 size_t kv_slots_take_out(kv_slots *s, int device);
+/* The devices still in rotation (0 for no slots). */
+size_t kv_slots_in_rotation(const kv_slots *s);
 /* Devices held and evaluations waiting, for progress and tests. */
 size_t kv_slots_busy(const kv_slots *s);
 size_t kv_slots_waiting(const kv_slots *s);

@@ -160,3 +160,10 @@ kv_rdev *kv_rdev_new(const kv_backend *b, int index, char **err)
     d->index = index;
     return d;
 }
+
+int kv_arena_check(const kv_arena *a, size_t off, size_t n, char **err)
+{
+    if (off <= a->bytes && n <= a->bytes - off) return 0;
+    *err = kv_asprintf("harness_error: %zu bytes at %zu past an arena of %zu", n, off, a->bytes);
+    return -1;
+}

@@ -134,6 +134,9 @@ typedef struct kv_arena {
     unsigned char ipc[64]; /* cuda: the IPC handle handed to the runner */
 } kv_arena;
 
+/* 0 when N bytes at OFF lie inside A; else -1 with *ERR (a harness error). */
+int kv_arena_check(const kv_arena *a, size_t off, size_t n, char **err);
+
 struct kv_jdev {
     const kv_backend *backend;
     void *state;

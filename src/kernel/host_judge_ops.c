@@ -14,16 +14,6 @@
 /* Elements per chunk: as the host's own checks. */
 #define CHUNK ((size_t)1 << 18)
 
-static int in_arena(const kv_arena *a, size_t off, size_t n, char **err)
-{
-    if (off > a->bytes || n > a->bytes - off) {
-        *err =
-            kv_asprintf("harness_error: %zu bytes at %zu past an arena of %zu", n, off, a->bytes);
-        return -1;
-    }
-    return 0;
-}
-
 /* The bits element I of DT holds, drawn as judge_ops.h says. */
 static uint32_t bits_at(kv_dtype dt, int dist, uint64_t seed, uint64_t forced, uint64_t i)
 {
@@ -158,7 +148,7 @@ static int host_gen(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist, 
                .forced = forced,
                .n = count,
                .es = kv_dtype_size(dt)};
-    if (in_arena(a, off, count * ps.es, err) != 0) return -1;
+    if (kv_arena_check(a, off, count * ps.es, err) != 0) return -1;
     run_pass(gen_chunk, &ps, NULL);
     return 0;
 }
@@ -174,7 +164,7 @@ static int host_count_changed(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, 
                .forced = forced,
                .n = count,
                .es = kv_dtype_size(dt)};
-    if (in_arena(a, off, count * ps.es, err) != 0) return -1;
+    if (kv_arena_check(a, off, count * ps.es, err) != 0) return -1;
     *n = run_pass(gen_chunk, &ps, NULL);
     return 0;
 }
@@ -185,7 +175,7 @@ static int host_count_poison(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, s
     (void)b;
     pass ps = {
         .p = a->host + off, .dt = dt, .n = count, .es = kv_dtype_size(dt), .poison = pattern};
-    if (in_arena(a, off, count * ps.es, err) != 0) return -1;
+    if (kv_arena_check(a, off, count * ps.es, err) != 0) return -1;
     *n = run_pass(equal_chunk, &ps, first);
     return 0;
 }
@@ -194,7 +184,8 @@ static int host_count_diff(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, siz
                            size_t esize, size_t count, size_t *n, size_t *first, char **err)
 {
     (void)b;
-    if (in_arena(a, off, count * esize, err) != 0 || in_arena(c, coff, count * esize, err) != 0)
+    if (kv_arena_check(a, off, count * esize, err) != 0 ||
+        kv_arena_check(c, coff, count * esize, err) != 0)
         return -1;
     pass ps = {.p = a->host + off, .q = c->host + coff, .n = count, .es = esize};
     *n = run_pass(equal_chunk, &ps, first);
@@ -205,7 +196,8 @@ static int host_copy(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t co
                      char **err)
 {
     (void)b;
-    if (in_arena(a, off, bytes, err) != 0 || in_arena(c, coff, bytes, err) != 0) return -1;
+    if (kv_arena_check(a, off, bytes, err) != 0 || kv_arena_check(c, coff, bytes, err) != 0)
+        return -1;
     memmove(c->host + coff, a->host + off, bytes);
     return 0;
 }
@@ -223,7 +215,7 @@ static int host_check(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t c
                .scale = scale,
                .poison = poison,
                .tol = tol};
-    if (in_arena(a, off, count * ps.es, err) != 0) return -1;
+    if (kv_arena_check(a, off, count * ps.es, err) != 0) return -1;
     size_t chunks = count ? (count + CHUNK - 1) / CHUNK : 1;
     ps.parts = kv_malloc(chunks * sizeof(kvj_part));
     for (size_t k = 0; k < chunks; k++)
@@ -240,7 +232,8 @@ static int host_compare(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t
 {
     (void)b;
     size_t bytes = count * kv_dtype_size(dt);
-    if (in_arena(a, off, bytes, err) != 0 || in_arena(c, coff, bytes, err) != 0) return -1;
+    if (kv_arena_check(a, off, bytes, err) != 0 || kv_arena_check(c, coff, bytes, err) != 0)
+        return -1;
     int bitwise = 0;
     *first = 0;
     *differ =

@@ -94,11 +94,15 @@ static void reference(judge *j, trial_state *ts, int trial)
         kv_judge_reference_arena(j, d->shape->syms, &ts->a, &ts->l, 0, &ts->ref[ts->cur],
                                  ts->where);
     } else {
+        /* The last trial's reference becomes the previous one; this one is
+         * written over what was the previous. */
         for (int i = 0; i < t->num_tensors && trial > 0; i++)
             if (t->tensors[i].role == KV_OUT) {
-                memcpy(d->prev[i], d->val[i], d->count[i] * sizeof(double));
-                if (d->scale[i])
-                    memcpy(d->prev_scale[i], d->scale[i], d->count[i] * sizeof(double));
+                double *v = d->prev[i], *sc = d->prev_scale[i];
+                d->prev[i] = d->val[i];
+                d->prev_scale[i] = d->scale[i];
+                d->val[i] = v;
+                d->scale[i] = sc;
             }
         /* The inputs as the arena holds them (the judge's own mapping). */
         for (int i = 0; i < t->num_tensors; i++) {

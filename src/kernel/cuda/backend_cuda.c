@@ -236,18 +236,11 @@ static void cuda_arena_free(kv_jdev *b, kv_arena *a)
     a->fd = -1;
 }
 
-static int in_arena(kv_arena *a, size_t off, size_t n, char **err)
-{
-    if (off <= a->bytes && n <= a->bytes - off) return 0;
-    *err = kv_asprintf("harness_error: %zu bytes at %zu past an arena of %zu", n, off, a->bytes);
-    return -1;
-}
-
 static int cuda_write(kv_jdev *b, kv_arena *a, size_t off, const void *src, size_t n, char **err)
 {
     cu_state *s = b->state;
     if (n == 0) return 0;
-    if (in_arena(a, off, n, err) != 0) return -1;
+    if (kv_arena_check(a, off, n, err) != 0) return -1;
     CHECK(s->cu.MemcpyHtoDAsync(a->dptr + off, src, n, s->stream), "cuMemcpyHtoD");
     CHECK(s->cu.StreamSynchronize(s->stream), "cuStreamSynchronize");
     return 0;
@@ -257,7 +250,7 @@ static int cuda_read(kv_jdev *b, kv_arena *a, size_t off, void *dst, size_t n, c
 {
     cu_state *s = b->state;
     if (n == 0) return 0;
-    if (in_arena(a, off, n, err) != 0) return -1;
+    if (kv_arena_check(a, off, n, err) != 0) return -1;
     CHECK(s->cu.MemcpyDtoHAsync(dst, a->dptr + off, n, s->stream), "cuMemcpyDtoH");
     CHECK(s->cu.StreamSynchronize(s->stream), "cuStreamSynchronize");
     return 0;
@@ -267,7 +260,7 @@ static int cuda_fill(kv_jdev *b, kv_arena *a, size_t off, size_t count, const vo
                      size_t esize, char **err)
 {
     cu_state *s = b->state;
-    if (in_arena(a, off, count * esize, err) != 0) return -1;
+    if (kv_arena_check(a, off, count * esize, err) != 0) return -1;
     CUdeviceptr p = a->dptr + off;
     if (esize == 1) {
         CHECK(s->cu.MemsetD8Async(p, *(const unsigned char *)pattern, count, s->stream),
@@ -344,7 +337,7 @@ static int cuda_gen(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist, 
                     uint64_t seed, uint64_t forced, char **err)
 {
     cu_state *s = b->state;
-    if (in_arena(a, off, count * dtype_bytes(dt), err) != 0) return -1;
+    if (kv_arena_check(a, off, count * dtype_bytes(dt), err) != 0) return -1;
     return helper_rc(
         s->gen(s->stream, (void *)(uintptr_t)(a->dptr + off), (int)dt, dist, count, seed, forced),
         "input", err);
@@ -366,7 +359,7 @@ static int cuda_count_poison(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, s
 {
     cu_state *s = b->state;
     size_t es = dtype_bytes(dt);
-    if (in_arena(a, off, count * es, err) != 0) return -1;
+    if (kv_arena_check(a, off, count * es, err) != 0) return -1;
     uint32_t pat = 0;
     memcpy(&pat, pattern, es); /* little-endian: the low bytes */
     if (helper_rc(s->count_equal(s->stream, (const void *)(uintptr_t)(a->dptr + off), (int)es,
@@ -380,7 +373,7 @@ static int cuda_count_changed(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, 
                               size_t count, uint64_t seed, uint64_t forced, size_t *n, char **err)
 {
     cu_state *s = b->state;
-    if (in_arena(a, off, count * dtype_bytes(dt), err) != 0) return -1;
+    if (kv_arena_check(a, off, count * dtype_bytes(dt), err) != 0) return -1;
     if (helper_rc(s->count_changed(s->stream, (const void *)(uintptr_t)(a->dptr + off), (int)dt,
                                    dist, count, seed, forced,
                                    (unsigned long long *)(uintptr_t)s->counters),
@@ -393,7 +386,8 @@ static int cuda_count_diff(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, siz
                            size_t esize, size_t count, size_t *n, size_t *first, char **err)
 {
     cu_state *s = b->state;
-    if (in_arena(a, off, count * esize, err) != 0 || in_arena(c, coff, count * esize, err) != 0)
+    if (kv_arena_check(a, off, count * esize, err) != 0 ||
+        kv_arena_check(c, coff, count * esize, err) != 0)
         return -1;
     if (helper_rc(s->count_diff(s->stream, (const void *)(uintptr_t)(a->dptr + off),
                                 (const void *)(uintptr_t)(c->dptr + coff), (int)esize, count,
@@ -407,7 +401,8 @@ static int cuda_copy(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t co
                      char **err)
 {
     cu_state *s = b->state;
-    if (in_arena(a, off, bytes, err) != 0 || in_arena(c, coff, bytes, err) != 0) return -1;
+    if (kv_arena_check(a, off, bytes, err) != 0 || kv_arena_check(c, coff, bytes, err) != 0)
+        return -1;
     CHECK(s->cu.MemcpyDtoDAsync(c->dptr + coff, a->dptr + off, bytes, s->stream),
           "cuMemcpyDtoDAsync");
     return 0;
@@ -419,7 +414,8 @@ static int cuda_compare(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t
 {
     cu_state *s = b->state;
     size_t bytes = count * dtype_bytes(dt);
-    if (in_arena(a, off, bytes, err) != 0 || in_arena(c, coff, bytes, err) != 0) return -1;
+    if (kv_arena_check(a, off, bytes, err) != 0 || kv_arena_check(c, coff, bytes, err) != 0)
+        return -1;
     if (helper_rc(s->compare(s->stream, (const void *)(uintptr_t)(a->dptr + off),
                              (const void *)(uintptr_t)(c->dptr + coff), (int)dt, ref, scale, count,
                              tol.atol, tol.rtol, tol.stol,
@@ -435,7 +431,7 @@ static int cuda_check(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t c
 {
     cu_state *s = b->state;
     size_t es = dtype_bytes(dt);
-    if (in_arena(a, off, count * es, err) != 0) return -1;
+    if (kv_arena_check(a, off, count * es, err) != 0) return -1;
     uint32_t pat = 0;
     if (poison) memcpy(&pat, poison, es); /* little-endian: the low bytes */
     int nparts = 0;
