@@ -6,7 +6,9 @@
 # softmax evolution on cuda whose children include a kernel that writes
 # through a wild pointer (illegal_address) and one that hangs; the run must
 # go on with the device checked after each (`kevolve devices --check`), the
-# two recorded failed with their reasons, and the device still in rotation.
+# two recorded failed with their reasons, and the device still in rotation;
+# what NVML reported during each evaluation (an illegal address is an Xid
+# the device survives) is printed beside its verdict.
 # Needs bench/device_pack.sh's .dev (carry it) and .dev/bin/kevolve-old, a
 # Release build of cf558e5 (the single GPU lock, before issue 19).
 # Usage: bench/devices_h200.sh   (OUT, LIMIT (120) optional)
@@ -20,7 +22,7 @@ mkdir -p "$OUT"
 echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(date -u +%FT%TZ)"
 echo "== (1) main job, old single lock against devices: auto, $LIMIT s each"
 OUT=$OUT/ab bench/main_job_ab.sh "${KV_OLD:-.dev/bin/kevolve-old}" "$KV" --backend cuda --repeat 1 \
-    --time-limit "$LIMIT" --parallel 6,6 | tail -n 4
+    --time-limit "$LIMIT" --iterations 400 --parallel 6,6 | tail -n 4
 echo "== (2) faults in a run: illegal_address and a hang among the initial programs"
 cat >"$OUT/faults.yaml" <<YAML
 initial_programs:
@@ -41,5 +43,14 @@ YAML
 echo "run exit $?"
 grep -E "taken out of rotation|device" "$OUT/faults.log" | head -5
 "$KV" status "$OUT/faults" | grep -E "^programs|^device|failures|  [0-9]+ " | head -12
+# What the driver said during each evaluation (NVML: Xid events, ECC).
+python3 - "$OUT/faults/run.db" <<'PY'
+import sqlite3, sys
+con = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+for pid, status, code, errs in con.execute(
+        "select p.id, p.status, p.reason_code, a.value from programs p left join artifacts a"
+        " on a.program_id = p.id and a.name = 'device_errors' order by p.id"):
+    print(f"program {pid}: {status} {code or ''} device_errors={errs or '-'}")
+PY
 "$KV" devices --check 0 --backend cuda
 tar -C "$OUT" -czf "$OUT/../devices_h200.tgz" . && mv "$OUT/../devices_h200.tgz" "$OUT/"

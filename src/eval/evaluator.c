@@ -47,6 +47,7 @@ typedef struct job {
     int attempt;               /* runs of the current stage so far */
     int first_attempts;        /* runs of stage 1 */
     int lost;                  /* runs the launcher lost (Slurm), started again */
+    int moved;                 /* runs moved off a device that failed its check */
     char *step_name;           /* its current run's name under a launcher (Slurm), or NULL */
     int device;                /* the device its current run was handed (slots), or -1 */
     kv_proc *proc;             /* NULL while queued */
@@ -56,6 +57,17 @@ typedef struct job {
     json_t *stages;            /* one record per stage run */
     struct job *next;          /* queue link */
 } job;
+
+/* How the messages name J: the controller's tickets are 0, -1, -2, ...
+ * for the initial programs and the iteration for a child. */
+static const char *job_name(const job *j, char *buf, size_t cap)
+{
+    if (j->ticket <= 0)
+        snprintf(buf, cap, "initial program %lld", (long long)(1 - j->ticket));
+    else
+        snprintf(buf, cap, "iteration %lld", (long long)j->ticket);
+    return buf;
+}
 
 struct kv_evaluator {
     double timeout;
@@ -648,10 +660,11 @@ static void keep_output(kv_evaluator *ev, job *j, json_t *evaluator_artifacts)
 static int crash(kv_evaluator *ev, job *j, const char *reason, const char *code, double seconds,
                  int retry)
 {
+    char name[48];
     kv_proc_free(j->proc);
     j->proc = NULL;
     if (retry && j->attempt <= ev->max_retries) {
-        kv_warn("evaluation %lld: stage %d attempt %d failed (%s); retrying", (long long)j->ticket,
+        kv_warn("%s: stage %d attempt %d failed (%s); retrying", job_name(j, name, sizeof name),
                 j->stage, j->attempt, reason);
         return start_run(ev, j) == 0;
     }
@@ -721,6 +734,52 @@ static int rerun_uncounted(kv_evaluator *ev, job *j)
     return start_run(ev, j) == 0;
 }
 
+/* The device errors the judge saw during J's run (ARTIFACTS' device_errors:
+ * NVML's Xid events, uncorrected ECC errors): the device is checked before
+ * more work. When it fails the check, the verdict
+ * is not trusted: the evaluation moves to another device once, uncounted;
+ * a second device failing after it, or none left, makes it the candidate's
+ * failure (device_fault), so that a kernel that breaks devices cannot take
+ * out every one. Returns -1 when J goes on as it was, else what
+ * rerun_uncounted gives or 0 (J finished). */
+static int after_device_errors(kv_evaluator *ev, job *j, json_t *artifacts, double seconds)
+{
+    char name[48];
+    json_t *errors = json_object_get(artifacts, "device_errors");
+    kv_buf what = KV_BUF_INIT;
+    size_t i;
+    json_t *e;
+    json_array_foreach(errors, i, e) kv_buf_printf(
+        &what, "%s%s", i ? ", " : "", json_string_value(e) ? json_string_value(e) : "?");
+    kv_warn("%s: %s device %d reported %s; checking it", job_name(j, name, sizeof name),
+            ev->backend ? ev->backend : "its", j->device, what.data ? what.data : "errors");
+    int out = check_device(ev, j);
+    if (!out) {
+        kv_buf_free(&what);
+        return -1;
+    }
+    if (j->moved++ < 1 && kv_slots_in_rotation(ev->slots) > 0) {
+        kv_warn("%s: starting it again on another device", job_name(j, name, sizeof name));
+        kv_buf_free(&what);
+        json_object_set_new(j->artifacts, "moved_from_device",
+                            json_pack("{s:i,s:O}", "device", j->device, "errors", errors));
+        return rerun_uncounted(ev, j);
+    }
+    keep_output(ev, j, artifacts);
+    kv_proc_free(j->proc);
+    j->proc = NULL;
+    drop_slot(ev, j);
+    char *reason = kv_asprintf("the device reported %s during this evaluation and failed its check "
+                               "after it (%s)",
+                               what.data ? what.data : "errors",
+                               j->moved > 1 ? "on a second device too" : "no other device is left");
+    kv_buf_free(&what);
+    record_stage(j, "failed", NULL, seconds, reason);
+    finish_job(ev, j, KV_STATUS_FAILED, reason, KV_REASON_DEVICE_FAULT);
+    free(reason);
+    return 0;
+}
+
 /* Under a launcher, cancels J's step after kevolve stopped its srun (a
  * timeout, an interrupt): the step itself may run on otherwise. */
 static void cancel_step(const kv_evaluator *ev, const job *j)
@@ -736,10 +795,11 @@ static void cancel_step(const kv_evaluator *ev, const job *j)
  * else finished as the launcher's failure. Returns 1 when J is running. */
 static int lost_run(kv_evaluator *ev, job *j, const char *line, double seconds)
 {
+    char name[48];
     char *what = kv_strndup(line, strcspn(line, "\n"));
     if (j->lost++ < ev->launch_retries) {
-        kv_warn("evaluation %lld: the launcher lost its run (%s); starting it again (%d of %d)",
-                (long long)j->ticket, what, j->lost, ev->launch_retries);
+        kv_warn("%s: the launcher lost its run (%s); starting it again (%d of %d)",
+                job_name(j, name, sizeof name), what, j->lost, ev->launch_retries);
         free(what);
         return rerun_uncounted(ev, j);
     }
@@ -811,6 +871,7 @@ static const char *error_code(const json_t *artifacts)
  * stage or retry), 0 when it has been finished and freed. */
 static int on_run_end(kv_evaluator *ev, job *j)
 {
+    char name[48];
     kv_proc *p = j->proc;
     double seconds = kv_proc_seconds(p);
     kv_proc_end how = kv_proc_how(p);
@@ -832,10 +893,11 @@ static int on_run_end(kv_evaluator *ev, job *j)
         kv_launcher_lost_run(kv_proc_stderr(p), &lost_line))
         return lost_run(ev, j, lost_line, seconds);
     /* A harness failure on a device that then fails its check was the
-     * device's, not the candidate's: the run goes to another device. */
+     * device's, not the candidate's: the run goes to another device, once
+     * (after that its retries count, so that it cannot break them all). */
     if ((how != KV_PROC_EXITED || kv_proc_exit_code(p) != 0) && check_device(ev, j) &&
-        kv_slots_in_rotation(ev->slots) > 0) {
-        kv_warn("evaluation %lld: its device failed; starting it on another", (long long)j->ticket);
+        kv_slots_in_rotation(ev->slots) > 0 && j->moved++ < 1) {
+        kv_warn("%s: its device failed; starting it on another", job_name(j, name, sizeof name));
         return rerun_uncounted(ev, j);
     }
     if (how != KV_PROC_EXITED || kv_proc_exit_code(p) != 0) {
@@ -854,6 +916,15 @@ static int on_run_end(kv_evaluator *ev, job *j)
     int rc = kv_eval_parse_output_full(kv_proc_stdout(p), kv_proc_stdout_len(p),
                                        kv_proc_stdout_dropped(p), KV_EVAL_MAX_OUTPUT, &metrics,
                                        &artifacts, &reason);
+    if (rc != KV_EVAL_OUTPUT_BAD && json_array_size(json_object_get(artifacts, "device_errors"))) {
+        int running = after_device_errors(ev, j, artifacts, seconds);
+        if (running >= 0) {
+            json_decref(metrics);
+            json_decref(artifacts);
+            free(reason);
+            return running;
+        }
+    }
     keep_output(ev, j, artifacts);
     /* A kernel job's rows, whatever artifacts are kept; none for a verdict
      * repeated from an earlier program's (a duplicate's). */

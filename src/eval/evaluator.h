@@ -45,6 +45,7 @@ typedef struct kv_evaluator kv_evaluator;
 #define KV_REASON_TIMEOUT "timeout"                 /* killed at evaluator.timeout */
 #define KV_REASON_KILLED "killed"                   /* cancelled (interrupt) */
 #define KV_REASON_LAUNCHER_LOST "launcher_lost"     /* Slurm lost every try (node, preemption) */
+#define KV_REASON_DEVICE_FAULT "device_fault"       /* its devices failed their checks after it */
 #define KV_REASON_SPAWN_FAILED "spawn_failed"       /* the evaluator could not start */
 #define KV_REASON_EVALUATOR_CRASH "evaluator_crash" /* non-zero exit or signal */
 #define KV_REASON_BAD_OUTPUT "bad_output"           /* stdout not a JSON object */

@@ -173,6 +173,14 @@ struct kv_jdev {
     int (*flush)(kv_jdev *b, char **err);
     /* Extra readings for the benchmark record (NVML), or NULL. */
     json_t *(*telemetry)(kv_jdev *b);
+    /* The device errors the driver reported since open or the previous
+     * call (cuda: NVML's Xid events and uncorrected ECC errors), a new
+     * array of strings; NULL when none or when the backend cannot tell.
+     * May be NULL. */
+    json_t *(*device_errors)(kv_jdev *b);
+    /* Why the device needs a reset or service before more work (malloc'd),
+     * or NULL. May be NULL. */
+    char *(*needs_reset)(kv_jdev *b);
     /* The address of OFF in A as the judge's own code sees it (host or
      * device pointer). */
     void *(*ptr)(kv_jdev *b, kv_arena *a, size_t off);

@@ -14,6 +14,13 @@ __attribute__((weak)) const char *kv_device_fault(const char *backend, int index
     return NULL;
 }
 
+__attribute__((weak)) const char *kv_device_error_fault(const char *backend, int index)
+{
+    (void)backend;
+    (void)index;
+    return NULL;
+}
+
 typedef struct check_ctx {
     const kv_backend *b;
     int index;
@@ -40,6 +47,15 @@ static void check_main(void *arg)
         kv_worker_fail("no_device", NULL, "a 1 MiB round trip: %s", err ? err : "failed");
     if (memcmp(out, back, BYTES) != 0)
         kv_worker_fail("no_device", NULL, "a 1 MiB round trip came back changed");
+    /* A device that works but needs a reset (a pending row remapping) or
+     * reports errors while checked is not fit for more work either. */
+    const char *injected = kv_device_error_fault(c->b->name, c->index);
+    char *reset = d->needs_reset ? d->needs_reset(d) : NULL;
+    if (injected || reset) kv_worker_fail("no_device", NULL, "%s", reset ? reset : injected);
+    json_t *errors = d->device_errors ? d->device_errors(d) : NULL;
+    if (errors)
+        kv_worker_fail("no_device", NULL, "it reported %s while checked",
+                       json_string_value(json_array_get(errors, 0)));
     d->arena_free(d, &a);
     kv_jdev_free(d);
     free(out);

@@ -146,7 +146,7 @@ static json_t *accepted(int stage, json_t *res, json_t *artifacts)
     json_object_set_new(artifacts, "verdict", json_string("correct"));
     static const char *copy[] = {"scenarios",    "held_out", "device",        "profile_seconds",
                                  "isolation",    "baseline", "baseline_kept", "runner_output",
-                                 "memcheck_log", "screened"};
+                                 "memcheck_log", "screened", "device_errors"};
     for (size_t k = 0; k < sizeof copy / sizeof copy[0]; k++) {
         json_t *v = json_object_get(res, copy[k]);
         if (v) json_object_set(artifacts, copy[k], v);
@@ -547,12 +547,16 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
     if (job->slot_fd >= 0) kv_slot_tell(job->slot_fd, KV_SLOT_FREE);
     if (wrc != 0) goto out;
     json_t *fresh = w.result ? json_object_get(w.result, "baseline") : NULL;
-    if (fresh && base_path && kv_landlock_abi() > 0) kv_baseline_save(base_path, fresh);
+    if (fresh && base_path && kv_landlock_abi() > 0 && !json_object_get(w.result, "device_errors"))
+        kv_baseline_save(base_path, fresh);
     rc = verdict(job, &w, timeout, artifacts, result, err);
     if (*result) add_resources(json_object_get(*result, "metrics"), artifacts, &cand);
-    /* A verdict the screen cut short is an estimate against one parent: not kept. */
+    /* A verdict the screen cut short is an estimate against one parent, and
+     * one given on a device that reported errors may be the device's: not
+     * kept. */
     if (*result && hash && vkey &&
-        !json_object_get(json_object_get(*result, "metrics"), "screened_out"))
+        !json_object_get(json_object_get(*result, "metrics"), "screened_out") &&
+        !json_object_get(json_object_get(*result, "artifacts"), "device_errors"))
         kv_artifact_verdict_save(job->run_dir, vkey, hash, *result);
     kv_worker_outcome_clear(&w);
 out:

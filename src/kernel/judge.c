@@ -83,11 +83,27 @@ static void stop_runner(judge *j)
     j->rn = NULL;
 }
 
+/* The device errors the driver reported during this evaluation (and a
+ * test's injected one), as OUT's device_errors: the evaluator then checks
+ * the device before it gets more work. */
+static void note_device_errors(judge *j, json_t *out)
+{
+    if (!j->b) return;
+    json_t *errors = j->b->device_errors ? j->b->device_errors(j->b) : NULL;
+    const char *injected = kv_device_error_fault(j->b->backend->name, j->b->index);
+    if (injected) {
+        if (!errors) errors = json_array();
+        json_array_append_new(errors, json_string(injected));
+    }
+    if (errors) json_object_set_new(out, "device_errors", errors);
+}
+
 static _Noreturn void vfail(judge *j, const char *code, const char *fmt, va_list ap)
 {
     kv_buf b = KV_BUF_INIT;
     kv_buf_vprintf(&b, fmt, ap);
     stop_runner(j);
+    note_device_errors(j, j->extra);
     /* The task's own code failing is the harness's problem, not the candidate's. */
     if (j->who && strcmp(j->who, "baseline") == 0 && strcmp(code, "harness_error") != 0)
         kv_worker_fail("harness_error", j->extra, "the task's baseline failed: %s: %s", code,
@@ -534,6 +550,7 @@ void kv_judge_main(void *vctx)
         json_object_set_new(prof, prof_names[i], json_real(j.prof[i]));
     json_object_set_new(result, "profile_seconds", prof);
     if (baseline) json_decref(baseline);
+    note_device_errors(&j, result);
     kv_worker_phase("done");
     kv_worker_result(result);
     /* The child exits right after; nothing to free that the OS will not. */

@@ -196,6 +196,7 @@ static int cuda_open(kv_jdev *b, char **err)
     s->flush_bytes = 2 * b->cache_bytes;
     if (s->cu.MemAlloc(&s->flush_buf, s->flush_bytes) != 0) s->flush_buf = 0;
     s->nvml = kv_nvml_open(bus);
+    kv_nvml_watch(s->nvml);
     b->device = json_pack("{s:s,s:i,s:s,s:s,s:i,s:I,s:I,s:i,s:f,s:f,s:i}", "name", name, "index",
                           b->index, "arch", arch, "pci_bus", bus, "sm_count", sms, "memory_bytes",
                           (json_int_t)mem, "l2_bytes", (json_int_t)l2, "sm_clock_khz", clk,
@@ -319,6 +320,18 @@ static json_t *cuda_telemetry(kv_jdev *b)
 {
     cu_state *s = b->state;
     return s->nvml ? kv_nvml_read(s->nvml) : NULL;
+}
+
+static json_t *cuda_device_errors(kv_jdev *b)
+{
+    cu_state *s = b->state;
+    return kv_nvml_errors(s->nvml);
+}
+
+static char *cuda_needs_reset(kv_jdev *b)
+{
+    cu_state *s = b->state;
+    return kv_nvml_needs_reset(s->nvml);
 }
 
 static size_t dtype_bytes(kv_dtype dt)
@@ -504,6 +517,8 @@ kv_jdev *kv_jdev_cuda_new(void)
     b->launch_local = cuda_launch_local;
     b->flush = cuda_flush;
     b->telemetry = cuda_telemetry;
+    b->device_errors = cuda_device_errors;
+    b->needs_reset = cuda_needs_reset;
     b->gen = cuda_gen;
     b->count_poison = cuda_count_poison;
     b->count_changed = cuda_count_changed;

@@ -94,6 +94,21 @@ const char *kv_cu_error_code(const kv_cu *cu, CUresult rc)
 
 /* ---- NVML ---- */
 
+/* nvmlEventData_t, as nvml.h lays it out. */
+typedef struct nvml_event {
+    void *device;
+    unsigned long long type, data;
+    unsigned gpu_instance, compute_instance;
+} nvml_event;
+
+enum {
+    NVML_EVENT_DOUBLE_BIT_ECC = 0x2,
+    NVML_EVENT_XID = 0x8,
+    NVML_ERROR_TIMEOUT = 10,
+    NVML_MEMORY_ERROR_UNCORRECTED = 1,
+    NVML_VOLATILE_ECC = 0,
+};
+
 typedef struct nvml {
     void *lib;
     void *dev;
@@ -101,6 +116,16 @@ typedef struct nvml {
     int (*GetClockInfo)(void *, int, unsigned *);
     int (*GetPowerUsage)(void *, unsigned *);
     int (*GetTotalEnergyConsumption)(void *, unsigned long long *);
+    /* Device errors (kv_nvml_watch, kv_nvml_errors, kv_nvml_needs_reset). */
+    int (*EventSetCreate)(void **);
+    int (*RegisterEvents)(void *, unsigned long long, void *);
+    int (*EventSetWait)(void *, nvml_event *, unsigned);
+    int (*GetTotalEccErrors)(void *, int, int, unsigned long long *);
+    int (*GetRemappedRows)(void *, unsigned *, unsigned *, unsigned *, unsigned *);
+    int (*GetRetiredPagesPending)(void *, int *);
+    void *events;            /* the event set, when registered */
+    int ecc_known;           /* ECC0 was read */
+    unsigned long long ecc0; /* uncorrected ECC errors (volatile) at the watch's start */
 } nvml;
 
 void *kv_nvml_open(const char *bus)
@@ -121,6 +146,15 @@ void *kv_nvml_open(const char *bus)
     if ((s = dlsym(n.lib, "nvmlDeviceGetPowerUsage"))) memcpy(&n.GetPowerUsage, &s, sizeof s);
     if ((s = dlsym(n.lib, "nvmlDeviceGetTotalEnergyConsumption")))
         memcpy(&n.GetTotalEnergyConsumption, &s, sizeof s);
+#define NVML_SYM(field, name)                                                                      \
+    if ((s = dlsym(n.lib, name))) memcpy(&n.field, &s, sizeof s)
+    NVML_SYM(EventSetCreate, "nvmlEventSetCreate");
+    NVML_SYM(RegisterEvents, "nvmlDeviceRegisterEvents");
+    NVML_SYM(EventSetWait, "nvmlEventSetWait_v2");
+    NVML_SYM(GetTotalEccErrors, "nvmlDeviceGetTotalEccErrors");
+    NVML_SYM(GetRemappedRows, "nvmlDeviceGetRemappedRows");
+    NVML_SYM(GetRetiredPagesPending, "nvmlDeviceGetRetiredPagesPendingStatus");
+#undef NVML_SYM
     if (!init || init() != 0) return NULL;
     void *dev = NULL;
     if (bus && by_bus && by_bus(bus, &dev) == 0 && dev)
@@ -146,6 +180,70 @@ json_t *kv_nvml_read(void *h)
     if (n->GetTotalEnergyConsumption && n->GetTotalEnergyConsumption(n->dev, &e) == 0)
         json_object_set_new(o, "energy_j", json_real((double)e / 1000.0));
     return o;
+}
+
+void kv_nvml_watch(void *h)
+{
+    nvml *n = h;
+    if (!n || !n->dev) return;
+    unsigned long long ecc = 0;
+    if (n->GetTotalEccErrors &&
+        n->GetTotalEccErrors(n->dev, NVML_MEMORY_ERROR_UNCORRECTED, NVML_VOLATILE_ECC, &ecc) == 0) {
+        n->ecc0 = ecc;
+        n->ecc_known = 1;
+    }
+    /* Not every device or user may listen (NOT_SUPPORTED, NO_PERMISSION):
+     * then only the ECC count and the reset state speak. */
+    void *set = NULL;
+    if (!n->events && n->EventSetCreate && n->RegisterEvents && n->EventSetWait &&
+        n->EventSetCreate(&set) == 0 &&
+        n->RegisterEvents(n->dev, NVML_EVENT_XID | NVML_EVENT_DOUBLE_BIT_ECC, set) == 0)
+        n->events = set;
+}
+
+json_t *kv_nvml_errors(void *h)
+{
+    nvml *n = h;
+    if (!n || !n->dev) return NULL;
+    json_t *out = json_array();
+    nvml_event e;
+    /* A bounded drain: a storm of events must not hold the judge. */
+    for (int i = 0; n->events && i < 32; i++) {
+        memset(&e, 0, sizeof e);
+        if (n->EventSetWait(n->events, &e, 0) != 0) break;
+        if (e.type & NVML_EVENT_XID)
+            json_array_append_new(out, json_sprintf("Xid %llu", e.data));
+        else if (e.type & NVML_EVENT_DOUBLE_BIT_ECC)
+            json_array_append_new(out, json_string("a double-bit ECC error"));
+    }
+    unsigned long long ecc = 0;
+    if (n->ecc_known &&
+        n->GetTotalEccErrors(n->dev, NVML_MEMORY_ERROR_UNCORRECTED, NVML_VOLATILE_ECC, &ecc) == 0 &&
+        ecc > n->ecc0) {
+        json_array_append_new(out, json_sprintf("%llu uncorrected ECC errors", ecc - n->ecc0));
+        n->ecc0 = ecc;
+    }
+    if (json_array_size(out) == 0) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+char *kv_nvml_needs_reset(void *h)
+{
+    nvml *n = h;
+    if (!n || !n->dev) return NULL;
+    unsigned corrected = 0, uncorrected = 0, pending = 0, failed = 0;
+    if (n->GetRemappedRows &&
+        n->GetRemappedRows(n->dev, &corrected, &uncorrected, &pending, &failed) == 0) {
+        if (failed) return kv_strdup("NVML: a row remapping failed (the memory needs service)");
+        if (pending) return kv_strdup("NVML: a row remapping is pending (the GPU needs a reset)");
+    }
+    int retire = 0;
+    if (n->GetRetiredPagesPending && n->GetRetiredPagesPending(n->dev, &retire) == 0 && retire)
+        return kv_strdup("NVML: pages are pending retirement (the GPU needs a reset)");
+    return NULL;
 }
 
 const char *kv_nvml_driver_version(void)

@@ -70,6 +70,17 @@ const char *kv_cu_error_code(const kv_cu *cu, CUresult rc);
 void *kv_nvml_open(const char *bus);
 /* {"temperature_c","sm_clock_mhz","power_w","energy_j"} now, or NULL. */
 json_t *kv_nvml_read(void *h);
+/* Starts watching H's device for errors: registers for NVML's Xid and
+ * double-bit ECC events where the driver lets this process, and notes the
+ * uncorrected ECC count. */
+void kv_nvml_watch(void *h);
+/* The device errors since kv_nvml_watch (or the previous call), as a new
+ * array of strings ("Xid 79", "2 uncorrected ECC errors"), or NULL. */
+json_t *kv_nvml_errors(void *h);
+/* Why H's device needs a reset or service before more work (a pending or
+ * failed row remapping, pages pending retirement), malloc'd; NULL when
+ * NVML sees none or cannot tell. */
+char *kv_nvml_needs_reset(void *h);
 /* The display driver's version as NVML reports it ("580.95.05"), or NULL
  * (no NVML). Static. */
 const char *kv_nvml_driver_version(void);

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""PyTorch's side of bench/rmsnorm_h200.sh: times Qwen3's RMSNorm (as
+transformers writes it: float32 variance, rsqrt, the weight times the
+result cast back to bf16) and its residual-add variant, eager and under
+torch.compile, on every scenario of the rmsnorm and rmsnorm_add tasks, the
+way the harness times ours: warm-up, CUDA-graph replay over input sets
+rotated so that they outsize the L2, events, the median of several rounds.
+Also measures the copy bandwidth (a large device-to-device copy, bytes
+read plus written) for the memory floor. Writes one JSON object to
+argv[1]: {"copy_gbps", "rows": [{"task", "scenario", "bytes", "eager_us",
+"compile_us"}]}."""
+import json
+import sys
+
+import torch
+
+EPS = 1e-6
+L2_BYTES = 50 << 20
+REPLAYS = 20
+ROUNDS = 5
+
+# (name, tokens, hidden), as tasks/rmsnorm/rmsnorm.c lists them.
+RMSNORM = [("decode_h1024_t1", 1, 1024), ("decode_h1024_t64", 64, 1024),
+           ("decode_h5120_t8", 8, 5120), ("prefill_h1024_t2048", 2048, 1024),
+           ("prefill_h5120_t8192", 8192, 5120), ("qknorm_d128_r40", 40, 128),
+           ("qknorm_d128_r8192", 8192, 128)]
+RMSNORM_ADD = [("decode_h1024_t1", 1, 1024), ("decode_h5120_t8", 8, 5120),
+               ("prefill_h1024_t2048", 2048, 1024), ("prefill_h5120_t8192", 8192, 5120)]
+
+
+def rmsnorm(x, w):
+    h = x.to(torch.float32)
+    var = h.pow(2).mean(-1, keepdim=True)
+    h = h * torch.rsqrt(var + EPS)
+    return w * h.to(x.dtype)
+
+
+def rmsnorm_add(x, r, w):
+    # Qwen3's decoder layer: the residual stream is the sum, in bf16.
+    s = x + r
+    return rmsnorm(s, w), s
+
+
+def timed_graph(fn, sets):
+    """Median microseconds of one call, replaying a graph that calls FN on
+    every input set in turn (so consecutive calls read different memory)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for s in sets[:3]:
+            fn(*s)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for s in sets:
+            fn(*s)
+    g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(ROUNDS):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(REPLAYS):
+            g.replay()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / (REPLAYS * len(sets)))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def make_sets(nin, tokens, hidden):
+    per = (nin + 1) * tokens * hidden * 2
+    n = max(2, min(64, (2 * L2_BYTES) // per + 1))
+    w = torch.randn(hidden, device="cuda", dtype=torch.bfloat16)
+    return [tuple(torch.randn(tokens, hidden, device="cuda", dtype=torch.bfloat16)
+                  for _ in range(nin)) + (w,) for _ in range(n)]
+
+
+def copy_gbps():
+    n = 1 << 30
+    a = torch.empty(n, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    b.copy_(a)
+    torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    for _ in range(10):
+        b.copy_(a)
+    e1.record()
+    torch.cuda.synchronize()
+    return 2 * n * 10 / (e0.elapsed_time(e1) * 1e-3) / 1e9
+
+
+def main():
+    torch.manual_seed(0)
+    rows = []
+    compiled = {"rmsnorm": torch.compile(rmsnorm), "rmsnorm_add": torch.compile(rmsnorm_add)}
+    eager = {"rmsnorm": rmsnorm, "rmsnorm_add": rmsnorm_add}
+    for task, scen, nin, per_elem in (("rmsnorm", RMSNORM, 1, 4), ("rmsnorm_add", RMSNORM_ADD, 2, 8)):
+        for name, t, h in scen:
+            sets = make_sets(nin, t, h)
+            row = {"task": task, "scenario": name, "bytes": per_elem * t * h + 2 * h}
+            row["eager_us"] = timed_graph(eager[task], sets)
+            try:
+                row["compile_us"] = timed_graph(compiled[task], sets)
+            except Exception as e:  # say why, keep the eager figure
+                row["compile_error"] = str(e).splitlines()[0][:200]
+            rows.append(row)
+            print(f"{task:12} {name:22} eager {row['eager_us']:8.2f} us  compile "
+                  f"{row.get('compile_us', float('nan')):8.2f} us", flush=True)
+    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "copy_gbps": copy_gbps(), "rows": rows}
+    with open(sys.argv[1], "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
