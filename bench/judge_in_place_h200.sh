@@ -52,6 +52,9 @@ w = a.get("worker_seconds", 0)
 print(f"{name:10s} exit {rc} wall {int(wall) / 1000:5.1f} s worker {w:5.1f} s score {m.get('combined_score', 0):7.2f} "
       f"{a.get('verdict')} {a.get('reason', '')} | " + " ".join(f"{k} {v:.2f}" for k, v in p.items())
       + f" | timed share {p.get('timed', 0) / w if w else 0:.0%}")
+c = a.get("profile_check_seconds")
+if c:
+    print(f"{'':10s} check by step: " + " ".join(f"{k} {v:.2f}" for k, v in c.items()))
 PY
 }
 echo "== one fast child, old judge and new, alternately (first of each: compile + baseline)"

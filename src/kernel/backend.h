@@ -192,7 +192,9 @@ struct kv_jdev {
      * that stage, whose correctness trials go through the host).
      * gen: COUNT elements of DT at OFF from distribution DIST (kv_dist), a
      * pure function of (SEED, FORCED, index) (judge_ops.h).
-     * count_poison: elements equal to PATTERN (the first at *FIRST).
+     * count_poison: elements equal to PATTERN in SETS runs of COUNT, STRIDE
+     * bytes apart (a timed block's outputs in one pass); *FIRST the first,
+     * as SET * COUNT + its index in the set.
      * count_changed: elements that differ from what gen wrote.
      * count_diff: elements whose bits differ between A at OFF and C at COFF.
      * copy: BYTES from A at OFF to C at COFF.
@@ -202,8 +204,8 @@ struct kv_jdev {
      * compare: as kv_compare_runs (A at OFF against C at COFF). */
     int (*gen)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist, size_t count,
                uint64_t seed, uint64_t forced, char **err);
-    int (*count_poison)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
-                        const void *pattern, size_t *n, size_t *first, char **err);
+    int (*count_poison)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count, size_t sets,
+                        size_t stride, const void *pattern, size_t *n, size_t *first, char **err);
     int (*count_changed)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist, size_t count,
                          uint64_t seed, uint64_t forced, size_t *n, char **err);
     int (*count_diff)(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff, size_t esize,

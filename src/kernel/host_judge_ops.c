@@ -53,6 +53,7 @@ typedef struct pass {
     int dist, write;
     uint64_t seed, forced;
     size_t n, es;
+    size_t per_set, stride; /* equal_chunk over sets: PER_SET elements STRIDE bytes apart */
     const double *ref, *scale;
     const void *poison;
     kv_tolerance tol;
@@ -96,8 +97,11 @@ static void equal_chunk(void *arg, size_t c)
     size_t i0, i1, n = 0, first = 0;
     chunk_range(ps, c, &i0, &i1);
     for (size_t i = i0; i < i1; i++) {
-        int hit = ps->q ? memcmp(ps->p + i * ps->es, ps->q + i * ps->es, ps->es) != 0
-                        : memcmp(ps->p + i * ps->es, ps->poison, ps->es) == 0;
+        const unsigned char *at =
+            ps->per_set ? ps->p + i / ps->per_set * ps->stride + i % ps->per_set * ps->es
+                        : ps->p + i * ps->es;
+        int hit = ps->q ? memcmp(at, ps->q + i * ps->es, ps->es) != 0
+                        : memcmp(at, ps->poison, ps->es) == 0;
         if (hit && n++ == 0) first = i;
     }
     ps->count[c] = n;
@@ -170,12 +174,25 @@ static int host_count_changed(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, 
 }
 
 static int host_count_poison(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
-                             const void *pattern, size_t *n, size_t *first, char **err)
+                             size_t sets, size_t stride, const void *pattern, size_t *n,
+                             size_t *first, char **err)
 {
     (void)b;
-    pass ps = {
-        .p = a->host + off, .dt = dt, .n = count, .es = kv_dtype_size(dt), .poison = pattern};
-    if (kv_arena_check(a, off, count * ps.es, err) != 0) return -1;
+    size_t es = kv_dtype_size(dt);
+    if (sets > 1 && stride < count * es) {
+        *err = kv_asprintf("harness_error: sets %zu bytes apart overlap (%zu elements each)",
+                           stride, count);
+        return -1;
+    }
+    pass ps = {.p = a->host + off,
+               .dt = dt,
+               .n = count * sets,
+               .es = es,
+               .per_set = sets > 1 ? count : 0,
+               .stride = stride,
+               .poison = pattern};
+    if (kv_arena_check(a, off, sets > 1 ? (sets - 1) * stride + count * es : count * es, err) != 0)
+        return -1;
     *n = run_pass(equal_chunk, &ps, first);
     return 0;
 }

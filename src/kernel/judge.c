@@ -549,6 +549,12 @@ void kv_judge_main(void *vctx)
     for (int i = 0; i < PROF_COUNT; i++)
         json_object_set_new(prof, prof_names[i], json_real(j.prof[i]));
     json_object_set_new(result, "profile_seconds", prof);
+    static const char *const check_names[CHECK_STEPS] = {"keep",   "settle",   "quiet", "tolerance",
+                                                         "inputs", "canaries", "runs"};
+    json_t *steps = json_object();
+    for (int i = 0; i < CHECK_STEPS; i++)
+        json_object_set_new(steps, check_names[i], json_real(j.prof_check[i]));
+    json_object_set_new(result, "profile_check_seconds", steps);
     if (baseline) json_decref(baseline);
     note_device_errors(&j, result);
     kv_worker_phase("done");

@@ -39,6 +39,18 @@ enum prof_step {
     PROF_COUNT
 };
 
+/* PROF_CHECK of the in-place path, by step (judge_check_in_place.c). */
+enum check_step {
+    CHECK_KEEP,      /* the outputs copied aside, unwritten ones counted */
+    CHECK_SETTLE,    /* the pause, then the outputs compared with the copy */
+    CHECK_QUIET,     /* no thread or process of the runner's left running */
+    CHECK_TOLERANCE, /* the outputs against the reference */
+    CHECK_INPUTS,    /* the inputs generated again and compared */
+    CHECK_CANARIES,  /* the bytes around each tensor */
+    CHECK_RUNS,      /* the two runs against each other, the previous trial's answer */
+    CHECK_STEPS
+};
+
 /* The fixed cost of a timed block, measured before the candidate's code was
  * loaded, so that nothing the candidate does can move it: the request and
  * reply (ROUND_TRIP_S) and, for the backends whose inputs travel inside the
@@ -62,6 +74,7 @@ typedef struct layout {
 
 typedef struct judge {
     double prof[PROF_COUNT];
+    double prof_check[CHECK_STEPS];
     const kv_task *task;
     const kv_job *job;
     const kv_judge_ctx *ctx;

@@ -405,14 +405,11 @@ static void check_written(judge *j, timing *tm, size_t n, unsigned char *last)
             kv_judge_fail_err(j, err, "reading a timed call's output");
         size_t bad = 0, first = 0, where_set = 0;
         if (j->b->count_poison) {
-            size_t sets = tm->l.stride[i] == tm->l.len[i] ? 1 : n;
-            size_t per = sets == 1 ? n * count : count;
-            for (size_t s = 0; s < sets && !bad; s++)
-                if (j->b->count_poison(j->b, &tm->a, tm->l.off[i] + s * tm->l.stride[i], ts->dtype,
-                                       per, tm->poison[i], &bad, &first, &err) != 0)
-                    kv_judge_fail_err(j, err, "checking timed outputs");
-                else if (bad)
-                    where_set = sets == 1 ? first / count : s;
+            /* Every set in one pass: one launch and one answer per block. */
+            if (j->b->count_poison(j->b, &tm->a, tm->l.off[i], ts->dtype, count, n, tm->l.stride[i],
+                                   tm->poison[i], &bad, &first, &err) != 0)
+                kv_judge_fail_err(j, err, "checking timed outputs");
+            where_set = bad ? first / count : 0;
         } else {
             const unsigned char *base = j->b->ptr(j->b, &tm->a, tm->l.off[i]);
             for (size_t s = 0; s < n && !bad; s++)

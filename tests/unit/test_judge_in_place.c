@@ -61,6 +61,38 @@ static void inputs_are_a_function_of_the_seed_and_a_change_is_counted(void **sta
     kv_memfd_arena_free(&b);
 }
 
+/* A timed block's outputs in one pass: poison counted in each set, never in
+ * the bytes between sets, the first reported as set * count + index. */
+static void poison_is_counted_over_sets_in_one_pass(void **state)
+{
+    (void)state;
+    enum { SETS = 40, COUNT = 50000, STRIDE = COUNT * 2 + 4096 };
+    kv_arena a;
+    arena(&a, (size_t)SETS * STRIDE);
+    char *err = NULL;
+    const uint16_t poison = 0x7fa1;
+    memset(a.host, 0, (size_t)SETS * STRIDE);
+    /* the padding after set 3 holds the pattern: not an output */
+    for (size_t k = 0; k < 100; k++)
+        memcpy(a.host + 3 * (size_t)STRIDE + COUNT * 2 + 2 * k, &poison, 2);
+    size_t n = 1, first = 0;
+    assert_int_equal(
+        dev.count_poison(&dev, &a, 0, KV_BF16, COUNT, SETS, STRIDE, &poison, &n, &first, &err), 0);
+    assert_int_equal(n, 0);
+    memcpy(a.host + 17 * (size_t)STRIDE + 2 * 777, &poison, 2);
+    memcpy(a.host + 31 * (size_t)STRIDE + 2 * 5, &poison, 2);
+    assert_int_equal(
+        dev.count_poison(&dev, &a, 0, KV_BF16, COUNT, SETS, STRIDE, &poison, &n, &first, &err), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(first, 17 * (size_t)COUNT + 777);
+    /* sets that overlap are the harness's mistake, said so */
+    assert_int_equal(
+        dev.count_poison(&dev, &a, 0, KV_BF16, COUNT, SETS, COUNT, &poison, &n, &first, &err), -1);
+    assert_non_null(strstr(err, "harness_error"));
+    free(err);
+    kv_memfd_arena_free(&a);
+}
+
 static void each_distribution_looks_as_it_says(void **state)
 {
     (void)state;
@@ -176,6 +208,7 @@ int main(void)
     kv_host_judge_ops(&dev);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(inputs_are_a_function_of_the_seed_and_a_change_is_counted),
+        cmocka_unit_test(poison_is_counted_over_sets_in_one_pass),
         cmocka_unit_test(each_distribution_looks_as_it_says),
         cmocka_unit_test(the_check_from_parts_gives_the_hosts_verdict),
     };

@@ -35,8 +35,8 @@ enum {
 
 typedef int (*gen_fn)(void *, void *, int, int, unsigned long long, unsigned long long,
                       unsigned long long);
-typedef int (*count_equal_fn)(void *, const void *, int, unsigned long long, unsigned int,
-                              unsigned long long *);
+typedef int (*count_equal_fn)(void *, const void *, int, unsigned long long, unsigned long long,
+                              unsigned long long, unsigned int, unsigned long long *);
 typedef int (*count_changed_fn)(void *, const void *, int, int, unsigned long long,
                                 unsigned long long, unsigned long long, unsigned long long *);
 typedef int (*count_diff_fn)(void *, const void *, const void *, int, unsigned long long,
@@ -368,15 +368,23 @@ static int read_counters(cu_state *s, size_t *n, size_t *first, char **err)
 }
 
 static int cuda_count_poison(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
-                             const void *pattern, size_t *n, size_t *first, char **err)
+                             size_t sets, size_t stride, const void *pattern, size_t *n,
+                             size_t *first, char **err)
 {
     cu_state *s = b->state;
     size_t es = dtype_bytes(dt);
-    if (kv_arena_check(a, off, count * es, err) != 0) return -1;
+    if (sets > 1 && (stride < count * es || stride % es)) {
+        *err = kv_asprintf("harness_error: sets %zu bytes apart do not hold %zu elements", stride,
+                           count);
+        return -1;
+    }
+    if (sets < 1) sets = 1;
+    if (kv_arena_check(a, off, (sets - 1) * stride + count * es, err) != 0) return -1;
     uint32_t pat = 0;
     memcpy(&pat, pattern, es); /* little-endian: the low bytes */
     if (helper_rc(s->count_equal(s->stream, (const void *)(uintptr_t)(a->dptr + off), (int)es,
-                                 count, pat, (unsigned long long *)(uintptr_t)s->counters),
+                                 count, sets, sets > 1 ? stride / es : count, pat,
+                                 (unsigned long long *)(uintptr_t)s->counters),
                   "poison", err) != 0)
         return -1;
     return read_counters(s, n, first, err);

@@ -185,12 +185,32 @@ static void reset(cudaStream_t s, unsigned long long *res)
     cudaMemcpyAsync(res, init, sizeof init, cudaMemcpyHostToDevice, s);
 }
 
+// Elements equal to PATTERN in SETS runs of N elements, STRIDE elements
+// apart (a timed block's outputs); res[1] the first as set * N + index.
+__global__ void count_sets_kernel(const void *p, int esize, uint64_t n, uint64_t sets,
+                                  uint64_t stride, uint32_t pattern, unsigned long long *res)
+{
+    unsigned long long mine = 0, first = ~0ull;
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n * sets;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        if (raw_at(p, esize, i / n * stride + i % n) == pattern) {
+            mine++;
+            if (i < first) first = i;
+        }
+    add_count(mine, first, res);
+}
+
 extern "C" int kvj_count_equal(void *stream, const void *p, int esize, unsigned long long n,
+                               unsigned long long sets, unsigned long long stride,
                                unsigned int pattern, unsigned long long *res)
 {
     cudaStream_t s = (cudaStream_t)stream;
     reset(s, res);
-    count_kernel<<<grid_for(n), 256, 0, s>>>(p, esize, n, pattern, 0, 0, 0, 0, 1, res);
+    if (sets > 1)
+        count_sets_kernel<<<grid_for(n * sets), 256, 0, s>>>(p, esize, n, sets, stride, pattern,
+                                                             res);
+    else
+        count_kernel<<<grid_for(n), 256, 0, s>>>(p, esize, n, pattern, 0, 0, 0, 0, 1, res);
     return (int)cudaGetLastError();
 }
 
