@@ -1,7 +1,7 @@
 /* The red team of issue 11 on the cpu backend, part 1: forged verdicts,
  * the judge within reach, processes that outlive the evaluation (and the
  * watchdog, the FP environment), tolerance, with the honest control for
- * tolerance, and the rmsnorm task's own cases (issue 22). One hostile
+ * tolerance, and the rmsnorm and swiglu tasks' own cases (issue 22). One hostile
  * candidate per class (tests/data/kernels/redteam/
  * cpu/, each naming its class and the verdict it must get in its header),
  * judged through `kevolve eval --quick` from outside. Replays and the
@@ -54,6 +54,16 @@ CASE(rmsnorm_as_pytorch_rounds_it_passes, .file = "ctl_rmsnorm_torch.c", .task =
 CASE(rmsnorm_that_assumes_unit_weights_is_rejected, .file = "rmsnorm_unit_weight.c",
      .task = "rmsnorm", .cls = "shortcut", .want = RT_REJECT, .reasons = WRONG, .args = STAGE1)
 
+/* swiglu (issue 22): the exponential is needed; PyTorch's double rounding
+ * passes; the gate is the first half. */
+CASE(swiglu_with_a_hard_sigmoid_is_rejected, .file = "tol_swiglu_hard_sigmoid.c", .task = "swiglu",
+     .cls = "tolerance", .want = RT_REJECT, .reasons = TOLERANCE, .args = STAGE1)
+CASE(swiglu_as_pytorch_rounds_it_passes, .file = "ctl_swiglu_torch.c", .task = "swiglu",
+     .cls = "honest control", .want = RT_CORRECT, .control = 1,
+     .args = STAGE1 " --scenarios decode")
+CASE(swiglu_with_its_halves_swapped_is_rejected, .file = "swiglu_halves_swapped.c",
+     .task = "swiglu", .cls = "shortcut", .want = RT_REJECT, .reasons = WRONG, .args = STAGE1)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -71,6 +81,9 @@ int main(void)
         cmocka_unit_test(rmsnorm_with_a_bf16_sum_of_squares_is_rejected),
         cmocka_unit_test(rmsnorm_as_pytorch_rounds_it_passes),
         cmocka_unit_test(rmsnorm_that_assumes_unit_weights_is_rejected),
+        cmocka_unit_test(swiglu_with_a_hard_sigmoid_is_rejected),
+        cmocka_unit_test(swiglu_as_pytorch_rounds_it_passes),
+        cmocka_unit_test(swiglu_with_its_halves_swapped_is_rejected),
     };
     return cmocka_run_group_tests(tests, rt_setup, rt_teardown);
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""PyTorch's side of bench/rmsnorm_h200.sh: times Qwen3's RMSNorm (as
+"""PyTorch's side of bench/qwen3_ops_h200.sh: times Qwen3's RMSNorm (as
 transformers writes it: float32 variance, rsqrt, the weight times the
-result cast back to bf16) and its residual-add variant, eager and under
-torch.compile, on every scenario of the rmsnorm and rmsnorm_add tasks, the
+result cast back to bf16), its residual-add variant and SwiGLU
+(F.silu(gate) * up over a fused gate-up output), eager and under
+torch.compile, on every scenario of the rmsnorm, rmsnorm_add and swiglu
+tasks, the
 way the harness times ours: warm-up, CUDA-graph replay over input sets
 rotated so that they outsize the L2, events, the median of several rounds.
 Also measures the copy bandwidth (a large device-to-device copy, bytes
@@ -26,6 +28,11 @@ RMSNORM = [("decode_h1024_t1", 1, 1024), ("decode_h1024_t64", 64, 1024),
            ("qknorm_d128_r8192", 8192, 128)]
 RMSNORM_ADD = [("decode_h1024_t1", 1, 1024), ("decode_h5120_t8", 8, 5120),
                ("prefill_h1024_t2048", 2048, 1024), ("prefill_h5120_t8192", 8192, 5120)]
+# (name, tokens, inter), as tasks/swiglu/swiglu.c lists them.
+SWIGLU = [("decode_i3072_t1", 1, 3072), ("decode_i3072_t64", 64, 3072),
+          ("decode_i17408_t8", 8, 17408), ("prefill_i3072_t2048", 2048, 3072),
+          ("prefill_i3072_t8192", 8192, 3072), ("prefill_i17408_t512", 512, 17408),
+          ("prefill_i17408_t4096", 4096, 17408)]
 
 
 def rmsnorm(x, w):
@@ -39,6 +46,11 @@ def rmsnorm_add(x, r, w):
     # Qwen3's decoder layer: the residual stream is the sum, in bf16.
     s = x + r
     return rmsnorm(s, w), s
+
+
+def swiglu(gu):
+    gate, up = gu.chunk(2, dim=-1)
+    return torch.nn.functional.silu(gate) * up
 
 
 def timed_graph(fn, sets):
@@ -70,12 +82,12 @@ def timed_graph(fn, sets):
     return times[len(times) // 2]
 
 
-def make_sets(nin, tokens, hidden):
+def make_sets(nin, tokens, hidden, weight=True):
     per = (nin + 1) * tokens * hidden * 2
     n = max(2, min(64, (2 * L2_BYTES) // per + 1))
     w = torch.randn(hidden, device="cuda", dtype=torch.bfloat16)
     return [tuple(torch.randn(tokens, hidden, device="cuda", dtype=torch.bfloat16)
-                  for _ in range(nin)) + (w,) for _ in range(n)]
+                  for _ in range(nin)) + ((w,) if weight else ()) for _ in range(n)]
 
 
 def copy_gbps():
@@ -96,12 +108,17 @@ def copy_gbps():
 def main():
     torch.manual_seed(0)
     rows = []
-    compiled = {"rmsnorm": torch.compile(rmsnorm), "rmsnorm_add": torch.compile(rmsnorm_add)}
-    eager = {"rmsnorm": rmsnorm, "rmsnorm_add": rmsnorm_add}
-    for task, scen, nin, per_elem in (("rmsnorm", RMSNORM, 1, 4), ("rmsnorm_add", RMSNORM_ADD, 2, 8)):
+    eager = {"rmsnorm": rmsnorm, "rmsnorm_add": rmsnorm_add, "swiglu": swiglu}
+    compiled = {k: torch.compile(f) for k, f in eager.items()}
+    for task, scen, nin, per_elem in (("rmsnorm", RMSNORM, 1, 4), ("rmsnorm_add", RMSNORM_ADD, 2, 8),
+                                      ("swiglu", SWIGLU, 1, 6)):
         for name, t, h in scen:
-            sets = make_sets(nin, t, h)
-            row = {"task": task, "scenario": name, "bytes": per_elem * t * h + 2 * h}
+            if task == "swiglu":  # one [tokens, 2 * inter] input, no weight
+                sets = make_sets(1, t, 2 * h, weight=False)
+                row = {"task": task, "scenario": name, "bytes": per_elem * t * h}
+            else:
+                sets = make_sets(nin, t, h)
+                row = {"task": task, "scenario": name, "bytes": per_elem * t * h + 2 * h}
             row["eager_us"] = timed_graph(eager[task], sets)
             try:
                 row["compile_us"] = timed_graph(compiled[task], sets)

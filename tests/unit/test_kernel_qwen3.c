@@ -1,10 +1,12 @@
-/* The rmsnorm tasks (issue 22): the float64 references normalise each row
- * by its root mean square with Qwen3's epsilon and the weight (checked by
- * hand), the fused one adds the residual first and writes the sum; both
- * tasks are registered with Qwen3's shapes and odd held-out ones; the naive
- * starts are accepted by the harness on cpu and, where PoCL is, on opencl
- * (decode and q/k-norm scenarios and every held-out shape, correctness
- * only), and the CUDA start compiles for Hopper at both ends of its axis. */
+/* Qwen3's small kernels as tasks (issue 22). rmsnorm: the float64
+ * references normalise each row by its root mean square with Qwen3's
+ * epsilon and the weight (checked by hand), the fused one adds the residual
+ * first and writes the sum. swiglu: silu(gate) * up over the two halves of
+ * each row, the gate first. Each task is registered with Qwen3's shapes and
+ * odd held-out ones; the naive starts are accepted by the harness on cpu
+ * and, where PoCL is, on opencl (decode and q/k-norm scenarios and every
+ * held-out shape, correctness only), and the CUDA starts compile for Hopper
+ * at both ends of their axes. */
 #include "kernel/compile.h"
 #include "kernel/harness.h"
 #include "kernel/tasks.h"
@@ -21,7 +23,7 @@
 
 #include <cmocka.h>
 
-static char g_cache[] = "/tmp/kv_test_kernel_rmsnorm_XXXXXX";
+static char g_cache[] = "/tmp/kv_test_kernel_qwen3_XXXXXX";
 
 static void references_normalise_each_row_by_its_root_mean_square(void **state)
 {
@@ -57,6 +59,29 @@ static void references_normalise_each_row_by_its_root_mean_square(void **state)
         assert_true(yz[i] == 0.0);
 }
 
+static void swiglu_reference_is_silu_of_the_gate_times_the_up(void **state)
+{
+    (void)state;
+    const kv_task *t = kv_task_find("swiglu");
+    assert_non_null(t);
+    assert_int_equal(t->num_tensors, 2);
+    /* two rows of three: the gate's values, then the up's */
+    int64_t syms[KV_MAX_SYMS] = {2, 2, 3};
+    double gu[12] = {0, 1, -2, 3, 4, 5, 10, -1, 0.5, 1, 2, -3}, out[6];
+    double *ts[2] = {gu, out};
+    t->reference(syms, ts);
+    double want[6] = {0,
+                      1 / (1 + exp(-1.0)) * 4,
+                      -2 / (1 + exp(2.0)) * 5,
+                      10 / (1 + exp(-10.0)) * 1,
+                      -1 / (1 + exp(1.0)) * 2,
+                      0.5 / (1 + exp(-0.5)) * -3};
+    for (int i = 0; i < 6; i++)
+        assert_true(fabs(out[i] - want[i]) < 1e-12);
+    /* the gate is the first half: swapping them changes the answer */
+    assert_true(fabs(out[1] - 4 / (1 + exp(-4.0)) * 1) > 0.1);
+}
+
 static void tasks_have_qwen3_shapes_and_odd_held_out_ones(void **state)
 {
     (void)state;
@@ -72,6 +97,20 @@ static void tasks_have_qwen3_shapes_and_odd_held_out_ones(void **state)
     for (int i = 0; i < t->num_held_out; i++) {
         int64_t h = t->held_out[i].syms[1];
         assert_true(h == 1 || h % 8 != 0 || t->held_out[i].syms[0] % 8 != 0);
+    }
+    /* swiglu: Qwen3-0.6B's and 14B's intermediate sizes, two halves always */
+    const kv_task *sw = kv_task_find("swiglu");
+    int inter[2] = {0, 0};
+    for (int i = 0; i < sw->num_scenarios; i++) {
+        assert_int_equal(sw->scenarios[i].syms[1], 2);
+        inter[0] |= sw->scenarios[i].syms[2] == 3072;
+        inter[1] |= sw->scenarios[i].syms[2] == 17408;
+    }
+    assert_true(inter[0] && inter[1]);
+    for (int i = 0; i < sw->num_held_out; i++) {
+        int64_t n = sw->held_out[i].syms[2];
+        assert_int_equal(sw->held_out[i].syms[1], 2);
+        assert_true(n == 1 || n % 8 != 0 || sw->held_out[i].syms[0] % 8 != 0);
     }
 }
 
@@ -100,13 +139,15 @@ static json_t *eval_file(const char *task, const char *backend, const char *file
 static void naive_starts_are_correct(void **state)
 {
     (void)state;
-    static const char *const tasks[] = {"rmsnorm", "rmsnorm_add"};
-    static const char *const starts[][2] = {{"cpu", "tasks/rmsnorm/cpu/naive.c"},
-                                            {"opencl", "tasks/rmsnorm/opencl/naive.cl"}};
+    static const char *const tasks[] = {"rmsnorm", "rmsnorm_add", "swiglu"};
+    static const char *const dirs[] = {"rmsnorm", "rmsnorm", "swiglu"};
+    static const char *const starts[][2] = {{"cpu", "cpu/naive.c"}, {"opencl", "opencl/naive.cl"}};
     for (size_t s = 0; s < 2; s++)
-        for (size_t k = 0; k < 2; k++) {
+        for (size_t k = 0; k < 3; k++) {
             char *err = NULL;
-            json_t *res = eval_file(tasks[k], starts[s][0], starts[s][1], &err);
+            char *file = kv_asprintf("tasks/%s/%s", dirs[k], starts[s][1]);
+            json_t *res = eval_file(tasks[k], starts[s][0], file, &err);
+            free(file);
             if (!res && s == 1 && err && strstr(err, "no OpenCL")) {
                 fprintf(stderr, "opencl skipped: %s\n", err);
                 free(err);
@@ -122,7 +163,7 @@ static void naive_starts_are_correct(void **state)
         }
 }
 
-static void cuda_start_compiles_for_hopper_at_both_ends_of_its_axis(void **state)
+static void cuda_starts_compile_for_hopper_at_both_ends_of_their_axes(void **state)
 {
     (void)state;
     char *nvcc = kv_find_nvcc();
@@ -131,13 +172,14 @@ static void cuda_start_compiles_for_hopper_at_both_ends_of_its_axis(void **state
         skip();
     }
     free(nvcc);
-    const char *src = kv_embedded_text("rmsnorm/cuda/naive.cu");
-    assert_non_null(src);
-    const char *at = strstr(src, "#define THREADS 256");
-    assert_non_null(at);
-    for (int k = 0; k < 2; k++) {
+    static const char *const starts[] = {"rmsnorm/cuda/naive.cu", "swiglu/cuda/naive.cu"};
+    for (int k = 0; k < 4; k++) {
+        const char *src = kv_embedded_text(starts[k / 2]);
+        assert_non_null(src);
+        const char *at = strstr(src, "#define THREADS 256");
+        assert_non_null(at);
         kv_buf b = KV_BUF_INIT;
-        kv_buf_printf(&b, "%.*s#define THREADS %s%s", (int)(at - src), src, k ? "1024" : "64",
+        kv_buf_printf(&b, "%.*s#define THREADS %s%s", (int)(at - src), src, k % 2 ? "1024" : "64",
                       at + strlen("#define THREADS 256"));
         kv_compiled c = {0};
         char *err = NULL;
@@ -165,9 +207,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(references_normalise_each_row_by_its_root_mean_square),
+        cmocka_unit_test(swiglu_reference_is_silu_of_the_gate_times_the_up),
         cmocka_unit_test(tasks_have_qwen3_shapes_and_odd_held_out_ones),
         cmocka_unit_test(naive_starts_are_correct),
-        cmocka_unit_test(cuda_start_compiles_for_hopper_at_both_ends_of_its_axis),
+        cmocka_unit_test(cuda_starts_compile_for_hopper_at_both_ends_of_their_axes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
