@@ -65,11 +65,13 @@ static const char *tool_version(const char *tool)
 
 /* Where embedded file NAME goes under a candidate's include directory, or
  * NULL when it is not provided there: the task ABI header as
- * <kevolve/task.h>, and every task header (tasks/T/B/x.cuh, embedded as
- * "T/B/x.cuh") as <T/B/x.cuh>, e.g. <gqa_attention/cuda/gqa_common.cuh>. */
+ * <kevolve/task.h>, the bf16 helpers of C candidates as <kevolve/bf16.h>,
+ * and every task header (tasks/T/B/x.cuh, embedded as "T/B/x.cuh") as
+ * <T/B/x.cuh>, e.g. <gqa_attention/cuda/gqa_common.cuh>. */
 static const char *include_path_of(const char *name)
 {
     if (strcmp(name, "include/kevolve/task.h") == 0) return "kevolve/task.h";
+    if (strcmp(name, "include/kevolve/bf16.h") == 0) return "kevolve/bf16.h";
     size_t n = strlen(name);
     return n > 4 && strcmp(name + n - 4, ".cuh") == 0 ? name : NULL;
 }

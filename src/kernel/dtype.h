@@ -4,6 +4,7 @@
 #ifndef KV_KERNEL_DTYPE_H
 #define KV_KERNEL_DTYPE_H
 
+#include <kevolve/bf16.h>
 #include <kevolve/task.h>
 
 #include <stddef.h>
@@ -15,24 +16,6 @@ const char *kv_dtype_name(kv_dtype t);
 
 uint16_t kv_f32_to_f16(float f);
 float kv_f16_to_f32(uint16_t h);
-/* bf16 conversions inline: the input fills run them billions of times. */
-static inline uint16_t kv_f32_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu)) return (uint16_t)((x >> 16) | 0x40u);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-
-static inline float kv_bf16_to_f32(uint16_t h)
-{
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-
 /* Stores V as element I of the DT array P (rounded to the dtype). */
 void kv_dtype_store(kv_dtype dt, void *p, size_t i, double v);
 /* Element I of the DT array P as a double. */

@@ -3,29 +3,13 @@
  * in fp32 and rounded to bf16 once. The fused task (five tensors) writes
  * the residual sum rounded to bf16 and normalises that. bf16 arrives as
  * uint16 bit patterns. */
+#include <kevolve/bf16.h>
 #include <kevolve/task.h>
 #include <math.h>
-#include <string.h>
 
 /* EVOLVE-BLOCK-START */
 #define UNROLL 1 // kevolve: tune 1 2 4 8
 #define EPS 1e-6f
-
-static float bf(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint16_t to_bf(float f) /* round to nearest even */
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
 
 int kv_launch(const kv_launch_args *a)
 {
@@ -39,22 +23,23 @@ int kv_launch(const kv_launch_args *a)
         const uint16_t *src = xr; /* the row normalised: x, or the new residual */
         if (fused) {
             for (int64_t c = 0; c < h; c++)
-                rout[r * h + c] = to_bf(bf(xr[c]) + bf(res[r * h + c]));
+                rout[r * h + c] =
+                    kv_f32_to_bf16(kv_bf16_to_f32(xr[c]) + kv_bf16_to_f32(res[r * h + c]));
             src = rout + r * h;
         }
         float part[UNROLL] = {0};
         int64_t c = 0;
         for (; c + UNROLL <= h; c += UNROLL)
             for (int u = 0; u < UNROLL; u++)
-                part[u] += bf(src[c + u]) * bf(src[c + u]);
+                part[u] += kv_bf16_to_f32(src[c + u]) * kv_bf16_to_f32(src[c + u]);
         for (; c < h; c++)
-            part[0] += bf(src[c]) * bf(src[c]);
+            part[0] += kv_bf16_to_f32(src[c]) * kv_bf16_to_f32(src[c]);
         float ss = 0.0f;
         for (int u = 0; u < UNROLL; u++)
             ss += part[u];
         float rstd = 1.0f / sqrtf(ss / (float)h + EPS);
         for (c = 0; c < h; c++)
-            y[r * h + c] = to_bf(bf(src[c]) * rstd * bf(w[c]));
+            y[r * h + c] = kv_f32_to_bf16(kv_bf16_to_f32(src[c]) * rstd * kv_bf16_to_f32(w[c]));
     }
     return 0;
 }

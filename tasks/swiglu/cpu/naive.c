@@ -1,33 +1,17 @@
 /* Naive swiglu for the cpu backend: row by row, UNROLL elements at a time,
  * silu(gate) * up in fp32 and rounded to bf16 once. bf16 arrives as uint16
  * bit patterns; gate_up's row holds the gate's INTER values, then the up's. */
+#include <kevolve/bf16.h>
 #include <kevolve/task.h>
 #include <math.h>
-#include <string.h>
 
 /* EVOLVE-BLOCK-START */
 #define UNROLL 1 // kevolve: tune 1 2 4 8
 
-static float bf(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint16_t to_bf(float f) /* round to nearest even */
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
 static float silu_mul(uint16_t g, uint16_t u)
 {
-    float x = bf(g);
-    return x / (1.0f + expf(-x)) * bf(u);
+    float x = kv_bf16_to_f32(g);
+    return x / (1.0f + expf(-x)) * kv_bf16_to_f32(u);
 }
 
 int kv_launch(const kv_launch_args *a)
@@ -41,9 +25,9 @@ int kv_launch(const kv_launch_args *a)
         int64_t c = 0;
         for (; c + UNROLL <= inter; c += UNROLL)
             for (int k = 0; k < UNROLL; k++)
-                o[c + k] = to_bf(silu_mul(g[c + k], u[c + k]));
+                o[c + k] = kv_f32_to_bf16(silu_mul(g[c + k], u[c + k]));
         for (; c < inter; c++)
-            o[c] = to_bf(silu_mul(g[c], u[c]));
+            o[c] = kv_f32_to_bf16(silu_mul(g[c], u[c]));
     }
     return 0;
 }

@@ -6,25 +6,9 @@
  * tolerance.
  *
  * The judge must say: correct. */
+#include <kevolve/bf16.h>
 #include <kevolve/task.h>
 #include <math.h>
-#include <string.h>
-
-static float bf(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint16_t to_bf(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
 
 int kv_launch(const kv_launch_args *a)
 {
@@ -34,11 +18,11 @@ int kv_launch(const kv_launch_args *a)
     for (int64_t r = 0; r < rows; r++) {
         float ss = 0.0f;
         for (int64_t c = 0; c < h; c++)
-            ss += bf(x[r * h + c]) * bf(x[r * h + c]);
+            ss += kv_bf16_to_f32(x[r * h + c]) * kv_bf16_to_f32(x[r * h + c]);
         float rstd = 1.0f / sqrtf(ss / (float)h + 1e-6f);
         for (int64_t c = 0; c < h; c++) {
-            uint16_t n = to_bf(bf(x[r * h + c]) * rstd);
-            y[r * h + c] = to_bf(bf(w[c]) * bf(n));
+            uint16_t n = kv_f32_to_bf16(kv_bf16_to_f32(x[r * h + c]) * rstd);
+            y[r * h + c] = kv_f32_to_bf16(kv_bf16_to_f32(w[c]) * kv_bf16_to_f32(n));
         }
     }
     return 0;

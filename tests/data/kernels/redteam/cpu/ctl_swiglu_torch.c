@@ -5,25 +5,9 @@
  * again). The standard kernel users call must pass the task's tolerance.
  *
  * The judge must say: correct. */
+#include <kevolve/bf16.h>
 #include <kevolve/task.h>
 #include <math.h>
-#include <string.h>
-
-static float bf(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint16_t to_bf(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
 
 int kv_launch(const kv_launch_args *a)
 {
@@ -32,9 +16,10 @@ int kv_launch(const kv_launch_args *a)
     int64_t rows = a->syms[0], inter = a->syms[2];
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < inter; c++) {
-            float g = bf(gu[r * 2 * inter + c]), u = bf(gu[r * 2 * inter + inter + c]);
-            float s = bf(to_bf(g / (1.0f + expf(-g))));
-            out[r * inter + c] = to_bf(s * u);
+            float g = kv_bf16_to_f32(gu[r * 2 * inter + c]),
+                  u = kv_bf16_to_f32(gu[r * 2 * inter + inter + c]);
+            float s = kv_bf16_to_f32(kv_f32_to_bf16(g / (1.0f + expf(-g))));
+            out[r * inter + c] = kv_f32_to_bf16(s * u);
         }
     return 0;
 }

@@ -6,25 +6,9 @@
  * percent off.
  *
  * The judge must say: wrong_result (or wrong_on_held_out_shape). */
+#include <kevolve/bf16.h>
 #include <kevolve/task.h>
 #include <math.h>
-#include <string.h>
-
-static float bf(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static uint16_t to_bf(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
 
 int kv_launch(const kv_launch_args *a)
 {
@@ -34,10 +18,12 @@ int kv_launch(const kv_launch_args *a)
     for (int64_t r = 0; r < rows; r++) {
         uint16_t ss = 0; /* bf16 accumulator */
         for (int64_t c = 0; c < h; c++)
-            ss = to_bf(bf(ss) + bf(x[r * h + c]) * bf(x[r * h + c]));
-        float rstd = 1.0f / sqrtf(bf(ss) / (float)h + 1e-6f);
+            ss = kv_f32_to_bf16(kv_bf16_to_f32(ss) +
+                                kv_bf16_to_f32(x[r * h + c]) * kv_bf16_to_f32(x[r * h + c]));
+        float rstd = 1.0f / sqrtf(kv_bf16_to_f32(ss) / (float)h + 1e-6f);
         for (int64_t c = 0; c < h; c++)
-            y[r * h + c] = to_bf(bf(x[r * h + c]) * rstd * bf(w[c]));
+            y[r * h + c] =
+                kv_f32_to_bf16(kv_bf16_to_f32(x[r * h + c]) * rstd * kv_bf16_to_f32(w[c]));
     }
     return 0;
 }
