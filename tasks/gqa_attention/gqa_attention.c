@@ -127,13 +127,13 @@ static const char *const gqa_baselines[] = {
 /* What every gqa_attention task shares: tensors, held-out shapes,
  * tolerances, references, roofline and baselines. */
 #define GQA_TASK(task_name, text, scen, count)                                                     \
-    GQA_TASK_HELD(task_name, text, scen, count, GQA_NHELD_BIG, 0.95)
-/* NHELD: how many of gqa_held_out; KEEP: screening's threshold (see
+    GQA_TASK_HELD(task_name, text, scen, count, gqa_held_out, GQA_NHELD_BIG, 0.95)
+/* HELD, NHELD: the held-out shapes; KEEP: screening's threshold (see
  * kv_task.screen_keep). */
-#define GQA_TASK_HELD(task_name, text, scen, count, nheld, keep)                                   \
+#define GQA_TASK_HELD(task_name, text, scen, count, held, nheld, keep)                             \
     {                                                                                              \
         .name = task_name, .description = text, GQA_TENSORS, .num_scenarios = count,               \
-        .scenarios = scen, .num_held_out = nheld, .held_out = gqa_held_out, GQA_TOL,               \
+        .scenarios = scen, .num_held_out = nheld, .held_out = held, GQA_TOL,                       \
         .reference = gqa_reference, .reference_scale = gqa_reference_scale,                        \
         .roofline = gqa_roofline, GQA_BASELINES,                                                   \
         .reference_cuda = "gqa_attention/cuda/reference_f64.cu", .screen_keep = keep,              \
@@ -159,4 +159,48 @@ const kv_task kv_task_gqa_attention_search =
 
 const kv_task kv_task_gqa_attention_small = GQA_TASK_HELD(
     "gqa_attention_small", "gqa_attention at small shapes of every kind (CPU, PoCL, CI)",
-    gqa_small_scenarios, N(gqa_small_scenarios), N(gqa_held_out), 0.85);
+    gqa_small_scenarios, N(gqa_small_scenarios), gqa_held_out, N(gqa_held_out), 0.85);
+
+/* Other head layouts on the same harness, reference and tolerances (issue
+ * 22): multi-query attention, one KV head for every query head (PaLM,
+ * Falcon), and plain multi-head attention, a KV head per query head
+ * (Llama-2-7B's 32). {B, HQ, HKV, SQ, L, D} */
+static const kv_shape mqa_scenarios[] = {
+    {"decode_32x1_b1_l1024", {1, 32, 1, 1, 1024, 128}, 1.0, "decode"},
+    {"decode_32x1_b1_l8192", {1, 32, 1, 1, 8192, 128}, 1.0, "decode"},
+    {"decode_32x1_b8_l8192", {8, 32, 1, 1, 8192, 128}, 1.5, "decode"},
+    {"decode_32x1_b32_l4096", {32, 32, 1, 1, 4096, 128}, 1.5, "decode"},
+    {"prefill_32x1_s2048", {1, 32, 1, 2048, 2048, 128}, 1.0, "prefill"},
+    {"chunked_32x1_q512_l8192", {1, 32, 1, 512, 8192, 128}, 1.0, "prefill,chunked"},
+};
+static const kv_shape mqa_held_out[] = {
+    {"decode_16x1_b1_l1", {1, 16, 1, 1, 1, 128}, 0, "decode"},
+    {"decode_40x1_b3_l1000", {3, 40, 1, 1, 1000, 128}, 0, "decode"},
+    {"prefill_16x1_s77", {1, 16, 1, 77, 77, 128}, 0, "prefill"},
+    {"chunked_40x1_q33_l301", {1, 40, 1, 33, 301, 128}, 0, "prefill,chunked"},
+};
+static const kv_shape mha_scenarios[] = {
+    {"decode_32x32_b1_l1024", {1, 32, 32, 1, 1024, 128}, 1.0, "decode"},
+    {"decode_32x32_b1_l8192", {1, 32, 32, 1, 8192, 128}, 1.0, "decode"},
+    {"decode_32x32_b8_l4096", {8, 32, 32, 1, 4096, 128}, 1.5, "decode"},
+    {"prefill_32x32_s2048", {1, 32, 32, 2048, 2048, 128}, 1.0, "prefill"},
+    {"chunked_32x32_q512_l8192", {1, 32, 32, 512, 8192, 128}, 1.0, "prefill,chunked"},
+};
+static const kv_shape mha_held_out[] = {
+    {"decode_16x16_b1_l1", {1, 16, 16, 1, 1, 128}, 0, "decode"},
+    {"decode_8x8_b3_l1000", {3, 8, 8, 1, 1000, 128}, 0, "decode"},
+    {"prefill_16x16_s77", {1, 16, 16, 77, 77, 128}, 0, "prefill"},
+    {"chunked_8x8_q33_l301", {1, 8, 8, 33, 301, 128}, 0, "prefill,chunked"},
+};
+
+const kv_task kv_task_attention_mqa = GQA_TASK_HELD(
+    "attention_mqa",
+    "multi-query attention (one KV head for 32 query heads), head_dim 128, bf16, causal "
+    "(bottom-right); decode, prefill, chunked prefill",
+    mqa_scenarios, N(mqa_scenarios), mqa_held_out, N(mqa_held_out), 0.95);
+
+const kv_task kv_task_attention_mha = GQA_TASK_HELD(
+    "attention_mha",
+    "multi-head attention (32 query and 32 KV heads), head_dim 128, bf16, causal (bottom-right); "
+    "decode, prefill, chunked prefill",
+    mha_scenarios, N(mha_scenarios), mha_held_out, N(mha_held_out), 0.95);

@@ -170,6 +170,29 @@ static void variants_share_held_out_shapes_and_qwen3_head_configs(void **state)
     assert_true(l1 && b3 && s77);
 }
 
+/* Other head layouts on the same harness: one KV head for every query head
+ * (mqa), a KV head per query head (mha), every kind of call, held out too. */
+static void mqa_and_mha_tasks_have_their_head_layouts(void **state)
+{
+    (void)state;
+    const kv_task *mqa = kv_task_find("attention_mqa"), *mha = kv_task_find("attention_mha");
+    assert_non_null(mqa);
+    assert_non_null(mha);
+    for (int m = 0; m < 2; m++) {
+        const kv_task *t = m ? mha : mqa;
+        int kinds = 0;
+        for (int held = 0; held < 2; held++)
+            for (int i = 0; i < (held ? t->num_held_out : t->num_scenarios); i++) {
+                const int64_t *s = held ? t->held_out[i].syms : t->scenarios[i].syms;
+                assert_int_equal(s[2], m ? s[1] : 1);
+                assert_int_equal(s[5], 128);
+                kinds |= s[3] == 1 ? 1 : s[3] == s[4] ? 2 : 4;
+            }
+        assert_int_equal(kinds, 7); /* decode, prefill and chunked prefill */
+        assert_ptr_equal(t->reference, kv_task_find("gqa_attention")->reference);
+    }
+}
+
 static void reference_scale_is_the_weighted_rms_of_v_and_leaves_outputs_unchanged(void **state)
 {
     (void)state;
@@ -473,6 +496,7 @@ int main(void)
         cmocka_unit_test(one_key_decode_returns_that_keys_value_row),
         cmocka_unit_test(roofline_counts_kv_bytes_for_decode_and_causal_flops_for_prefill),
         cmocka_unit_test(variants_share_held_out_shapes_and_qwen3_head_configs),
+        cmocka_unit_test(mqa_and_mha_tasks_have_their_head_layouts),
         cmocka_unit_test(reference_scale_is_the_weighted_rms_of_v_and_leaves_outputs_unchanged),
         cmocka_unit_test(reference_scale_on_many_threads_gives_the_same_outputs),
         cmocka_unit_test(

@@ -1,7 +1,8 @@
 /* The red team of issue 11 on the cpu backend, part 1: forged verdicts,
  * the judge within reach, processes that outlive the evaluation (and the
  * watchdog, the FP environment), tolerance, with the honest control for
- * tolerance, and the rmsnorm and swiglu tasks' own cases (issue 22). One hostile
+ * tolerance, and the cases of issue 22's tasks (rmsnorm, swiglu, the
+ * attention layouts). One hostile
  * candidate per class (tests/data/kernels/redteam/
  * cpu/, each naming its class and the verdict it must get in its header),
  * judged through `kevolve eval --quick` from outside. Replays and the
@@ -64,6 +65,19 @@ CASE(swiglu_as_pytorch_rounds_it_passes, .file = "ctl_swiglu_torch.c", .task = "
 CASE(swiglu_with_its_halves_swapped_is_rejected, .file = "swiglu_halves_swapped.c",
      .task = "swiglu", .cls = "shortcut", .want = RT_REJECT, .reasons = WRONG, .args = STAGE1)
 
+/* Other attention layouts (issue 22): a kernel that assumes Qwen3's eight
+ * KV heads is refused on one KV head and on a KV head per query head; the
+ * task's own naive start, which reads HKV, is the honest control. */
+CASE(attention_that_assumes_eight_kv_heads_is_rejected_on_mqa, .file = "attention_fixed_groups.c",
+     .task = "attention_mqa", .cls = "shortcut", .want = RT_REJECT,
+     .args = STAGE1 " --scenarios decode")
+CASE(attention_that_assumes_eight_kv_heads_is_rejected_on_mha, .file = "attention_fixed_groups.c",
+     .task = "attention_mha", .cls = "shortcut", .want = RT_REJECT, .reasons = WRONG,
+     .args = STAGE1 " --scenarios decode")
+CASE(the_naive_start_passes_on_mqa, .file = "../../../../../tasks/gqa_attention/cpu/naive.c",
+     .task = "attention_mqa", .cls = "honest control", .want = RT_CORRECT, .control = 1,
+     .args = STAGE1 " --scenarios decode_32x1_b1_l1024")
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -84,6 +98,9 @@ int main(void)
         cmocka_unit_test(swiglu_with_a_hard_sigmoid_is_rejected),
         cmocka_unit_test(swiglu_as_pytorch_rounds_it_passes),
         cmocka_unit_test(swiglu_with_its_halves_swapped_is_rejected),
+        cmocka_unit_test(attention_that_assumes_eight_kv_heads_is_rejected_on_mqa),
+        cmocka_unit_test(attention_that_assumes_eight_kv_heads_is_rejected_on_mha),
+        cmocka_unit_test(the_naive_start_passes_on_mqa),
     };
     return cmocka_run_group_tests(tests, rt_setup, rt_teardown);
 }
