@@ -31,7 +31,7 @@ static void eval_usage(FILE *f)
             "                    [--timeout S] [--kernel-timeout S] [--device-wait S]\n"
             "                    [--cache-dir DIR] [--run-dir DIR] [--arch sm_XX]\n"
             "                    [--cpu-reference] [--baseline-max-age S] [--fresh-baseline]\n"
-            "                    [--parent FILE] [--screen-keep F] [--compile-only]\n"
+            "                    [--parent FILE] [--screen-keep F] [--energy] [--compile-only]\n"
             "                    [--print-job] CANDIDATE\n"
             "       kevolve eval --job FILE\n"
             "  The options write one evaluation job (docs/evaluation.md), which --print-job\n"
@@ -49,6 +49,8 @@ static void eval_usage(FILE *f)
             "  device moved. --parent FILE: the parent's result (what kevolve eval printed for\n"
             "  it): time one scenario of each class first and stop when slower than\n"
             "  --screen-keep (the task's, 0.95 on the GPU's) times the parent there.\n"
+            "  --energy: after timing each scenario, run its calls about a second more and\n"
+            "  report the energy per call and the mean power (cuda: NVML's counter).\n"
             "  --compile-only: compile and print the artifact's hash, judge nothing (cuda\n"
             "  with --arch: no GPU needed). Prints {\"metrics\":...,\"artifacts\":...} on\n"
             "  stdout and nothing else.\n"
@@ -148,12 +150,21 @@ static void print_verdict(const json_t *result)
         json_array_foreach(json_object_get(a, "scenarios"), i, s)
         {
             if (!json_object_get(s, "median_us")) continue;
-            fprintf(stderr, "  %-12s %10.2f us (IQR %.2f)  speedup %.3fx  roofline %.1f%%\n",
+            fprintf(stderr, "  %-12s %10.2f us (IQR %.2f)  speedup %.3fx  roofline %.1f%%",
                     json_string_value(json_object_get(s, "name")),
                     json_number_value(json_object_get(s, "median_us")),
                     json_number_value(json_object_get(s, "iqr_us")),
                     json_number_value(json_object_get(s, "speedup")),
                     100.0 * json_number_value(json_object_get(s, "roofline_fraction")));
+            const json_t *en = json_object_get(s, "energy");
+            if (json_object_get(s, "energy_uj"))
+                fprintf(stderr, "  energy %.4g uJ (+-%.1f%%) at %.0f W",
+                        json_number_value(json_object_get(s, "energy_uj")),
+                        100.0 * json_number_value(json_object_get(en, "rel_err")),
+                        json_number_value(json_object_get(s, "power_w")));
+            else if (en)
+                fprintf(stderr, "  energy: %s", json_string_value(json_object_get(en, "absent")));
+            fputc('\n', stderr);
         }
         /* Where the evaluation's time went, to see what to make cheaper. */
         const json_t *prof = json_object_get(a, "profile_seconds");
@@ -196,6 +207,7 @@ int cmd_eval(int argc, char **argv)
                                              {"parent", required_argument, NULL, 'P'},
                                              {"screen-keep", required_argument, NULL, 'k'},
                                              {"compile-only", no_argument, NULL, 'C'},
+                                             {"energy", no_argument, NULL, 'E'},
                                              {"job", required_argument, NULL, 'J'},
                                              {"print-job", no_argument, NULL, 'W'},
                                              {"help", no_argument, NULL, 'h'},
@@ -208,7 +220,7 @@ int cmd_eval(int argc, char **argv)
     optind = 1;
     opterr = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "t:b:D:N:s:qjS:T:K:L:c:r:a:RA:FP:k:CJ:Wh", longopts,
+    while ((c = getopt_long(argc, argv, "t:b:D:N:s:qjS:T:K:L:c:r:a:RA:FP:k:CEJ:Wh", longopts,
                             NULL)) != -1) {
         options += c != 'J' && c != 'j' && c != 'h';
         switch (c) {
@@ -263,6 +275,9 @@ int cmd_eval(int argc, char **argv)
             break;
         case 'F':
             o.fresh_baseline = 1;
+            break;
+        case 'E':
+            o.energy = 1;
             break;
         case 'P':
             parent_file = optarg;

@@ -274,6 +274,10 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
     if (!e->python || !*e->python) bad(&ck, "evaluator.python", "names no interpreter");
     if (!(e->screen_keep >= 0 && e->screen_keep <= 1))
         bad(&ck, "evaluator.screen_keep", "must be in (0, 1], or 0 for the task's own");
+    if (e->energy && !(e->task && *e->task))
+        bad(&ck, "evaluator.energy",
+            "only the built-in harness measures energy: set evaluator.task too, or leave "
+            "energy out");
     if (e->quick && !(e->task && *e->task))
         bad(&ck, "evaluator.quick",
             "only the built-in harness has a quick mode: set evaluator.task "

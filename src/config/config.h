@@ -138,6 +138,7 @@ typedef struct kv_evaluator_config {
     char *backend;              /* kevolve: kernel backend: auto, cpu, opencl, cuda; default auto */
     int quick;     /* kevolve: the harness's quick mode (fewer trials, shorter timing); default 0 */
     int screening; /* kevolve: the harness stops children slower than their parent; 1 */
+    int energy;    /* kevolve: the harness measures each timed scenario's energy per call; 0 */
     double screen_keep;    /* kevolve: the fraction of the parent's speed to go on; 0: the task's */
     double kernel_timeout; /* kevolve: one call of a candidate kernel; 0: the judge's (10, 5) */
     double device_wait;    /* kevolve: longest wait for a device another process holds; 600 */

@@ -425,6 +425,10 @@ const kv_key kv_config_key_table[] = {
     {"evaluator", "quick", KV_KEY_BOOL, C(evaluator.quick), 0, "false", NULL,
      "With evaluator.task: the harness's quick mode for every child (fewer trials, shorter "
      "timing); evaluate the best in full afterwards with kevolve eval."},
+    {"evaluator", "energy", KV_KEY_BOOL, C(evaluator.energy), 0, "false", NULL,
+     "With evaluator.task: after timing each scenario, run its calls for about a second more "
+     "and report the energy per call and the mean power from the device's energy counter "
+     "(cuda: NVML); absent where the device has no counter."},
     {"evaluator", "screening", KV_KEY_BOOL, C(evaluator.screening), 0, "true", NULL,
      "With evaluator.task: the harness times one scenario of each class first and stops a "
      "child slower than evaluator.screen_keep times its parent there (its score is then the "

@@ -18,6 +18,7 @@ void kv_eval_job_template(const kv_config *cfg, const char *cache_dir, kv_job *o
     out->scenarios = (const char *const *)e->scenarios;
     out->n_scenarios = e->n_scenarios;
     out->quick = e->quick;
+    out->energy = e->energy;
     out->screen_keep = e->screen_keep;
     out->cache_dir = cache_dir;
     out->limits.total_s = e->timeout;

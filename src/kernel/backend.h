@@ -173,6 +173,10 @@ struct kv_jdev {
     int (*flush)(kv_jdev *b, char **err);
     /* Extra readings for the benchmark record (NVML), or NULL. */
     json_t *(*telemetry)(kv_jdev *b);
+    /* The device's energy counter in joules (cuda: NVML's total energy since
+     * the driver loaded, which moves in steps), 0; -1 where there is none.
+     * May be NULL. */
+    int (*energy)(kv_jdev *b, double *joules);
     /* The device errors the driver reported since open or the previous
      * call (cuda: NVML's Xid events and uncorrected ECC errors), a new
      * array of strings; NULL when none or when the backend cannot tell.

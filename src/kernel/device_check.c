@@ -14,6 +14,14 @@ __attribute__((weak)) const char *kv_device_fault(const char *backend, int index
     return NULL;
 }
 
+__attribute__((weak)) int kv_energy_fault(const char *backend, int index, double *j)
+{
+    (void)backend;
+    (void)index;
+    (void)j;
+    return -1;
+}
+
 __attribute__((weak)) const char *kv_device_error_fault(const char *backend, int index)
 {
     (void)backend;

@@ -16,6 +16,11 @@ int kv_kernel_check_device(const char *backend, int index, char **err);
  * the kevolve_faults binary. */
 const char *kv_device_fault(const char *backend, int index);
 
+/* A test's injected energy counter for device INDEX of BACKEND, in joules
+ * into *J: 0, or -1 (none: always in kevolve; overridden as
+ * kv_device_fault is). */
+int kv_energy_fault(const char *backend, int index, double *j);
+
 /* A device error to report for device INDEX of BACKEND after each
  * evaluation on it, and to fail its check with (a test's injected Xid), or
  * NULL: always NULL in kevolve; overridden as kv_device_fault is. */

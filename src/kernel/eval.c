@@ -111,9 +111,9 @@ static json_t *accepted(int stage, json_t *res, json_t *artifacts)
     json_array_foreach(scen, i, s)
     {
         const char *name = json_string_value(json_object_get(s, "name"));
-        static const char *keys[] = {"median_us",         "iqr_us",      "speedup",
-                                     "roofline_fraction", "max_abs_err", "max_rel_err",
-                                     "rel_l2_err",        "tol_ratio"};
+        static const char *keys[] = {
+            "median_us",   "iqr_us",     "speedup",   "roofline_fraction", "max_abs_err",
+            "max_rel_err", "rel_l2_err", "tol_ratio", "energy_uj",         "power_w"};
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             json_t *v = json_object_get(s, keys[k]);
             if (!v) continue;

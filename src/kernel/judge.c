@@ -21,8 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const prof_names[PROF_COUNT] = {"alloc", "fill",  "upload", "reference",
-                                                   "run",   "check", "timed",  "baseline"};
+static const char *const prof_names[PROF_COUNT] = {"alloc", "fill",  "upload",   "reference", "run",
+                                                   "check", "timed", "baseline", "energy"};
 
 static settings settings_for(const kv_job *o, const kv_backend *backend)
 {

@@ -36,6 +36,7 @@ enum prof_step {
     PROF_CHECK,     /* read-backs and comparisons */
     PROF_TIMED,     /* timed blocks */
     PROF_BASELINE,  /* timing the baseline (when it was not kept) */
+    PROF_ENERGY,    /* the energy windows (evaluator.energy) */
     PROF_COUNT
 };
 

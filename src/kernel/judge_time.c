@@ -19,6 +19,7 @@
  * outputs, chosen after it with the judge's own generator, match the
  * reference in full. */
 #include "kernel/judge_internal.h"
+#include "kernel/device_check.h"
 #include "kernel/dtype.h"
 #include "kernel/tasks.h"
 #include "kernel/worker.h"
@@ -181,6 +182,24 @@ static size_t region(const timing *tm, int i, size_t n)
 
 /* Everything before the clock: fresh inputs (cpu, opencl; on cuda they are
  * written inside the window), poisoned outputs. */
+/* Output I of the block's N sets filled with a new poison. */
+static void poison_output(judge *j, timing *tm, int i, size_t n)
+{
+    const kv_tensor_spec *ts = &j->task->tensors[i];
+    char *err = NULL;
+    size_t es = kv_dtype_size(ts->dtype), count = tm->l.len[i] / es;
+    kv_dtype_poison(ts->dtype, kv_rng_next(&j->rng), tm->poison[i]);
+    if (tm->l.stride[i] == tm->l.len[i]) {
+        if (j->b->fill(j->b, &tm->a, tm->l.off[i], n * count, tm->poison[i], es, &err) != 0)
+            kv_judge_fail_err(j, err, "poisoning outputs");
+        return;
+    }
+    for (size_t s = 0; s < n; s++)
+        if (j->b->fill(j->b, &tm->a, tm->l.off[i] + s * tm->l.stride[i], count, tm->poison[i], es,
+                       &err) != 0)
+            kv_judge_fail_err(j, err, "poisoning outputs");
+}
+
 static void prepare_block(judge *j, timing *tm, size_t n)
 {
     const kv_task *t = j->task;
@@ -191,17 +210,7 @@ static void prepare_block(judge *j, timing *tm, size_t n)
         const kv_tensor_spec *ts = &t->tensors[i];
         size_t count = tm->l.len[i] / kv_dtype_size(ts->dtype);
         if (ts->role == KV_OUT) {
-            kv_dtype_poison(ts->dtype, kv_rng_next(&j->rng), tm->poison[i]);
-            size_t es = kv_dtype_size(ts->dtype);
-            if (tm->l.stride[i] == tm->l.len[i]) {
-                if (j->b->fill(j->b, &tm->a, tm->l.off[i], n * count, tm->poison[i], es, &err) != 0)
-                    kv_judge_fail_err(j, err, "poisoning outputs");
-            } else {
-                for (size_t s = 0; s < n; s++)
-                    if (j->b->fill(j->b, &tm->a, tm->l.off[i] + s * tm->l.stride[i], count,
-                                   tm->poison[i], es, &err) != 0)
-                        kv_judge_fail_err(j, err, "poisoning outputs");
-            }
+            poison_output(j, tm, i, n);
         } else if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) {
             tm->seeds[i] = kv_rng_next(&j->rng);
         } else {
@@ -535,6 +544,105 @@ static double timed_block(judge *j, timing *tm, size_t n, double *last_reply, in
     return per_call(j, tm, n, window);
 }
 
+/* The device's energy counter, in joules: 0, or -1 where there is none (a
+ * test's injected counter first). */
+static int read_energy(judge *j, double *joules)
+{
+    if (kv_energy_fault(j->b->backend->name, j->b->index, joules) == 0) return 0;
+    return j->b->energy ? j->b->energy(j->b, joules) : -1;
+}
+
+/* The energy window's length: until the counter has moved this often, over
+ * at least ENERGY_S seconds between its first and last move, and never
+ * past ENERGY_MAX_S. */
+enum { ENERGY_MOVES = 5 };
+#define ENERGY_S 1.0
+#define ENERGY_MAX_S 6.0
+
+/* Energy per call of the scenario TM times (issue 22), into SUMMARY: after
+ * the timed blocks, blocks of the same N calls run back to back on the
+ * block's input sets as they are (no input written inside the window, so
+ * the judge's work is not counted; the sets outsize the caches, which are
+ * flushed before each block, so every call reads its inputs from memory as
+ * in timing) until the counter has moved often enough. The energy between
+ * its first and last move, over the calls between them, is the energy per
+ * call; over the seconds between them, the mean power. A move is seen at
+ * the end of the block it happened in: the count is off by up to a block
+ * at each end, which energy_rel_err says. The outputs of the last block
+ * are checked as after any timed block. Calls faster here than in timing
+ * (on a device whose caches are flushed) did less on inputs they had seen
+ * before: refused. MEDIAN_US: the timed median. */
+static void measure_energy(judge *j, timing *tm, size_t n, double median_us, double *last_reply,
+                           json_t *summary)
+{
+    double e = 0;
+    if (read_energy(j, &e) != 0) return; /* no counter: the metric is absent */
+    kv_worker_phase("energy of %s: blocks of %zu calls", tm->sh->name, n);
+    double t0 = kv_now_s();
+    for (int i = 0; i < j->task->num_tensors; i++)
+        if (j->task->tensors[i].role == KV_OUT) poison_output(j, tm, i, n);
+    kv_rmsg_run m;
+    kv_judge_block(j, &tm->a, &tm->l, tm->sh->syms, 0, (uint32_t)n, &m);
+    double limit = j->s.kernel_timeout_s * (double)n;
+    if (limit > 120 + j->s.kernel_timeout_s) limit = 120 + j->s.kernel_timeout_s;
+    double prev = e, e_first = 0, e_last = 0, t_first = 0, t_last = 0, start = kv_now_s();
+    size_t calls = 0, c_first = 0, c_last = 0;
+    int moves = -1;
+    while (!(moves >= ENERGY_MOVES && t_last - t_first >= ENERGY_S) &&
+           kv_now_s() - start < ENERGY_MAX_S) {
+        char *err = NULL;
+        if ((j->b->flush && j->b->flush(j->b, &err) != 0) || j->b->sync(j->b, &err) != 0)
+            kv_judge_fail_err(j, err, "the energy window");
+        kv_rfail f;
+        double secs = 0;
+        int rc = kv_runner_run(j->rn, &m, limit, &secs, &f, &err);
+        if (rc < 0) kv_judge_fail_err(j, err, "the energy window");
+        if (rc > 0) kv_judge_fail_runner(j, &f, "the energy window");
+        calls += n;
+        double now = kv_now_s();
+        if (read_energy(j, &e) != 0) kv_judge_fail(j, "harness_error", "the energy counter went");
+        if (e == prev) continue;
+        prev = e;
+        if (++moves == 0) {
+            e_first = e, t_first = now, c_first = calls;
+            continue;
+        }
+        e_last = e, t_last = now, c_last = calls;
+    }
+    *last_reply = kv_now_s();
+    j->idle_cpu = kv_runner_cpu_seconds(j->rn);
+    kv_judge_lap(j, PROF_ENERGY, &t0);
+    check_block(j, tm, n, 1);
+    json_t *en = json_object();
+    json_object_set_new(en, "counter_moves", json_integer(moves > 0 ? moves : 0));
+    json_object_set_new(en, "window_s", json_real(kv_now_s() - start));
+    if (moves < 2 || c_last <= c_first || e_last <= e_first) {
+        json_object_set_new(en, "absent", json_string("the counter did not move often enough"));
+        json_object_set_new(summary, "energy", en);
+        return;
+    }
+    size_t nc = c_last - c_first;
+    double secs = t_last - t_first, per_call_us = secs / (double)nc * 1e6;
+    /* Where the caches cannot be flushed (a CPU) a set seen before may still
+     * be in them: the comparison would refuse honest kernels there. */
+    if (j->b->flush && per_call_us < 0.8 * median_us)
+        kv_judge_fail(j, "result_cached_across_calls",
+                      "scenario %s: calls on input sets they had seen took %.3f us, against "
+                      "%.3f us on fresh ones: they did less on inputs seen before",
+                      tm->sh->name, per_call_us, median_us);
+    double uj = (e_last - e_first) / (double)nc * 1e6;
+    json_object_set_new(en, "joules", json_real(e_last - e_first));
+    json_object_set_new(en, "calls", json_integer((json_int_t)nc));
+    json_object_set_new(en, "seconds", json_real(secs));
+    json_object_set_new(en, "per_call_us", json_real(per_call_us));
+    json_object_set_new(en, "rel_err", json_real(2.0 * (double)n / (double)nc));
+    json_object_set_new(en, "move_every_s", json_real(secs / (double)moves));
+    json_object_set_new(summary, "energy", en);
+    json_object_set_new(summary, "energy_uj", json_real(uj));
+    json_object_set_new(summary, "energy_j", json_real(uj * 1e-6)); /* the store's row */
+    json_object_set_new(summary, "power_w", json_real((e_last - e_first) / secs));
+}
+
 void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
 {
     const kv_task *t = j->task;
@@ -656,6 +764,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
         if (tele1) json_object_set_new(tel, "after", tele1);
         json_object_set_new(summary, "telemetry", tel);
     }
+    if (j->job->energy && !j->trusted) measure_energy(j, &tm, n, med, &last_reply, summary);
     t0 = kv_now_s();
     kv_judge_arena_free(j, &tm.a);
     free(tm.copy);

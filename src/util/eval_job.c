@@ -56,6 +56,7 @@ json_t *kv_job_to_json(const kv_job *j)
     json_object_set_new(o, "compile_only", json_boolean(j->compile_only));
     json_object_set_new(o, "cpu_reference", json_boolean(j->cpu_reference));
     json_object_set_new(o, "fresh_baseline", json_boolean(j->fresh_baseline));
+    json_object_set_new(o, "energy", json_boolean(j->energy));
     put_string(o, "arch", j->arch);
     put_string(o, "cache_dir", j->cache_dir);
     put_string(o, "run_dir", j->run_dir);
@@ -229,6 +230,8 @@ int kv_job_from_json(json_t *doc, kv_job *j, char **err)
             rc = get_bool(&r, v, key, &j->cpu_reference);
         } else if (strcmp(key, "fresh_baseline") == 0) {
             rc = get_bool(&r, v, key, &j->fresh_baseline);
+        } else if (strcmp(key, "energy") == 0) {
+            rc = get_bool(&r, v, key, &j->energy);
         } else if (strcmp(key, "arch") == 0) {
             rc = get_string(&r, v, key, &j->arch);
         } else if (strcmp(key, "cache_dir") == 0) {

@@ -11,7 +11,7 @@
  *   {"version": 1, "task": "gqa_attention_small", "backend": "opencl",
  *    "device": 0, "candidate": "/run/work/12.cl", "scenarios": ["decode"],
  *    "stage": 0, "quick": true, "compile_only": false, "cpu_reference": false,
- *    "fresh_baseline": false, "arch": "sm_90a", "cache_dir": "...",
+ *    "fresh_baseline": false, "energy": false, "arch": "sm_90a", "cache_dir": "...",
  *    "run_dir": "/run", "seed": 0, "ceiling_gbps": 0,
  *    "limits": {"total_s": 900, "call_s": 0, "device_wait_s": 600,
  *               "baseline_max_age_s": 900},
@@ -54,6 +54,7 @@ typedef struct kv_job {
     int compile_only;      /* compile and hash, judge nothing */
     int cpu_reference;     /* the task's CPU reference even where it has a device one */
     int fresh_baseline;    /* time the baseline now, whatever is kept */
+    int energy;            /* each timed scenario's energy per call (a device counter) */
     const char *arch;      /* "sm_90a"; NULL: the device's */
     const char *cache_dir; /* compiled code; NULL: the default cache */
     const char *run_dir;   /* the run's folder (kept baseline, verdicts by artifact), or NULL */

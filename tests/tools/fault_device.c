@@ -8,11 +8,16 @@
  *   KV_FAULT_DEVICE=BACKEND:N:xid  device N works, but after each evaluation
  *                                  on it the judge reports an Xid, and its
  *                                  check finds it needing a reset
+ *   KV_FAULT_ENERGY=WATTS:STEP     every device has an energy counter that
+ *                                  moves every STEP seconds by WATTS * STEP
+ *                                  joules, as NVML's does (in steps)
  */
 #include "kernel/device_check.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* 1 when KV_FAULT_DEVICE (a comma-separated list) names device INDEX of
  * BACKEND with the fault KIND ("" or "xid"). */
@@ -36,6 +41,21 @@ static int has_fault(const char *backend, int index, const char *kind)
 const char *kv_device_fault(const char *backend, int index)
 {
     return has_fault(backend, index, "") ? "an injected fault (KV_FAULT_DEVICE)" : NULL;
+}
+
+int kv_energy_fault(const char *backend, int index, double *j)
+{
+    (void)backend;
+    (void)index;
+    const char *spec = getenv("KV_FAULT_ENERGY");
+    char *end = NULL;
+    double watts = spec ? strtod(spec, &end) : 0, step = end && *end == ':' ? atof(end + 1) : 0;
+    if (!(watts > 0 && step > 0)) return -1;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double now = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    *j = floor(now / step) * step * watts;
+    return 0;
 }
 
 const char *kv_device_error_fault(const char *backend, int index)

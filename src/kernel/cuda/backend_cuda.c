@@ -322,6 +322,12 @@ static json_t *cuda_telemetry(kv_jdev *b)
     return s->nvml ? kv_nvml_read(s->nvml) : NULL;
 }
 
+static int cuda_energy(kv_jdev *b, double *joules)
+{
+    cu_state *s = b->state;
+    return kv_nvml_energy(s->nvml, joules);
+}
+
 static json_t *cuda_device_errors(kv_jdev *b)
 {
     cu_state *s = b->state;
@@ -526,6 +532,7 @@ kv_jdev *kv_jdev_cuda_new(void)
     b->flush = cuda_flush;
     b->telemetry = cuda_telemetry;
     b->device_errors = cuda_device_errors;
+    b->energy = cuda_energy;
     b->needs_reset = cuda_needs_reset;
     b->gen = cuda_gen;
     b->count_poison = cuda_count_poison;

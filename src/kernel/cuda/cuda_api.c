@@ -182,6 +182,17 @@ json_t *kv_nvml_read(void *h)
     return o;
 }
 
+int kv_nvml_energy(void *h, double *j)
+{
+    nvml *n = h;
+    unsigned long long mj = 0;
+    if (!n || !n->dev || !n->GetTotalEnergyConsumption ||
+        n->GetTotalEnergyConsumption(n->dev, &mj) != 0)
+        return -1;
+    *j = (double)mj / 1000.0;
+    return 0;
+}
+
 void kv_nvml_watch(void *h)
 {
     nvml *n = h;

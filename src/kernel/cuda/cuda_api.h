@@ -70,6 +70,8 @@ const char *kv_cu_error_code(const kv_cu *cu, CUresult rc);
 void *kv_nvml_open(const char *bus);
 /* {"temperature_c","sm_clock_mhz","power_w","energy_j"} now, or NULL. */
 json_t *kv_nvml_read(void *h);
+/* H's device's energy counter in joules into *J: 0, or -1 (none). */
+int kv_nvml_energy(void *h, double *j);
 /* Starts watching H's device for errors: registers for NVML's Xid and
  * double-bit ECC events where the driver lets this process, and notes the
  * uncorrected ECC count. */
