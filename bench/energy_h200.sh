@@ -31,7 +31,8 @@ for s in a.get("scenarios", []):
     if "energy_uj" in s:
         print(f"{label:24s} {s['name']:26s} {s['median_us']:9.2f} us {s['energy_uj']:10.1f} uJ "
               f"{s['power_w']:6.1f} W  +-{100 * e['rel_err']:.2f}%  moves {e['counter_moves']} "
-              f"every {e['move_every_s'] * 1e3:.0f} ms  window per call {e['per_call_us']:.2f} us")
+              f"every {e['move_every_s'] * 1e3:.0f} ms  window per call {e['per_call_us']:.2f} us "
+              f"runner {100 * e['runner_share']:.1f}%")
     else:
         print(f"{label:24s} {s['name']:26s} {s.get('median_us', 0):9.2f} us  energy: {e.get('absent', 'none')}")
 PY

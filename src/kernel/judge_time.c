@@ -27,6 +27,7 @@
 #include "util/clock.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -552,77 +553,152 @@ static int read_energy(judge *j, double *joules)
     return j->b->energy ? j->b->energy(j->b, joules) : -1;
 }
 
-/* The energy window's length: until the counter has moved this often, over
- * at least ENERGY_S seconds between its first and last move, and never
- * past ENERGY_MAX_S. */
-enum { ENERGY_MOVES = 5 };
+/* The energy window: until the counter has moved ENERGY_MOVES times over
+ * at least ENERGY_S seconds, never past ENERGY_MAX_S; blocks of at least
+ * ENERGY_BLOCK_S each, so that what the judge does between them (a cache
+ * flush, a round trip to the runner) is a small share of the window. */
+enum { ENERGY_MOVES = 8, ENERGY_MAX_BLOCKS = 1 << 14 };
 #define ENERGY_S 1.0
 #define ENERGY_MAX_S 6.0
+#define ENERGY_BLOCK_S 0.05
+
+/* A thread that reads the counter about every millisecond and keeps when
+ * it moved: the moves' times are then known to a poll, not to a block. */
+typedef struct energy_poll {
+    judge *j;
+    pthread_mutex_t mu;
+    int stop, moves; /* moves seen; the first is the window's start */
+    long polls;
+    double t_first, e_first, t_last, e_last;
+} energy_poll;
+
+static void *poll_energy(void *arg)
+{
+    energy_poll *p = arg;
+    double prev = 0;
+    if (read_energy(p->j, &prev) != 0) return NULL;
+    for (;;) {
+        struct timespec ts = {0, 500000};
+        nanosleep(&ts, NULL);
+        double e = 0, now = kv_now_s();
+        if (read_energy(p->j, &e) != 0) continue;
+        pthread_mutex_lock(&p->mu);
+        int stop = p->stop;
+        p->polls++;
+        if (e != prev && !stop) {
+            if (p->moves++ == 0) {
+                p->t_first = now;
+                p->e_first = e;
+            }
+            p->t_last = now;
+            p->e_last = e;
+        }
+        pthread_mutex_unlock(&p->mu);
+        prev = e;
+        if (stop) return NULL;
+    }
+}
+
+/* The calls of blocks [T0[k], T1[k]] of CALLS each that fall between A and
+ * B, each block's calls taken as spread evenly over it. */
+static double calls_between(const double *t0, const double *t1, size_t nb, double calls, double a,
+                            double b)
+{
+    double n = 0;
+    for (size_t k = 0; k < nb; k++) {
+        double lo = t0[k] > a ? t0[k] : a, hi = t1[k] < b ? t1[k] : b;
+        if (hi > lo && t1[k] > t0[k]) n += calls * (hi - lo) / (t1[k] - t0[k]);
+    }
+    return n;
+}
 
 /* Energy per call of the scenario TM times (issue 22), into SUMMARY: after
- * the timed blocks, blocks of the same N calls run back to back on the
- * block's input sets as they are (no input written inside the window, so
- * the judge's work is not counted; the sets outsize the caches, which are
- * flushed before each block, so every call reads its inputs from memory as
- * in timing) until the counter has moved often enough. The energy between
- * its first and last move, over the calls between them, is the energy per
- * call; over the seconds between them, the mean power. A move is seen at
- * the end of the block it happened in: the count is off by up to a block
- * at each end, which energy_rel_err says. The outputs of the last block
- * are checked as after any timed block. Calls faster here than in timing
- * (on a device whose caches are flushed) did less on inputs they had seen
- * before: refused. MEDIAN_US: the timed median. */
+ * the timed blocks, blocks of its calls run back to back on the block's N
+ * input sets as they are (no input written inside the window, so the
+ * judge's work is not counted; the caches flushed before each block, and a
+ * block goes over the sets more than once only where they outsize the
+ * cache twice, so calls read their inputs from memory as in timing) while
+ * a thread watches the counter. The energy between its first
+ * and last move, over the calls made between those instants, is the energy
+ * per call; over the seconds, the mean power. The outputs of the last
+ * block are checked as after any timed block. Calls faster here than in
+ * timing (on a device whose caches are flushed) did less on inputs they
+ * had seen before: refused. MEDIAN_US: the timed median. */
 static void measure_energy(judge *j, timing *tm, size_t n, double median_us, double *last_reply,
                            json_t *summary)
 {
     double e = 0;
     if (read_energy(j, &e) != 0) return; /* no counter: the metric is absent */
-    kv_worker_phase("energy of %s: blocks of %zu calls", tm->sh->name, n);
+    /* More than one round over the sets in a block only where they outsize
+     * the cache twice (a cyclic read then misses it every time, as timing's
+     * fresh inputs do); else each round after the first would read from
+     * the cache. */
+    double per_block = (double)n * median_us * 1e-6;
+    size_t rounds = per_block > 0 ? (size_t)ceil(ENERGY_BLOCK_S / per_block) : 1;
+    if (rounds < 1 ||
+        (double)n * (double)(tm->in_bytes + tm->out_bytes) < 2.0 * (double)j->b->cache_bytes)
+        rounds = 1;
+    if ((double)rounds * (double)n > 1e6) rounds = (size_t)(1e6 / (double)n) + 1;
+    size_t calls = rounds * n;
+    kv_worker_phase("energy of %s: blocks of %zu calls", tm->sh->name, calls);
     double t0 = kv_now_s();
     for (int i = 0; i < j->task->num_tensors; i++)
         if (j->task->tensors[i].role == KV_OUT) poison_output(j, tm, i, n);
     kv_rmsg_run m;
-    kv_judge_block(j, &tm->a, &tm->l, tm->sh->syms, 0, (uint32_t)n, &m);
-    double limit = j->s.kernel_timeout_s * (double)n;
+    kv_judge_block(j, &tm->a, &tm->l, tm->sh->syms, 0, (uint32_t)calls, &m);
+    double limit = j->s.kernel_timeout_s * (double)calls;
     if (limit > 120 + j->s.kernel_timeout_s) limit = 120 + j->s.kernel_timeout_s;
-    double prev = e, e_first = 0, e_last = 0, t_first = 0, t_last = 0, start = kv_now_s();
-    size_t calls = 0, c_first = 0, c_last = 0;
-    int moves = -1;
-    while (!(moves >= ENERGY_MOVES && t_last - t_first >= ENERGY_S) &&
-           kv_now_s() - start < ENERGY_MAX_S) {
+    energy_poll p = {.j = j};
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_t th;
+    if (pthread_create(&th, NULL, poll_energy, &p) != 0)
+        kv_judge_fail(j, "harness_error", "cannot start the energy counter's reader");
+    double *b0 = kv_malloc(ENERGY_MAX_BLOCKS * sizeof *b0),
+           *b1 = kv_malloc(ENERGY_MAX_BLOCKS * sizeof *b1);
+    size_t nb = 0;
+    double start = kv_now_s(), busy = 0;
+    for (;;) {
+        pthread_mutex_lock(&p.mu);
+        int enough = p.moves > ENERGY_MOVES && p.t_last - p.t_first >= ENERGY_S;
+        pthread_mutex_unlock(&p.mu);
+        if (enough || nb == ENERGY_MAX_BLOCKS || kv_now_s() - start >= ENERGY_MAX_S) break;
         char *err = NULL;
         if ((j->b->flush && j->b->flush(j->b, &err) != 0) || j->b->sync(j->b, &err) != 0)
             kv_judge_fail_err(j, err, "the energy window");
         kv_rfail f;
         double secs = 0;
+        b0[nb] = kv_now_s();
         int rc = kv_runner_run(j->rn, &m, limit, &secs, &f, &err);
+        b1[nb] = kv_now_s();
+        busy += b1[nb] - b0[nb];
+        nb++;
         if (rc < 0) kv_judge_fail_err(j, err, "the energy window");
         if (rc > 0) kv_judge_fail_runner(j, &f, "the energy window");
-        calls += n;
-        double now = kv_now_s();
-        if (read_energy(j, &e) != 0) kv_judge_fail(j, "harness_error", "the energy counter went");
-        if (e == prev) continue;
-        prev = e;
-        if (++moves == 0) {
-            e_first = e, t_first = now, c_first = calls;
-            continue;
-        }
-        e_last = e, t_last = now, c_last = calls;
     }
+    pthread_mutex_lock(&p.mu);
+    p.stop = 1;
+    pthread_mutex_unlock(&p.mu);
+    pthread_join(th, NULL);
+    pthread_mutex_destroy(&p.mu);
     *last_reply = kv_now_s();
     j->idle_cpu = kv_runner_cpu_seconds(j->rn);
     kv_judge_lap(j, PROF_ENERGY, &t0);
     check_block(j, tm, n, 1);
+    double nc = p.moves > 1 ? calls_between(b0, b1, nb, (double)calls, p.t_first, p.t_last) : 0;
+    double window = kv_now_s() - start, poll_s = p.polls > 0 ? window / (double)p.polls : window;
+    free(b0);
+    free(b1);
     json_t *en = json_object();
-    json_object_set_new(en, "counter_moves", json_integer(moves > 0 ? moves : 0));
-    json_object_set_new(en, "window_s", json_real(kv_now_s() - start));
-    if (moves < 2 || c_last <= c_first || e_last <= e_first) {
+    json_object_set_new(en, "counter_moves", json_integer(p.moves > 0 ? p.moves - 1 : 0));
+    json_object_set_new(en, "window_s", json_real(window));
+    json_object_set_new(en, "calls_per_block", json_integer((json_int_t)calls));
+    if (p.moves < 3 || nc < 1 || p.e_last <= p.e_first) {
         json_object_set_new(en, "absent", json_string("the counter did not move often enough"));
         json_object_set_new(summary, "energy", en);
         return;
     }
-    size_t nc = c_last - c_first;
-    double secs = t_last - t_first, per_call_us = secs / (double)nc * 1e6;
+    double secs = p.t_last - p.t_first, joules = p.e_last - p.e_first;
+    double per_call_us = secs / nc * 1e6;
     /* Where the caches cannot be flushed (a CPU) a set seen before may still
      * be in them: the comparison would refuse honest kernels there. */
     if (j->b->flush && per_call_us < 0.8 * median_us)
@@ -630,17 +706,25 @@ static void measure_energy(judge *j, timing *tm, size_t n, double median_us, dou
                       "scenario %s: calls on input sets they had seen took %.3f us, against "
                       "%.3f us on fresh ones: they did less on inputs seen before",
                       tm->sh->name, per_call_us, median_us);
-    double uj = (e_last - e_first) / (double)nc * 1e6;
-    json_object_set_new(en, "joules", json_real(e_last - e_first));
-    json_object_set_new(en, "calls", json_integer((json_int_t)nc));
+    double uj = joules / nc * 1e6;
+    json_object_set_new(en, "joules", json_real(joules));
+    json_object_set_new(en, "calls", json_real(nc));
     json_object_set_new(en, "seconds", json_real(secs));
     json_object_set_new(en, "per_call_us", json_real(per_call_us));
-    json_object_set_new(en, "rel_err", json_real(2.0 * (double)n / (double)nc));
-    json_object_set_new(en, "move_every_s", json_real(secs / (double)moves));
+    /* A move is seen up to a poll late at each end, and the calls counted
+     * between the moves may be off by up to half a block at each end (a
+     * block's calls are taken as spread evenly over it, and a device may
+     * still be working on them when the runner replies): REL_ERR bounds
+     * both. The judge's gaps between blocks are inside the window, their
+     * draw counted: RUNNER_SHARE is the window's share of runner blocks. */
+    json_object_set_new(en, "runner_share", json_real(busy / window));
+    json_object_set_new(en, "poll_s", json_real(poll_s));
+    json_object_set_new(en, "rel_err", json_real(2.0 * poll_s / secs + (double)calls / nc));
+    json_object_set_new(en, "move_every_s", json_real(secs / (double)(p.moves - 1)));
     json_object_set_new(summary, "energy", en);
     json_object_set_new(summary, "energy_uj", json_real(uj));
     json_object_set_new(summary, "energy_j", json_real(uj * 1e-6)); /* the store's row */
-    json_object_set_new(summary, "power_w", json_real((e_last - e_first) / secs));
+    json_object_set_new(summary, "power_w", json_real(joules / secs));
 }
 
 void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
