@@ -4,6 +4,7 @@
 #ifndef KV_CLI_CLI_H
 #define KV_CLI_CLI_H
 
+#include "config/objectives.h"
 #include "store/store.h"
 
 #include <kevolve/kevolve.h>
@@ -52,5 +53,22 @@ int cli_check_models(const kv_run_options *o);
 
 /* 1 when ARG is -h or --help. */
 int cli_is_help(const char *arg);
+
+/* A run's programs that evaluated OK and their Pareto front over some
+ * objectives (config/objectives.h; cli_pareto.c). */
+typedef struct cli_front {
+    kv_program **p; /* the programs, in id order */
+    size_t n, cap;
+    kv_objective *o; /* the objectives */
+    size_t no;
+    double *vals; /* n x no values; NAN where a program has none */
+    size_t *idx;  /* the front: indices into p, ascending */
+    size_t m;
+} cli_front;
+/* Loads ST's programs that evaluated OK (their sources when WITH_SOURCE)
+ * and their front over the comma-separated objectives LIST into F (free
+ * with cli_front_free). KV_EXIT_OK, or an exit code with the reason said. */
+int cli_front_load(kv_store *st, const char *list, int with_source, cli_front *f);
+void cli_front_free(cli_front *f);
 
 #endif

@@ -118,6 +118,24 @@ static json_t *meta_json(kv_store *st, const char *key)
     return j;
 }
 
+/* The run's Pareto front over its objectives, {"objectives": "a,b", "front":
+ * [ids]}, or NULL when it named fewer than two (or the store failed). */
+static json_t *pareto_json(kv_store *st)
+{
+    char *list = kv_store_get_meta(st, "objectives");
+    json_t *out = NULL;
+    cli_front f;
+    if (list && strchr(list, ',') && cli_front_load(st, list, 0, &f) == KV_EXIT_OK) {
+        json_t *ids = json_array();
+        for (size_t k = 0; k < f.m; k++)
+            json_array_append_new(ids, json_integer((json_int_t)f.p[f.idx[k]]->id));
+        out = json_pack("{s:s,s:o}", "objectives", list, "front", ids);
+    }
+    if (list && strchr(list, ',')) cli_front_free(&f);
+    free(list);
+    return out;
+}
+
 /* JSON value V as text for people ("?" when absent). */
 static void print_value(const json_t *v)
 {
@@ -207,6 +225,8 @@ int cmd_status(int argc, char **argv)
     json_object_set(out, "mutators", mutators);
     json_object_set(out, "best_per_scenario", scenarios);
     json_object_set(out, "devices", devices);
+    json_t *pareto = rc == KV_EXIT_OK ? pareto_json(st) : NULL;
+    json_object_set_new(out, "pareto", pareto ? pareto : json_null());
 
     if (as_json) {
         char *text = json_dumps(out, JSON_INDENT(2));
@@ -230,6 +250,10 @@ int cmd_status(int argc, char **argv)
             printf("best       program %lld, fitness %.6g (iteration %lld, island %d, %s)\n",
                    (long long)best->id, best->fitness, (long long)best->iteration, best->island,
                    best->mutator ? best->mutator : "?");
+        if (pareto)
+            printf("pareto     %zu programs on the front of %s (kevolve best --pareto)\n",
+                   json_array_size(json_object_get(pareto, "front")),
+                   json_string_value(json_object_get(pareto, "objectives")));
         for (int i = 0; i < s.n_islands; i++)
             printf("island %-3d %lld programs, best %.6g\n", i, (long long)s.island_programs[i],
                    s.island_best[i]);

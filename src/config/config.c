@@ -2,6 +2,7 @@
  * Defaults come from the key table (config_keys.c); loading is in
  * yaml_load.c and the dump in config_dump.c. */
 #include "config/config_keys.h"
+#include "config/objectives.h"
 #include "util/log.h"
 
 #include <math.h>
@@ -205,6 +206,16 @@ int kv_config_validate_key(const kv_config *c, kv_config_error *err, char *key, 
     }
 
     const kv_database_config *d = &c->database;
+    kv_objective *objectives = NULL;
+    char *why = NULL;
+    if (kv_objectives_parse(d->objectives, d->n_objectives, &objectives, &why) != 0) {
+        bad(&ck, "objectives", "%s", why);
+        free(why);
+    } else {
+        kv_objectives_free(objectives, d->n_objectives);
+    }
+    if (d->n_objectives == 1)
+        bad(&ck, "objectives", "one objective is combined_score's job: name two or more");
     between(&ck, "database.population_size", d->population_size, 1, KV_MAX_POPULATION);
     between(&ck, "database.archive_size", d->archive_size, 1, KV_MAX_POPULATION);
     between(&ck, "database.num_islands", d->num_islands, 1, KV_MAX_ISLANDS);

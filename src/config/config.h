@@ -105,7 +105,9 @@ typedef struct kv_database_config {
     double exploration_ratio;         /* default 0.2 */
     double exploitation_ratio;        /* default 0.7 */
     double failed_parent_probability; /* chance of a failed parent; default 0 */
-    char **feature_dimensions;        /* default {"complexity", "diversity"} */
+    char **objectives; /* kevolve: the top-level `objectives` (config/objectives.h); none */
+    size_t n_objectives;
+    char **feature_dimensions; /* default {"complexity", "diversity"} */
     size_t n_feature_dimensions;
     int *feature_bins;            /* one per dimension, default 10 */
     int diversity_reference_size; /* default 20 */

@@ -29,6 +29,12 @@ const kv_key kv_config_key_table[] = {
      "Lowest level logged: DEBUG, INFO, WARNING or ERROR.", NULL, NULL, KV_KEY_RESUMABLE},
     {"", "random_seed", KV_KEY_INT64, C(random_seed), C(has_random_seed), "42", NULL,
      "Seed of every random choice; null: seeded from the clock."},
+    {"", "objectives", KV_KEY_STRINGS, C(database.objectives), C(database.n_objectives), NULL,
+     "none",
+     "What the run weighs beside combined_score: speedup, energy, error (the share of the "
+     "tolerance used), score, or max:METRIC / min:METRIC. Each island keeps the programs no "
+     "other beats on every one (its Pareto front), parents of the exploitation share are drawn "
+     "from it, and kevolve best --pareto lists the run's front."},
     {"", "language", KV_KEY_STRING, C(language), 0, "python",
      "guessed from initial_program, else python",
      "Language of the evolved program (python, c, cuda, opencl, cpp, rust, ...)."},

@@ -128,6 +128,12 @@ int kv_manifest_write(kv_store *s, const kv_config *cfg, const char *evaluator,
     rc |= set_meta_fmt(s, "random_seed", "%lld",
                        (long long)(cfg->has_random_seed ? cfg->random_seed : 42));
     rc |= set_meta_fmt(s, "max_iterations", "%d", cfg->max_iterations);
+    /* What kevolve best --pareto and status weigh the run's programs on. */
+    kv_buf objectives = KV_BUF_INIT;
+    for (size_t i = 0; i < cfg->database.n_objectives; i++)
+        kv_buf_printf(&objectives, "%s%s", i ? "," : "", cfg->database.objectives[i]);
+    rc |= kv_store_set_meta(s, "objectives", objectives.data ? objectives.data : "");
+    kv_buf_free(&objectives);
     if (cfg->has_target_score) rc |= set_meta_fmt(s, "target_score", "%.17g", cfg->target_score);
     rc |= kv_manifest_set_cli(s, o);
     char *effective = kv_config_dump(cfg);

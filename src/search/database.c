@@ -96,6 +96,11 @@ kv_database *kv_database_new(const kv_database_config *cfg)
     db->migration_rate = cfg->migration_rate;
     db->failed_parent_probability = cfg->failed_parent_probability;
     db->diversity_dim = -1;
+    char *why = NULL;
+    if (cfg->n_objectives >= 2 &&
+        kv_objectives_parse(cfg->objectives, cfg->n_objectives, &db->objectives, &why) == 0)
+        db->n_objectives = cfg->n_objectives;
+    free(why); /* the config check has said it */
 
     db->n_dims = cfg->n_feature_dimensions;
     db->dims = kv_calloc(db->n_dims ? db->n_dims : 1, sizeof *db->dims);
@@ -142,6 +147,7 @@ void kv_database_free(kv_database *db)
         }
     }
     free(db->islands);
+    kv_objectives_free(db->objectives, db->n_objectives);
     for (size_t i = 0; i < db->n_dims; i++)
         free(db->dims[i]);
     free(db->dims);

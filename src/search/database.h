@@ -67,6 +67,15 @@ int kv_database_sample(kv_database *db, int island, kv_rng *rng, size_t max_insp
                        kv_selection *out);
 void kv_selection_free(kv_selection *sel);
 
+/* The programs of ISLAND on its Pareto front over the config's objectives
+ * (config/objectives.h; none configured: 0), up to CAP of them into OUT
+ * (borrowed, valid until the next add); returns how many there are. With
+ * objectives, the exploitation share of parents (exploitation_ratio) is
+ * drawn uniformly from this front instead of the archive (strategy
+ * "pareto"). */
+size_t kv_database_island_front(const kv_database *db, int island, const kv_program **out,
+                                size_t cap);
+
 /* 1 when migration is due: the most advanced island has gained
  * migration_interval generations since the last migration (num_islands > 1). */
 int kv_database_migration_due(const kv_database *db);

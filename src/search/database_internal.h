@@ -19,6 +19,7 @@
 #define KV_SEARCH_DATABASE_INTERNAL_H
 
 #include "search/database.h"
+#include "config/objectives.h"
 #include "search/features.h"
 #include "search/minhash.h"
 #include "search/ptrmap.h"
@@ -60,6 +61,9 @@ struct kv_database {
     uint64_t *strides; /* cell key = sum coords[i] * strides[i] */
     int diversity_dim; /* index of "diversity", or -1 */
     kv_feature_scale *scales;
+
+    kv_objective *objectives; /* the config's `objectives`; none: n_objectives 0 */
+    size_t n_objectives;
 
     kv_island *islands;
     kv_entry **all; /* every entry, sorted best first */

@@ -30,6 +30,49 @@ static kv_entry *pick_archive(const kv_database *db, int src, kv_rng *rng)
     return NULL; /* unreachable */
 }
 
+/* The entries of ISL on its Pareto front over DB's objectives, into a new
+ * array (*N of them; NULL when none). */
+static kv_entry **island_front(const kv_database *db, const kv_island *isl, size_t *n)
+{
+    size_t k = db->n_objectives;
+    double *vals = kv_malloc((isl->n ? isl->n : 1) * k * sizeof *vals);
+    for (size_t i = 0; i < isl->n; i++)
+        for (size_t o = 0; o < k; o++)
+            if (kv_objective_value(&db->objectives[o], isl->progs[i]->prog->metrics,
+                                   &vals[i * k + o]) != 0)
+                vals[i * k + o] = NAN;
+    size_t *idx = kv_malloc((isl->n ? isl->n : 1) * sizeof *idx);
+    *n = kv_pareto_front(db->objectives, k, vals, isl->n, idx);
+    kv_entry **front = *n ? kv_malloc(*n * sizeof *front) : NULL;
+    for (size_t i = 0; i < *n; i++)
+        front[i] = isl->progs[idx[i]];
+    free(idx);
+    free(vals);
+    return front;
+}
+
+/* Uniform over the island's Pareto front; NULL when it is empty. */
+static kv_entry *pick_front(const kv_database *db, const kv_island *isl, kv_rng *rng)
+{
+    size_t n = 0;
+    kv_entry **front = island_front(db, isl, &n);
+    kv_entry *e = n ? front[kv_rng_below(rng, n)] : NULL;
+    free(front);
+    return e;
+}
+
+size_t kv_database_island_front(const kv_database *db, int island, const kv_program **out,
+                                size_t cap)
+{
+    if (!db || island < 0 || island >= db->num_islands || db->n_objectives < 2) return 0;
+    size_t n = 0;
+    kv_entry **front = island_front(db, &db->islands[island], &n);
+    for (size_t i = 0; i < n && i < cap; i++)
+        out[i] = front[i]->prog;
+    free(front);
+    return n;
+}
+
 /* Fitness-weighted over the island: weights are fitness shifted so the worst
  * gets a small positive weight (1e-3 of the range); all equal: uniform. */
 static kv_entry *pick_weighted(const kv_island *isl, kv_rng *rng)
@@ -179,7 +222,10 @@ int kv_database_sample(kv_database *db, int island, kv_rng *rng, size_t max_insp
     if (r < db->exploration_ratio) {
         parent = pick_uniform(isl, rng);
         strategy = "exploration";
-    } else if (r < db->exploration_ratio + db->exploitation_ratio &&
+    } else if (r < db->exploration_ratio + db->exploitation_ratio && db->n_objectives >= 2 &&
+               (parent = pick_front(db, isl, rng)) != NULL) {
+        strategy = "pareto";
+    } else if (r < db->exploration_ratio + db->exploitation_ratio && db->n_objectives < 2 &&
                (parent = pick_archive(db, src, rng)) != NULL) {
         strategy = "exploitation";
     } else {
