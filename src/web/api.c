@@ -3,6 +3,7 @@
  * the HTTP server and the static report; routes are documented in
  * docs/dashboard.md. */
 #include "web/api.h"
+#include "config/objectives.h"
 
 #include "config/config.h"
 #include "util/buf.h"
@@ -399,6 +400,82 @@ static int route_events(kv_store *s, kv_web_param_fn param, void *ud, json_t **b
     return 200;
 }
 
+/* Rows of route_objectives: each OK program's id and values. */
+typedef struct objective_rows {
+    const kv_objective *o;
+    size_t n;
+    json_t *rows;
+} objective_rows;
+
+static int objective_row(kv_program *p, void *ud)
+{
+    objective_rows *r = ud;
+    json_t *row = json_pack("[I]", (json_int_t)p->id);
+    for (size_t k = 0; k < r->n; k++) {
+        double v;
+        json_array_append_new(row, kv_objective_value(&r->o[k], p->metrics, &v) == 0 ? json_real(v)
+                                                                                     : json_null());
+    }
+    json_array_append_new(r->rows, row);
+    return 0;
+}
+
+/* GET /api/objectives: the run's objectives (the config's `objectives`),
+ * the names the dashboard can draw (those, then speedup, energy and error),
+ * whether each is maximised, and every OK program's values
+ * ([id, value, ...], null where it has none). The front of the two drawn is
+ * the page's to find. */
+static int route_objectives(kv_store *s, json_t **body)
+{
+    char *list = kv_store_get_meta(s, "objectives");
+    json_t *run = json_array();
+    char *names[64];
+    size_t n = 0;
+    char *save = NULL, *copy = kv_strdup(list ? list : "");
+    for (char *t = strtok_r(copy, ",", &save); t && n < 61; t = strtok_r(NULL, ",", &save)) {
+        json_array_append_new(run, json_string(t));
+        names[n++] = t;
+    }
+    static char *const extra[] = {"speedup", "energy", "error"};
+    for (size_t e = 0; e < 3; e++) {
+        size_t k = 0;
+        while (k < n && strcmp(names[k], extra[e]) != 0)
+            k++;
+        if (k == n) names[n++] = extra[e];
+    }
+    kv_objective *o = NULL;
+    char *err = NULL;
+    if (kv_objectives_parse(names, n, &o, &err) != 0) {
+        /* A store written by another kevolve may name what this one lacks. */
+        int st = fail(body, 500, "the run's objectives: %s", err);
+        free(err);
+        free(copy);
+        free(list);
+        json_decref(run);
+        return st;
+    }
+    objective_rows r = {o, n, json_array()};
+    int rc = kv_store_each_program(s, KV_STATUS_OK, 0, objective_row, &r);
+    json_t *jn = json_array(), *jmax = json_array();
+    for (size_t k = 0; k < n; k++) {
+        json_array_append_new(jn, json_string(o[k].name));
+        json_array_append_new(jmax, json_boolean(o[k].maximise));
+    }
+    kv_objectives_free(o, n);
+    free(copy);
+    free(list);
+    if (rc != 0) {
+        json_decref(run);
+        json_decref(jn);
+        json_decref(jmax);
+        json_decref(r.rows);
+        return store_fail(s, body);
+    }
+    *body = json_pack("{s:o,s:o,s:o,s:o}", "objectives", run, "names", jn, "maximise", jmax,
+                      "programs", r.rows);
+    return 200;
+}
+
 int kv_web_api(kv_store *s, const char *store_path, const char *path, kv_web_param_fn param,
                void *ud, json_t **body)
 {
@@ -422,6 +499,8 @@ int kv_web_api(kv_store *s, const char *store_path, const char *path, kv_web_par
         status = route_grid(s, param, ud, body);
     else if (strcmp(route, "events") == 0)
         status = route_events(s, param, ud, body);
+    else if (strcmp(route, "objectives") == 0)
+        status = route_objectives(s, body);
     else
         status = fail(body, 404, "no such route: %.80s", path);
     kv_store_commit(s); /* ends the read snapshot; nothing to lose */

@@ -160,6 +160,7 @@ static json_t *report_data(kv_store *s, const char *sp, int top_n, char **err)
         add(s, sp, data, "/api/series?buckets=200", "/api/series", &series, err) != 0 ||
         add(s, sp, data, "/api/events?since=0&limit=1000", "/api/events", &events, err) != 0 ||
         add(s, sp, data, "/api/best_history", "/api/best_history", &none, err) != 0 ||
+        add(s, sp, data, "/api/objectives", "/api/objectives", &none, err) != 0 ||
         add_programs(s, sp, data, err) != 0 || add_details(s, sp, data, top_n, err) != 0) {
         json_decref(data);
         return NULL;

@@ -110,11 +110,12 @@ async function refresh(first) {
   if (!first && !added && state.loaded) return false;
   state.loaded = false;
   updateFitRange();
-  const [summary, series, history] = await Promise.all([
-    api("/api/summary"), api("/api/series?buckets=200"), api("/api/best_history")]);
+  const [summary, series, history, objectives] = await Promise.all([
+    api("/api/summary"), api("/api/series?buckets=200"), api("/api/best_history"),
+    api("/api/objectives")]);
   const nIslands = Math.max(summary.num_islands || 0, summary.islands.length);
   const grids = await Promise.all([...Array(nIslands).keys()].map(k => api(`/api/grid?island=${k}`)));
-  Object.assign(state, {summary, series, bestHistory: history, grids});
+  Object.assign(state, {summary, series, bestHistory: history, objectives, grids});
   renderOverview();
   state.loaded = true;
   return true;
@@ -261,6 +262,7 @@ function renderOverview() {
   drawTree();
   renderChart();
   renderSpeedupChart();
+  renderPareto();
   renderGrids();
   renderOutcomes();
   renderSummary();

@@ -1,7 +1,7 @@
 // The kevolve dashboard, charts (SVG): best so far and the rolling median
 // score per island over the whole iteration range; the best program's
-// speedup per scenario over time (kernel tasks); each island's MAP-Elites
-// grid. Axes have round ticks (niceTicks). Uses state (app.js).
+// speedup per scenario over time (kernel tasks); the Pareto front of two
+// objectives (runs with objectives); each island's MAP-Elites grid. Axes have round ticks (niceTicks). Uses state (app.js).
 "use strict";
 
 const CH = {W: 560, H: 260, L: 50, R: 14, T: 12, B: 32};
@@ -125,6 +125,64 @@ function renderSpeedupChart() {
              `<td class="num" data-key="speedup">${now ? esc(fmt(now.speedup, 3)) + "×" : "–"}</td><td class="num">${then ? esc(fmt(then.speedup, 3)) + "×" : "–"}</td></tr>`;
     }).join("") +
     `<tr><td><i style="color:#111">■</i> combined score</td><td></td><td></td><td class="num">${esc(fmt(last.fitness, 3))}</td><td class="num">${esc(fmt(pts[0].fitness, 3))}</td></tr>`;
+}
+
+// ---- Pareto front ------------------------------------------------------------
+
+// The programs with values of objectives I and J of O (/api/objectives):
+// [{id, x, y, front}], front when no other is at least as good on both and
+// better on one (the directions O.maximise says).
+function paretoPoints(o, i, j) {
+  const pts = o.programs.filter(r => typeof r[1 + i] === "number" && typeof r[1 + j] === "number")
+    .map(r => ({id: r[0], x: r[1 + i], y: r[1 + j]}));
+  const sx = o.maximise[i] ? 1 : -1, sy = o.maximise[j] ? 1 : -1;
+  const beats = (a, b) => sx * a.x >= sx * b.x && sy * a.y >= sy * b.y && (sx * a.x > sx * b.x || sy * a.y > sy * b.y);
+  for (const p of pts) p.front = !pts.some(q => q !== p && beats(q, p));
+  return pts;
+}
+
+// The front of the two objectives the selects name: every program a dot,
+// the front's in black, joined in the order of the first.
+function renderPareto() {
+  const o = state.objectives, panel = $("pareto-panel");
+  if (!o || (o.objectives || []).length < 2) { panel.hidden = true; return; }
+  panel.hidden = false;
+  for (const [id, def] of [["pareto-x", 0], ["pareto-y", 1]]) {
+    const sel = $(id), keep = sel.value;
+    if (sel.options.length !== o.names.length) {
+      sel.innerHTML = o.names.map((n, k) => `<option value="${k}">${esc(n)}${o.maximise[k] ? " ↑" : " ↓"}</option>`).join("");
+      sel.value = String(def);
+      sel.onchange = renderPareto;
+    } else if (keep !== "") sel.value = keep;
+  }
+  const i = +$("pareto-x").value, j = +$("pareto-y").value;
+  const pts = paretoPoints(o, i, j);
+  if (!pts.length) {
+    $("pareto-chart").innerHTML = `<p class="muted">no program has both ${esc(o.names[i])} and ${esc(o.names[j])} yet</p>`;
+    $("pareto-caption").textContent = "";
+    return;
+  }
+  const {W, H, L, R, T, B} = CH;
+  const xt = niceTicks(Math.min(...pts.map(p => p.x)), Math.max(...pts.map(p => p.x)), 6);
+  const yt = niceTicks(Math.min(...pts.map(p => p.y)), Math.max(...pts.map(p => p.y)), 5);
+  const X = v => L + (W - L - R) * ((v - xt.lo) / (xt.hi - xt.lo || 1));
+  const Y = v => T + (H - T - B) * (1 - (v - yt.lo) / (yt.hi - yt.lo || 1));
+  let svg = `<svg viewBox="0 0 ${W} ${H}" width="100%" role="img" aria-label="Pareto front">`;
+  for (const v of yt.ticks)
+    svg += `<line x1="${L}" x2="${W - R}" y1="${Y(v).toFixed(1)}" y2="${Y(v).toFixed(1)}" stroke="#eceff2"/>` +
+           `<text class="ytick" x="${L - 5}" y="${(Y(v) + 4).toFixed(1)}" text-anchor="end">${esc(v.toFixed(yt.digits))}</text>`;
+  for (const v of xt.ticks)
+    svg += `<text class="xtick" x="${X(v).toFixed(1)}" y="${H - B + 16}" text-anchor="middle">${esc(v.toFixed(xt.digits))}</text>`;
+  svg += `<line x1="${L}" x2="${W - R}" y1="${H - B}" y2="${H - B}" stroke="#9aa3ad"/>` +
+         `<text x="${(L + W) / 2}" y="${H - 2}" text-anchor="middle">${esc(o.names[i])}</text>` +
+         `<text x="12" y="${(T + H - B) / 2}" text-anchor="middle" transform="rotate(-90 12 ${(T + H - B) / 2})">${esc(o.names[j])}</text>`;
+  const front = pts.filter(p => p.front).sort((a, b) => a.x - b.x);
+  svg += `<polyline class="front-line" points="${front.map(p => `${X(p.x).toFixed(1)},${Y(p.y).toFixed(1)}`).join(" ")}" fill="none" stroke="#111" stroke-width="1.2"/>`;
+  for (const p of pts)
+    svg += `<a href="#/program/${p.id}"><circle class="${p.front ? "front" : "pt"}" data-id="${p.id}" cx="${X(p.x).toFixed(1)}" cy="${Y(p.y).toFixed(1)}" r="${p.front ? 4.5 : 3}" fill="${p.front ? "#111" : "#9aa3ad"}"><title>#${p.id}: ${esc(o.names[i])} ${esc(fmt(p.x, 4))}, ${esc(o.names[j])} ${esc(fmt(p.y, 4))}</title></circle></a>`;
+  $("pareto-chart").innerHTML = svg + "</svg>";
+  $("pareto-caption").textContent = `${front.length} of ${pts.length} programs on the front of ${o.names[i]} and ${o.names[j]}` +
+    ` (the run weighs ${o.objectives.join(", ")}; kevolve best --pareto lists its front over all of them)`;
 }
 
 // ---- MAP-Elites grids --------------------------------------------------------
