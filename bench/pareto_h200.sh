@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Issue 22 on the H200: a run with two objectives, speedup and energy
+# (evaluator.energy), on swiglu from its naive CUDA start, stopped after
+# LIMIT seconds; then the run's front (`kevolve best --pareto`), each front
+# program's energy figures with their error bound, and `kevolve status`.
+# Usage: bench/pareto_h200.sh   (OUT, LIMIT (100) optional; .dev carried)
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 1
+. bench/device_env.sh
+OUT=${OUT:-/tmp/kevolve_pareto_h200}
+LIMIT=${LIMIT:-100}
+mkdir -p "$OUT"
+export KEVOLVE_CACHE_DIR=$OUT/cache
+echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(date -u +%FT%TZ)"
+cat >"$OUT/config.yaml" <<YAML
+initial_program: $ROOT/tasks/swiglu/cuda/naive.cu
+max_iterations: 60
+random_seed: 3
+objectives: [speedup, energy]
+database:
+  num_islands: 2
+evaluator:
+  task: swiglu
+  backend: cuda
+  quick: true
+  energy: true
+  scenarios: [decode_i17408_t8, prefill_i3072_t2048]
+  timeout: 300
+  parallel_evaluations: 4
+YAML
+timeout -s INT "$LIMIT" "$KV" run --config "$OUT/config.yaml" --output "$OUT/run" >"$OUT/run.log" 2>&1
+echo "run exit $? ($(grep -c 'iteration' "$OUT/run.log") progress lines)"
+"$KV" status "$OUT/run" | grep -E "^programs|^best|^pareto"
+"$KV" best "$OUT/run" --pareto
+python3 - "$OUT/run/run.db" <<'PY'
+import json, sqlite3, sys
+con = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+for pid, art in con.execute("select program_id, value from artifacts where name = 'scenarios'"):
+    for s in json.loads(art):
+        e = s.get("energy")
+        if e and "joules" in e:
+            print(f"program {pid:3d} {s['name']:22s} {s['median_us']:8.2f} us {s['energy_uj']:9.1f} uJ "
+                  f"{s['power_w']:6.1f} W +-{100 * e['rel_err']:.1f}% ({e['counter_moves']} moves)")
+PY
