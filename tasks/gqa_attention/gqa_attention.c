@@ -193,6 +193,59 @@ static const kv_shape mha_held_out[] = {
     {"chunked_8x8_q33_l301", {1, 8, 8, 33, 301, 128}, 0, "prefill,chunked"},
 };
 
+/* Sliding-window causal attention (issue 22): each query row attends only
+ * the last W of its keys (Mistral's and Qwen2's long-context layers;
+ * window 4,096), a seventh symbol W. {B, HQ, HKV, SQ, L, D, W} */
+static const kv_shape window_scenarios[] = {
+    {"decode_16x8_b1_l32768_w4096", {1, 16, 8, 1, 32768, 128, 4096}, 1.0, "decode"},
+    {"decode_40x8_b8_l16384_w4096", {8, 40, 8, 1, 16384, 128, 4096}, 1.5, "decode"},
+    {"prefill_16x8_s8192_w4096", {1, 16, 8, 8192, 8192, 128, 4096}, 1.0, "prefill"},
+    {"chunked_40x8_q512_l16384_w4096", {1, 40, 8, 512, 16384, 128, 4096}, 1.0, "prefill,chunked"},
+};
+/* Windows shorter than the rows, a window of one key, one longer than the
+ * context (no effect), every kind of call. */
+static const kv_shape window_held_out[] = {
+    {"prefill_16x8_s77_w33", {1, 16, 8, 77, 77, 128, 33}, 0, "prefill"},
+    {"decode_40x8_b3_l1000_w100", {3, 40, 8, 1, 1000, 128, 100}, 0, "decode"},
+    {"chunked_40x8_q33_l301_w64", {1, 40, 8, 33, 301, 128, 64}, 0, "prefill,chunked"},
+    {"decode_16x8_b1_l5_w1", {1, 16, 8, 1, 5, 128, 1}, 0, "decode"},
+    {"prefill_16x8_s20_w4096", {1, 16, 8, 20, 20, 128, 4096}, 0, "prefill"},
+};
+static const char *const window_baselines[] = {
+    "gqa_attention/cpu/window_naive.c",
+    "gqa_attention/opencl/window_naive.cl",
+    "gqa_attention/cuda/window_naive.cu",
+    0,
+};
+
+const kv_task kv_task_attention_window = {
+    .name = "attention_window",
+    .description = "sliding-window causal attention (each query row attends its last W keys; "
+                   "window 4,096), grouped-query heads 16:8 and 40:8, head_dim 128, bf16",
+    .num_syms = GQA_NSYMS + 1,
+    .syms = {"B", "HQ", "HKV", "SQ", "L", "D", "W"},
+    .num_tensors = 4,
+    .tensors =
+        {
+            {.name = "q", .dtype = KV_BF16, .role = KV_IN, .rank = 4, .shape = {0, 1, 3, 5}},
+            {.name = "k", .dtype = KV_BF16, .role = KV_IN, .rank = 4, .shape = {0, 2, 4, 5}},
+            {.name = "v", .dtype = KV_BF16, .role = KV_IN, .rank = 4, .shape = {0, 2, 4, 5}},
+            {.name = "o", .dtype = KV_BF16, .role = KV_OUT, .rank = 4, .shape = {0, 1, 3, 5}},
+        },
+    .num_scenarios = N(window_scenarios),
+    .scenarios = window_scenarios,
+    .num_held_out = N(window_held_out),
+    .held_out = window_held_out,
+    GQA_TOL,
+    .reference = gqa_reference,
+    .reference_scale = gqa_reference_scale,
+    .roofline = gqa_roofline,
+    .baselines = window_baselines,
+    .reference_cuda = "gqa_attention/cuda/reference_f64.cu",
+    .screen_keep = 0.95,
+    .kind_of = GQA_KIND_OF,
+};
+
 const kv_task kv_task_attention_mqa = GQA_TASK_HELD(
     "attention_mqa",
     "multi-query attention (one KV head for 32 query heads), head_dim 128, bf16, causal "

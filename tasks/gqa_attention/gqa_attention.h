@@ -15,6 +15,10 @@
 #include <kevolve/task.h>
 
 enum { GQA_B = 0, GQA_HQ, GQA_HKV, GQA_SQ, GQA_L, GQA_D, GQA_NSYMS };
+/* The sliding window's symbol (attention_window only; a shape of the
+ * other tasks leaves it 0, no window): row i attends only the last W of
+ * its keys, L - SQ + i - W + 1 .. L - SQ + i. */
+enum { GQA_W = GQA_NSYMS };
 
 /* Writes o from q, k, v (see above), in double precision, using up to all
  * online CPUs for large shapes. */

@@ -74,21 +74,25 @@ GQA_CLONES static void item(const job *j, int64_t it, double *sc, double *acc, d
     double *o = j->t[3] + ((b * HQ + h) * SQ + r0) * D;
     double *os = j->scale ? j->scale + ((b * HQ + h) * SQ + r0) * D : NULL;
     double scale = 1.0 / sqrt((double)D);
-    int64_t keys[ROWS], maxkeys = 0;
+    /* Row r attends keys lo[r] .. keys[r] - 1: all before it, or the last
+     * W of them with a sliding window (GQA_W, 0: none). */
+    int64_t keys[ROWS] = {0}, lo[ROWS] = {0}, maxkeys = 0, W = s[GQA_W];
     double sum[ROWS];
     for (int64_t r = 0; r < nr; r++) {
         keys[r] = L - SQ + r0 + r + 1;
+        lo[r] = W > 0 && keys[r] > W ? keys[r] - W : 0;
         if (keys[r] > maxkeys) maxkeys = keys[r];
     }
-    for (int64_t jk = 0; jk < maxkeys; jk++)
+    int64_t minlo = nr ? lo[0] : 0;
+    for (int64_t jk = minlo; jk < maxkeys; jk++)
         for (int64_t r = 0; r < nr; r++)
-            if (jk < keys[r]) sc[r * L + jk] = dot(q + r * D, k + jk * D, D) * scale;
+            if (jk >= lo[r] && jk < keys[r]) sc[r * L + jk] = dot(q + r * D, k + jk * D, D) * scale;
     for (int64_t r = 0; r < nr; r++) {
         double m = -INFINITY, *row = sc + r * L;
-        for (int64_t jk = 0; jk < keys[r]; jk++)
+        for (int64_t jk = lo[r]; jk < keys[r]; jk++)
             m = row[jk] > m ? row[jk] : m;
         double z = 0.0;
-        for (int64_t jk = 0; jk < keys[r]; jk++) {
+        for (int64_t jk = lo[r]; jk < keys[r]; jk++) {
             row[jk] = exp(row[jk] - m);
             z += row[jk];
         }
@@ -96,10 +100,10 @@ GQA_CLONES static void item(const job *j, int64_t it, double *sc, double *acc, d
     }
     memset(acc, 0, (size_t)(ROWS * D) * sizeof *acc);
     if (os) memset(sacc, 0, (size_t)(ROWS * D) * sizeof *sacc);
-    for (int64_t jk = 0; jk < maxkeys; jk++) {
+    for (int64_t jk = minlo; jk < maxkeys; jk++) {
         const double *vr = v + jk * D;
         for (int64_t r = 0; r < nr; r++) {
-            if (jk >= keys[r]) continue;
+            if (jk < lo[r] || jk >= keys[r]) continue;
             double p = sc[r * L + jk], *a = acc + r * D;
             for (int64_t d = 0; d < D; d++)
                 a[d] += p * vr[d];
@@ -164,8 +168,16 @@ kv_roofline gqa_roofline(const int64_t *s)
 {
     double B = (double)s[GQA_B], HQ = (double)s[GQA_HQ], HKV = (double)s[GQA_HKV],
            SQ = (double)s[GQA_SQ], L = (double)s[GQA_L], D = (double)s[GQA_D];
-    /* keys attended, summed over the query rows: SQ * (L - SQ) + SQ (SQ + 1) / 2 */
-    double pairs = SQ * (L - SQ) + SQ * (SQ + 1.0) / 2.0;
+    /* keys attended, summed over the query rows: SQ * (L - SQ) + SQ (SQ + 1) / 2,
+     * or with a window of W each row's at most W */
+    double pairs = SQ * (L - SQ) + SQ * (SQ + 1.0) / 2.0, W = (double)s[GQA_W];
+    if (W > 0) {
+        pairs = 0;
+        for (double i = 0; i < SQ; i++) {
+            double keys = L - SQ + i + 1;
+            pairs += keys < W ? keys : W;
+        }
+    }
     return (kv_roofline){.bytes = 2.0 * (2.0 * B * HQ * SQ * D + 2.0 * B * HKV * L * D),
                          .flops = 4.0 * B * HQ * pairs * D};
 }

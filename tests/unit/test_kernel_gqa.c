@@ -193,6 +193,48 @@ static void mqa_and_mha_tasks_have_their_head_layouts(void **state)
     }
 }
 
+static void fill_values(double *x, size_t n, uint64_t seed);
+
+/* A sliding window of W keys: each row's answer is the unwindowed one over
+ * its last W keys alone (a decode over a context cut to those keys; a
+ * prefill row whose keys are fewer than W is unchanged), and the roofline
+ * counts only the keys attended. */
+static void a_window_attends_each_rows_last_w_keys(void **state)
+{
+    (void)state;
+    const kv_task *t = kv_task_find("attention_window");
+    assert_non_null(t);
+    assert_int_equal(t->num_syms, 7);
+    enum { L = 40, W = 7, D = 4, SQ = 3 };
+    double q[SQ * D], k[L * D], v[L * D], o[SQ * D], o_cut[D];
+    fill_values(q, SQ * D, 1);
+    fill_values(k, L * D, 2);
+    fill_values(v, L * D, 3);
+    int64_t syms[KV_MAX_SYMS] = {1, 1, 1, SQ, L, D, W};
+    double *ts[4] = {q, k, v, o};
+    t->reference(syms, ts);
+    /* row i (position L - SQ + i) against the keys ending there, cut to W */
+    for (int i = 0; i < SQ; i++) {
+        int end = L - SQ + i + 1;
+        int64_t cut[KV_MAX_SYMS] = {1, 1, 1, 1, W, D};
+        double *cs[4] = {q + i * D, k + (end - W) * D, v + (end - W) * D, o_cut};
+        kv_task_find("gqa_attention")->reference(cut, cs);
+        for (int d = 0; d < D; d++)
+            assert_true(fabs(o[i * D + d] - o_cut[d]) < 1e-12);
+    }
+    /* a window wider than the context changes nothing */
+    double o_all[SQ * D];
+    int64_t wide[KV_MAX_SYMS] = {1, 1, 1, SQ, L, D, 1000}, plain[KV_MAX_SYMS] = {1, 1, 1, SQ, L, D};
+    double *ws[4] = {q, k, v, o}, *ps[4] = {q, k, v, o_all};
+    t->reference(wide, ws);
+    kv_task_find("gqa_attention")->reference(plain, ps);
+    for (int e = 0; e < SQ * D; e++)
+        assert_true(o[e] == o_all[e]);
+    kv_roofline full = t->roofline(plain), win = t->roofline(syms);
+    assert_true(win.flops < full.flops);
+    assert_true(fabs(win.flops - 4.0 * SQ * W * D) < 1e-9);
+}
+
 static void reference_scale_is_the_weighted_rms_of_v_and_leaves_outputs_unchanged(void **state)
 {
     (void)state;
@@ -497,6 +539,7 @@ int main(void)
         cmocka_unit_test(roofline_counts_kv_bytes_for_decode_and_causal_flops_for_prefill),
         cmocka_unit_test(variants_share_held_out_shapes_and_qwen3_head_configs),
         cmocka_unit_test(mqa_and_mha_tasks_have_their_head_layouts),
+        cmocka_unit_test(a_window_attends_each_rows_last_w_keys),
         cmocka_unit_test(reference_scale_is_the_weighted_rms_of_v_and_leaves_outputs_unchanged),
         cmocka_unit_test(reference_scale_on_many_threads_gives_the_same_outputs),
         cmocka_unit_test(

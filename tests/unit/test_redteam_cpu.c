@@ -2,7 +2,7 @@
  * the judge within reach, processes that outlive the evaluation (and the
  * watchdog, the FP environment), tolerance, with the honest control for
  * tolerance, and the cases of issue 22's tasks (rmsnorm, swiglu, the
- * attention layouts). One hostile
+ * attention layouts, the sliding window). One hostile
  * candidate per class (tests/data/kernels/redteam/
  * cpu/, each naming its class and the verdict it must get in its header),
  * judged through `kevolve eval --quick` from outside. Replays and the
@@ -74,6 +74,15 @@ CASE(attention_that_assumes_eight_kv_heads_is_rejected_on_mqa, .file = "attentio
 CASE(attention_that_assumes_eight_kv_heads_is_rejected_on_mha, .file = "attention_fixed_groups.c",
      .task = "attention_mha", .cls = "shortcut", .want = RT_REJECT, .reasons = WRONG,
      .args = STAGE1 " --scenarios decode")
+/* A sliding window: attention over every key is refused; the window's
+ * naive start passes. */
+CASE(attention_that_ignores_the_window_is_rejected,
+     .file = "../../../../../tasks/gqa_attention/cpu/naive.c", .task = "attention_window",
+     .cls = "shortcut", .want = RT_REJECT, .reasons = WRONG,
+     .args = STAGE1 " --scenarios decode_16x8_b1_l32768_w4096")
+CASE(the_window_naive_start_passes, .file = "../../../../../tasks/gqa_attention/cpu/window_naive.c",
+     .task = "attention_window", .cls = "honest control", .want = RT_CORRECT, .control = 1,
+     .args = STAGE1 " --scenarios decode_16x8_b1_l32768_w4096")
 CASE(the_naive_start_passes_on_mqa, .file = "../../../../../tasks/gqa_attention/cpu/naive.c",
      .task = "attention_mqa", .cls = "honest control", .want = RT_CORRECT, .control = 1,
      .args = STAGE1 " --scenarios decode_32x1_b1_l1024")
@@ -101,6 +110,8 @@ int main(void)
         cmocka_unit_test(attention_that_assumes_eight_kv_heads_is_rejected_on_mqa),
         cmocka_unit_test(attention_that_assumes_eight_kv_heads_is_rejected_on_mha),
         cmocka_unit_test(the_naive_start_passes_on_mqa),
+        cmocka_unit_test(attention_that_ignores_the_window_is_rejected),
+        cmocka_unit_test(the_window_naive_start_passes),
     };
     return cmocka_run_group_tests(tests, rt_setup, rt_teardown);
 }

@@ -21,7 +21,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-enum { B_ = 0, HQ_, HKV_, SQ_, L_, D_ };
+enum { B_ = 0, HQ_, HKV_, SQ_, L_, D_, W_ }; // W_: attention_window's window, when given
 
 static __device__ double bf(uint16_t h)
 {
@@ -59,7 +59,7 @@ static __device__ __host__ size_t part_doubles(int D)
 
 __global__ void gqa_reference_f64(const uint16_t *q, const uint16_t *k, const uint16_t *v,
                                   double *o, double *os, int HQ, int HKV, int SQ, int64_t L, int D,
-                                  double *parts)
+                                  int64_t W, double *parts)
 {
     extern __shared__ double sh[]; // q row [D], then p of one chunk [blockDim.x], reduction [32]
     double *qs = sh, *ps = sh + D, *red = sh + D + blockDim.x;
@@ -71,9 +71,12 @@ __global__ void gqa_reference_f64(const uint16_t *q, const uint16_t *k, const ui
     int kvh = h / (HQ / HKV);
     const uint16_t *kb = k + (b * HKV + kvh) * L * D, *vb = v + (b * HKV + kvh) * L * D;
     int64_t keys = L - SQ + i + 1;
+    // A sliding window (W > 0) leaves the row its last W keys only.
+    int64_t lo = W > 0 && keys > W ? keys - W : 0;
     // This block's keys: range blockIdx.y of gridDim.y over the context.
     int64_t span = (L + gridDim.y - 1) / gridDim.y;
     int64_t k0 = (int64_t)blockIdx.y * span, k1 = k0 + span < keys ? k0 + span : keys;
+    if (k0 < lo) k0 = lo;
     double scale = 1.0 / sqrt((double)D);
     int t = threadIdx.x, nt = blockDim.x;
     for (int d = t; d < D; d += nt)
@@ -214,7 +217,7 @@ extern "C" int kv_launch(const kv_launch_args *a)
     gqa_reference_f64<<<grid, nt, shared, stream>>>(
         (const uint16_t *)a->tensors[0], (const uint16_t *)a->tensors[1],
         (const uint16_t *)a->tensors[2], (double *)a->tensors[3], (double *)a->tensors[4],
-        (int)s[HQ_], (int)s[HKV_], (int)s[SQ_], s[L_], D, scratch);
+        (int)s[HQ_], (int)s[HKV_], (int)s[SQ_], s[L_], D, a->num_syms > W_ ? s[W_] : 0, scratch);
     if (splits > 1)
         gqa_reference_f64_combine<<<(unsigned)rows, nt, 0, stream>>>(
             scratch, (double *)a->tensors[3], (double *)a->tensors[4], splits, D);
