@@ -736,12 +736,12 @@ static int rerun_uncounted(kv_evaluator *ev, job *j)
 
 /* The device errors the judge saw during J's run (ARTIFACTS' device_errors:
  * NVML's Xid events, uncorrected ECC errors): the device is checked before
- * more work. When it fails the check, the verdict
- * is not trusted: the evaluation moves to another device once, uncounted;
- * a second device failing after it, or none left, makes it the candidate's
- * failure (device_fault), so that a kernel that breaks devices cannot take
- * out every one. Returns -1 when J goes on as it was, else what
- * rerun_uncounted gives or 0 (J finished). */
+ * more work. When it fails the check, the verdict is not trusted: the
+ * evaluation moves to another device once, uncounted; a second device
+ * failing after it, or none left, makes it the candidate's failure
+ * (device_fault), so that a kernel that breaks devices cannot take out
+ * every one. Returns -1 when J goes on as it was, else what rerun_uncounted
+ * gives or 0 (J finished). */
 static int after_device_errors(kv_evaluator *ev, job *j, json_t *artifacts, double seconds)
 {
     char name[48];

@@ -181,8 +181,6 @@ static size_t region(const timing *tm, int i, size_t n)
     return (n - 1) * tm->l.stride[i] + tm->l.len[i];
 }
 
-/* Everything before the clock: fresh inputs (cpu, opencl; on cuda they are
- * written inside the window), poisoned outputs. */
 /* Output I of the block's N sets filled with a new poison. */
 static void poison_output(judge *j, timing *tm, int i, size_t n)
 {
@@ -201,6 +199,8 @@ static void poison_output(judge *j, timing *tm, int i, size_t n)
             kv_judge_fail_err(j, err, "poisoning outputs");
 }
 
+/* Everything before the clock: fresh inputs (cpu, opencl; on cuda they are
+ * written inside the window), poisoned outputs. */
 static void prepare_block(judge *j, timing *tm, size_t n)
 {
     const kv_task *t = j->task;
