@@ -2,7 +2,9 @@
  * from the kv_rng passed in, and every walk is over the sorted arrays, so the
  * same adds and the same seed give the same samples. Cost per call:
  * O(island size) for the fitness weights, O(archive_size) for exploitation,
- * O(k^2 + d^2) for the inspirations; bounded by the population. */
+ * O(island size^2 x objectives) for a Pareto front (computed from the
+ * island's programs when a parent is drawn from it), O(k^2 + d^2) for the
+ * inspirations; bounded by the population. */
 #include "search/database_internal.h"
 #include "util/buf.h"
 
