@@ -36,7 +36,8 @@ for s in scen:
     assert abs(s["energy_uj"] - 300 * e["per_call_us"]) < 0.06 * s["energy_uj"], s
     assert e["counter_moves"] >= 5 and e["seconds"] >= 1.0, e
     assert 0 < e["rel_err"] < 0.05, e
-    assert abs(e["move_every_s"] - 0.05) < 0.01, e
+    # a move the reader missed (a loaded machine) only lengthens the step
+    assert 0.045 < e["move_every_s"] < 0.11, e
     assert m[s["name"] + "_energy_uj"] == s["energy_uj"]
 PY
 grep -q "energy .* uJ .* at 30[0-9] W\|energy .* uJ .* at 29[0-9] W" "$WORK/err.txt" ||
