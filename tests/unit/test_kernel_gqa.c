@@ -397,14 +397,20 @@ static void bf16_accumulation_fails_at_long_context_while_bf16_probabilities_pas
 
 /* Evaluates TEXT (written to a file NAME) on the small variant, correctness
  * only; returns the verdict JSON. */
-static json_t *eval_text(const char *text, const char *name, const char *backend)
+/* Correctness of TEXT (written as NAME) on BACKEND for TASK, on SCENARIO
+ * alone when it is not NULL (held-out shapes are always checked). */
+static json_t *eval_on(const char *text, const char *name, const char *backend, const char *task,
+                       const char *scenario)
 {
     char *path = kv_asprintf("%s/%s", g_cache, name);
     assert_int_equal(kv_write_file(path, text, strlen(text)), 0);
+    const char *const only[] = {scenario};
     kv_job o;
     kv_job_init(&o);
     o.self_exe = getenv("KV_BINARY"); /* the runners re-execute kevolve, not this test */
-    o.task = "gqa_attention_small";
+    o.task = task;
+    o.scenarios = scenario ? only : NULL;
+    o.n_scenarios = scenario ? 1 : 0;
     o.backend = backend;
     o.candidate = path;
     o.quick = 1;
@@ -416,6 +422,11 @@ static json_t *eval_text(const char *text, const char *name, const char *backend
     if (kv_kernel_eval(&o, &res, &err) != 0) fail_msg("%s: %s", name, err);
     free(path);
     return res;
+}
+
+static json_t *eval_text(const char *text, const char *name, const char *backend)
+{
+    return eval_on(text, name, backend, "gqa_attention_small", NULL);
 }
 
 static const char *reason(json_t *res)
@@ -518,6 +529,35 @@ static void naive_opencl_start_and_a_tuned_variant_are_correct(void **state)
     free(e);
 }
 
+/* The other layouts' starts on OpenCL (PoCL): gqa's naive kernel on one KV
+ * head and on as many as query heads, the window's on a sliding window;
+ * one decode scenario each and every held-out shape. */
+static void other_layouts_opencl_starts_are_correct(void **state)
+{
+    (void)state;
+    json_t *info = NULL;
+    char *err = NULL;
+    if (kv_kernel_devices("opencl", &info, &err) != 0) {
+        free(err);
+        skip();
+    }
+    json_decref(info);
+    static const char *const runs[][3] = {
+        {"attention_mqa", "gqa_attention/opencl/naive.cl", "decode_32x1_b1_l1024"},
+        {"attention_mha", "gqa_attention/opencl/naive.cl", "decode_32x32_b1_l1024"},
+        {"attention_window", "gqa_attention/opencl/window_naive.cl", "decode_16x8_b1_l32768_w4096"},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        json_t *res =
+            eval_on(kv_embedded_text(runs[i][1]), "layout.cl", "opencl", runs[i][0], runs[i][2]);
+        if (strcmp(reason(res), "accepted") != 0)
+            fail_msg("%s on %s: %s: %s", runs[i][1], runs[i][0], reason(res),
+                     json_string_value(
+                         json_object_get(json_object_get(res, "artifacts"), "reason_detail")));
+        json_decref(res);
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -550,6 +590,7 @@ int main(void)
         cmocka_unit_test(kernel_accumulating_in_bf16_is_rejected),
         cmocka_unit_test(bf16_accumulation_fails_at_long_context_while_bf16_probabilities_pass),
         cmocka_unit_test(naive_opencl_start_and_a_tuned_variant_are_correct),
+        cmocka_unit_test(other_layouts_opencl_starts_are_correct),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
