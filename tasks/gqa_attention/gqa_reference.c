@@ -169,15 +169,17 @@ kv_roofline gqa_roofline(const int64_t *s)
     double B = (double)s[GQA_B], HQ = (double)s[GQA_HQ], HKV = (double)s[GQA_HKV],
            SQ = (double)s[GQA_SQ], L = (double)s[GQA_L], D = (double)s[GQA_D];
     /* keys attended, summed over the query rows: SQ * (L - SQ) + SQ (SQ + 1) / 2,
-     * or with a window of W each row's at most W */
-    double pairs = SQ * (L - SQ) + SQ * (SQ + 1.0) / 2.0, W = (double)s[GQA_W];
+     * or with a window of W each row's at most W; the keys read, all L, or
+     * with a window the last SQ + W - 1 (the rows' windows together) */
+    double pairs = SQ * (L - SQ) + SQ * (SQ + 1.0) / 2.0, W = (double)s[GQA_W], read = L;
     if (W > 0) {
         pairs = 0;
         for (double i = 0; i < SQ; i++) {
             double keys = L - SQ + i + 1;
             pairs += keys < W ? keys : W;
         }
+        read = SQ + W - 1 < L ? SQ + W - 1 : L;
     }
-    return (kv_roofline){.bytes = 2.0 * (2.0 * B * HQ * SQ * D + 2.0 * B * HKV * L * D),
+    return (kv_roofline){.bytes = 2.0 * (2.0 * B * HQ * SQ * D + 2.0 * B * HKV * read * D),
                          .flops = 4.0 * B * HQ * pairs * D};
 }

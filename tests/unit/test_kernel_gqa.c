@@ -233,6 +233,8 @@ static void a_window_attends_each_rows_last_w_keys(void **state)
     kv_roofline full = t->roofline(plain), win = t->roofline(syms);
     assert_true(win.flops < full.flops);
     assert_true(fabs(win.flops - 4.0 * SQ * W * D) < 1e-9);
+    /* and only the keys some row's window holds are read: SQ + W - 1 */
+    assert_true(fabs(win.bytes - 2.0 * (2.0 * SQ * D + 2.0 * (SQ + W - 1) * D)) < 1e-9);
 }
 
 static void reference_scale_is_the_weighted_rms_of_v_and_leaves_outputs_unchanged(void **state)

@@ -104,7 +104,6 @@ typedef struct nvml_event {
 enum {
     NVML_EVENT_DOUBLE_BIT_ECC = 0x2,
     NVML_EVENT_XID = 0x8,
-    NVML_ERROR_TIMEOUT = 10,
     NVML_MEMORY_ERROR_UNCORRECTED = 1,
     NVML_VOLATILE_ECC = 0,
 };
