@@ -734,6 +734,20 @@ static int rerun_uncounted(kv_evaluator *ev, job *j)
     return start_run(ev, j) == 0;
 }
 
+/* Ends J's run for good after a loss it may not retry (its output and
+ * ARTIFACTS kept, its device given back) and finishes it failed with
+ * REASON and CODE. */
+static void finish_no_rerun(kv_evaluator *ev, job *j, json_t *artifacts, double seconds,
+                            const char *reason, const char *code)
+{
+    keep_output(ev, j, artifacts);
+    kv_proc_free(j->proc);
+    j->proc = NULL;
+    drop_slot(ev, j);
+    record_stage(j, "failed", NULL, seconds, reason);
+    finish_job(ev, j, KV_STATUS_FAILED, reason, code);
+}
+
 /* The device errors the judge saw during J's run (ARTIFACTS' device_errors:
  * NVML's Xid events, uncorrected ECC errors): the device is checked before
  * more work. When it fails the check, the verdict is not trusted: the
@@ -765,17 +779,12 @@ static int after_device_errors(kv_evaluator *ev, job *j, json_t *artifacts, doub
                             json_pack("{s:i,s:O}", "device", j->device, "errors", errors));
         return rerun_uncounted(ev, j);
     }
-    keep_output(ev, j, artifacts);
-    kv_proc_free(j->proc);
-    j->proc = NULL;
-    drop_slot(ev, j);
     char *reason = kv_asprintf("the device reported %s during this evaluation and failed its check "
                                "after it (%s)",
                                what.data ? what.data : "errors",
                                j->moved > 1 ? "on a second device too" : "no other device is left");
     kv_buf_free(&what);
-    record_stage(j, "failed", NULL, seconds, reason);
-    finish_job(ev, j, KV_STATUS_FAILED, reason, KV_REASON_DEVICE_FAULT);
+    finish_no_rerun(ev, j, artifacts, seconds, reason, KV_REASON_DEVICE_FAULT);
     free(reason);
     return 0;
 }
@@ -803,16 +812,11 @@ static int lost_run(kv_evaluator *ev, job *j, const char *line, double seconds)
         free(what);
         return rerun_uncounted(ev, j);
     }
-    keep_output(ev, j, NULL);
-    kv_proc_free(j->proc);
-    j->proc = NULL;
-    drop_slot(ev, j);
     char *reason = kv_asprintf("the launcher lost the run %d times (last: %s): not a verdict on "
                                "the candidate",
                                j->lost, what);
     free(what);
-    record_stage(j, "failed", NULL, seconds, reason);
-    finish_job(ev, j, KV_STATUS_FAILED, reason, KV_REASON_LAUNCHER_LOST);
+    finish_no_rerun(ev, j, NULL, seconds, reason, KV_REASON_LAUNCHER_LOST);
     free(reason);
     return 0;
 }

@@ -46,3 +46,22 @@ two_pocl_devices_or_skip() {
         exit 77
     fi
 }
+
+# objectives_config FILE: a short CPU run of swiglu from its naive start
+# weighing speedup and error (test_objectives, test_dashboard_pareto).
+objectives_config() {
+    cat >"$1" <<YAML
+initial_program: $KV_SOURCE_DIR/tasks/swiglu/cpu/naive.c
+max_iterations: 10
+random_seed: 5
+objectives: [speedup, error]
+database:
+  num_islands: 1
+evaluator:
+  task: swiglu
+  backend: cpu
+  quick: true
+  scenarios: [decode_i3072_t64, decode_i17408_t8]
+  timeout: 120
+YAML
+}

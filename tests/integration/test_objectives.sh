@@ -8,20 +8,7 @@
 # objective, or an unknown one, is refused before anything runs.
 . "$(dirname "$0")/lib.sh"
 
-cat >"$WORK/config.yaml" <<YAML
-initial_program: $KV_SOURCE_DIR/tasks/swiglu/cpu/naive.c
-max_iterations: 10
-random_seed: 5
-objectives: [speedup, error]
-database:
-  num_islands: 1
-evaluator:
-  task: swiglu
-  backend: cpu
-  quick: true
-  scenarios: [decode_i3072_t64, decode_i17408_t8]
-  timeout: 120
-YAML
+objectives_config "$WORK/config.yaml"
 expect_exit 0 "$KV" run --config "$WORK/config.yaml" --output "$WORK/run"
 
 expect_exit 0 "$KV" status "$WORK/run"

@@ -499,9 +499,9 @@ static void kernel_accumulating_in_bf16_is_rejected(void **state)
     free(bad);
 }
 
-static void naive_opencl_start_and_a_tuned_variant_are_correct(void **state)
+/* Skips the test where no OpenCL device is there (no PoCL). */
+static void opencl_or_skip(void)
 {
-    (void)state;
     json_t *info = NULL;
     char *err = NULL;
     if (kv_kernel_devices("opencl", &info, &err) != 0) {
@@ -509,6 +509,12 @@ static void naive_opencl_start_and_a_tuned_variant_are_correct(void **state)
         skip();
     }
     json_decref(info);
+}
+
+static void naive_opencl_start_and_a_tuned_variant_are_correct(void **state)
+{
+    (void)state;
+    opencl_or_skip();
     const char *naive = kv_embedded_text("gqa_attention/opencl/naive.cl");
     json_t *res = eval_text(naive, "naive.cl", "opencl");
     assert_string_equal(reason(res), "accepted");
@@ -537,13 +543,7 @@ static void naive_opencl_start_and_a_tuned_variant_are_correct(void **state)
 static void other_layouts_opencl_starts_are_correct(void **state)
 {
     (void)state;
-    json_t *info = NULL;
-    char *err = NULL;
-    if (kv_kernel_devices("opencl", &info, &err) != 0) {
-        free(err);
-        skip();
-    }
-    json_decref(info);
+    opencl_or_skip();
     static const char *const runs[][3] = {
         {"attention_mqa", "gqa_attention/opencl/naive.cl", "decode_32x1_b1_l1024"},
         {"attention_mha", "gqa_attention/opencl/naive.cl", "decode_32x32_b1_l1024"},

@@ -140,13 +140,12 @@ void *kv_nvml_open(const char *bus)
     if ((s = dlsym(n.lib, "nvmlInit_v2"))) memcpy(&init, &s, sizeof s);
     if ((s = dlsym(n.lib, "nvmlDeviceGetHandleByPciBusId_v2"))) memcpy(&by_bus, &s, sizeof s);
     if ((s = dlsym(n.lib, "nvmlDeviceGetHandleByIndex_v2"))) memcpy(&by_index, &s, sizeof s);
-    if ((s = dlsym(n.lib, "nvmlDeviceGetTemperature"))) memcpy(&n.GetTemperature, &s, sizeof s);
-    if ((s = dlsym(n.lib, "nvmlDeviceGetClockInfo"))) memcpy(&n.GetClockInfo, &s, sizeof s);
-    if ((s = dlsym(n.lib, "nvmlDeviceGetPowerUsage"))) memcpy(&n.GetPowerUsage, &s, sizeof s);
-    if ((s = dlsym(n.lib, "nvmlDeviceGetTotalEnergyConsumption")))
-        memcpy(&n.GetTotalEnergyConsumption, &s, sizeof s);
 #define NVML_SYM(field, name)                                                                      \
     if ((s = dlsym(n.lib, name))) memcpy(&n.field, &s, sizeof s)
+    NVML_SYM(GetTemperature, "nvmlDeviceGetTemperature");
+    NVML_SYM(GetClockInfo, "nvmlDeviceGetClockInfo");
+    NVML_SYM(GetPowerUsage, "nvmlDeviceGetPowerUsage");
+    NVML_SYM(GetTotalEnergyConsumption, "nvmlDeviceGetTotalEnergyConsumption");
     NVML_SYM(EventSetCreate, "nvmlEventSetCreate");
     NVML_SYM(RegisterEvents, "nvmlDeviceRegisterEvents");
     NVML_SYM(EventSetWait, "nvmlEventSetWait_v2");
