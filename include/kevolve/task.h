@@ -86,7 +86,14 @@ typedef int (*kv_launch_fn)(const kv_launch_args *args);
 
 /* ---- Task description (used by the harness and built-in tasks) ---- */
 
-typedef enum kv_tensor_role { KV_IN = 0, KV_OUT = 1 } kv_tensor_role;
+/* KV_INOUT: read and written in place (rope rotates q and k where they
+ * are). The judge keeps a hidden copy of its values as drawn, which the
+ * candidate is never given: each call starts from it, the reference reads
+ * it (REFERENCE gets the tensor's array filled with those values and
+ * writes the answer over them), and the tensor is checked as an output.
+ * A task with in-out tensors has a CPU reference only (no reference_cuda)
+ * and at most KV_MAX_TENSORS tensors with their copies. */
+typedef enum kv_tensor_role { KV_IN = 0, KV_OUT = 1, KV_INOUT = 2 } kv_tensor_role;
 
 typedef struct kv_tensor_spec {
     const char *name;
@@ -94,6 +101,11 @@ typedef struct kv_tensor_spec {
     kv_tensor_role role;
     int rank;
     int shape[KV_MAX_RANK]; /* indices into kv_task.syms, outermost first */
+    /* KV_I32 inputs that index a dimension (positions into a table, rows
+     * to gather): 1 + that symbol's index in kv_task.syms, and every
+     * element is drawn uniformly from [0, the symbol's value). 0: drawn
+     * from the numeric distributions as any input. */
+    int index_of;
 } kv_tensor_spec;
 
 /* A shape: a binding of every symbol. As a scenario it is timed and scored

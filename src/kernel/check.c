@@ -21,6 +21,8 @@ const char *kv_dist_name(kv_dist d)
         return "normal_with_outliers";
     case KV_DIST_SMALL_INT:
         return "small_integers";
+    case KV_DIST_INDEX:
+        return "indices";
     default:
         return "?";
     }
@@ -167,6 +169,14 @@ void kv_fill_random_threads(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void 
 void kv_fill_random(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void *host, double *vals)
 {
     kv_fill_random_threads(dt, d, rng, n, host, vals, 0);
+}
+
+void kv_fill_index(kv_rng *rng, size_t n, int64_t bound, int32_t *host, double *vals)
+{
+    for (size_t i = 0; i < n; i++) {
+        host[i] = (int32_t)kv_rng_below(rng, (uint64_t)bound);
+        if (vals) vals[i] = host[i];
+    }
 }
 
 double kv_tolerance_limit(kv_tolerance tol, double want, double scale)

@@ -15,7 +15,10 @@ typedef enum kv_dist {
     KV_DIST_NORMAL = 0, /* N(0, 1) */
     KV_DIST_OUTLIERS,   /* N(0, 1) with about one in 500 elements (at least one) of size 30..80 */
     KV_DIST_SMALL_INT,  /* integers in [-4, 4] */
-    KV_DIST_COUNT
+    KV_DIST_COUNT,      /* the distributions trials take in turn */
+    /* Index tensors' (kv_tensor_spec.index_of): integers uniform in [0, a
+     * bound), whatever the trial's distribution. */
+    KV_DIST_INDEX = KV_DIST_COUNT
 } kv_dist;
 
 const char *kv_dist_name(kv_dist d);
@@ -28,6 +31,10 @@ const char *kv_dist_name(kv_dist d);
  * KV_FILL_MAX_THREADS; one thread for a single chunk). The result depends
  * on RNG's state only, never on the number of threads. */
 void kv_fill_random(kv_dtype dt, kv_dist d, kv_rng *rng, size_t n, void *host, double *vals);
+
+/* Fills N int32 elements at HOST (and VALS, NULL: not wanted) uniformly
+ * from [0, BOUND) (BOUND >= 1) with RNG: an index tensor's draw. */
+void kv_fill_index(kv_rng *rng, size_t n, int64_t bound, int32_t *host, double *vals);
 
 #define KV_FILL_CHUNK ((size_t)1 << 20)
 #define KV_FILL_MAX_THREADS 64

@@ -17,6 +17,7 @@
 /* The bits element I of DT holds, drawn as judge_ops.h says. */
 static uint32_t bits_at(kv_dtype dt, int dist, uint64_t seed, uint64_t forced, uint64_t i)
 {
+    if (dist == KVJ_INDEX) return kvj_index_at(seed, forced, i); /* FORCED: the bound */
     float v = kvj_value_at(dist, seed, forced, i);
     switch (dt) {
     case KV_F32: {

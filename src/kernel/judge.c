@@ -483,7 +483,8 @@ static void memcheck_verdict(judge *j, json_t *result)
 void kv_judge_main(void *vctx)
 {
     kv_judge_ctx *ctx = vctx;
-    judge j = {.task = ctx->task, .job = ctx->job, .ctx = ctx};
+    judge j = {.job = ctx->job, .ctx = ctx};
+    kv_judge_view_task(&j, ctx->task);
     j.s = settings_for(ctx->job, ctx->backend);
     kv_rng_seed(&j.rng, ctx->seed);
     j.extra = json_object();

@@ -143,10 +143,15 @@ void kv_judge_reference(judge *j, const int64_t *syms, kv_arena *a, const layout
     double *tt[KV_MAX_TENSORS];
     for (int i = 0; i < t->num_tensors; i++)
         tt[i] = t->tensors[i].role == KV_OUT ? val[i] : in[i];
-    if (t->reference_scale)
-        t->reference_scale(syms, tt, scale);
+    /* An in-out tensor's array starts as its copy's values: the task's
+     * reference reads them there and writes the answer over them. */
+    for (int i = 0; i < j->visible; i++)
+        if (j->twin[i] >= 0)
+            memcpy(val[i], in[j->twin[i]], kv_tensor_count(t, i, syms) * sizeof(double));
+    if (j->own->reference_scale)
+        j->own->reference_scale(syms, tt, scale);
     else
-        t->reference(syms, tt);
+        j->own->reference(syms, tt);
 }
 
 /* The device reference must agree with the CPU's (already in D) to a
@@ -186,7 +191,12 @@ static void upload_inputs(judge *j, shape_data *d, kv_arena *a, const layout *l,
     for (int i = 0; i < j->task->num_tensors; i++) {
         if (j->task->tensors[i].role != KV_IN) continue;
         double t0 = kv_now_s();
-        kv_fill_random(j->task->tensors[i].dtype, dist, &j->rng, d->count[i], d->img[i], d->val[i]);
+        uint64_t bound = 0;
+        if (kv_judge_dist(j, i, d->shape->syms, dist, &bound) == KV_DIST_INDEX)
+            kv_fill_index(&j->rng, d->count[i], (int64_t)bound, d->img[i], d->val[i]);
+        else
+            kv_fill_random(j->task->tensors[i].dtype, dist, &j->rng, d->count[i], d->img[i],
+                           d->val[i]);
         kv_judge_lap(j, PROF_FILL, &t0);
         char *err = NULL;
         if (j->b->write(j->b, a, l->off[i], d->img[i], d->bytes[i], &err) != 0)
@@ -215,10 +225,14 @@ void kv_judge_poison_outputs(judge *j, shape_data *d, kv_arena *a, const layout 
         if (ts->role != KV_OUT) continue;
         kv_dtype_poison(ts->dtype, kv_rng_next(&j->rng), d->poison[i]);
         char *err = NULL;
-        if (j->b->fill(j->b, a, l->off[i], d->count[i], d->poison[i], kv_dtype_size(ts->dtype),
-                       &err) != 0 ||
-            j->b->sync(j->b, &err) != 0)
-            kv_judge_fail_err(j, err, "poisoning outputs");
+        int w = i < j->visible ? j->twin[i] : -1;
+        /* An in-out tensor starts from its copy (the host's image of it, or
+         * the copy where it was drawn), a poison nowhere in it. */
+        int rc = w < 0       ? j->b->fill(j->b, a, l->off[i], d->count[i], d->poison[i],
+                                          kv_dtype_size(ts->dtype), &err)
+                 : d->img[w] ? j->b->write(j->b, a, l->off[i], d->img[w], d->bytes[i], &err)
+                             : j->b->copy(j->b, a, l->off[w], a, l->off[i], d->bytes[i], &err);
+        if (rc != 0 || j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "poisoning outputs");
     }
     kv_judge_lap(j, PROF_UPLOAD, &t0);
 }

@@ -44,6 +44,7 @@ typedef struct trial_state {
     size_t where[KV_MAX_TENSORS][2];
     int cur; /* ref[cur] is this trial's */
     uint64_t seed[KV_MAX_TENSORS], forced[KV_MAX_TENSORS];
+    int idist[KV_MAX_TENSORS]; /* each input's draw: DIST, or an index tensor's */
     kv_dist dist;
 } trial_state;
 
@@ -75,8 +76,9 @@ static void draw_inputs(judge *j, trial_state *ts)
         size_t n = ts->d.count[i];
         ts->seed[i] = kv_rng_next(&j->rng);
         ts->forced[i] = n ? kv_rng_below(&j->rng, n) : 0;
-        if (j->b->gen(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype, (int)ts->dist, n,
-                      ts->seed[i], ts->forced[i], &err) != 0)
+        ts->idist[i] = kv_judge_dist(j, i, ts->d.shape->syms, (int)ts->dist, &ts->forced[i]);
+        if (j->b->gen(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype, ts->idist[i], n, ts->seed[i],
+                      ts->forced[i], &err) != 0)
             kv_judge_fail_err(j, err, "drawing inputs");
     }
     if (j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "drawing inputs");
@@ -196,7 +198,7 @@ static void check_run(judge *j, trial_state *ts, int runno)
     for (int i = 0; i < t->num_tensors && (!j->job->quick || runno == 1); i++) {
         if (t->tensors[i].role != KV_IN) continue;
         size_t changed = 0;
-        if (j->b->count_changed(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype, (int)ts->dist,
+        if (j->b->count_changed(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype, ts->idist[i],
                                 d->count[i], ts->seed[i], ts->forced[i], &changed, &err) != 0)
             kv_judge_fail_err(j, err, "checking inputs");
         if (changed)

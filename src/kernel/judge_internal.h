@@ -76,7 +76,14 @@ typedef struct layout {
 typedef struct judge {
     double prof[PROF_COUNT];
     double prof_check[CHECK_STEPS];
+    /* The task as the judge works on it: the task's own, or (with in-out
+     * tensors) VIEW, where each KV_INOUT tensor is an output and its hidden
+     * copy (TWIN[i]) an input appended after the task's tensors. */
     const kv_task *task;
+    const kv_task *own;       /* the task as written: its reference */
+    kv_task view;             /* TASK when the task has in-out tensors */
+    int twin[KV_MAX_TENSORS]; /* in-out tensor i's hidden copy, or -1 */
+    int visible;              /* tensors the candidate is given: the task's */
     const kv_job *job;
     const kv_judge_ctx *ctx;
     kv_jdev *b;
@@ -122,6 +129,21 @@ static inline int kv_judge_can(const judge *j, unsigned caps)
 
 void kv_shape_data_init(shape_data *d, const kv_task *t, const kv_shape *sh, int held);
 void kv_shape_data_free(shape_data *d, const kv_task *t);
+
+/* Makes J's TASK the view of OWN (see judge): fails as a harness error
+ * when OWN's in-out or index tensors break kevolve/task.h's rules. */
+void kv_judge_view_task(judge *j, const kv_task *own);
+
+/* How input I of a shape with SYMS is drawn: the trial's DIST, or for an
+ * index tensor KV_DIST_INDEX with its bound put in *FORCED. */
+static inline int kv_judge_dist(const judge *j, int i, const int64_t *syms, int dist,
+                                uint64_t *forced)
+{
+    int s = j->task->tensors[i].index_of;
+    if (s <= 0) return dist;
+    *forced = (uint64_t)syms[s - 1];
+    return KV_DIST_INDEX;
+}
 
 /* ---- ending with a verdict (the runner is stopped first) ---- */
 

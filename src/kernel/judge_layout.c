@@ -144,12 +144,13 @@ void kv_judge_block(const judge *j, const kv_arena *a, const layout *l, const in
     const kv_task *t = j->task;
     memset(m, 0, sizeof *m);
     m->arena = a->id;
-    m->num_tensors = (uint32_t)t->num_tensors;
+    /* The task's own tensors only: in-out tensors' copies stay the judge's. */
+    m->num_tensors = (uint32_t)j->visible;
     m->num_syms = (uint32_t)t->num_syms;
     m->ncalls = ncalls;
     m->first_set = first;
     m->num_sets = (uint32_t)l->nsets;
-    for (int i = 0; i < t->num_tensors; i++) {
+    for (int i = 0; i < j->visible; i++) {
         m->offset[i] = l->off[i];
         m->stride[i] = l->stride[i];
         m->bytes[i] = l->len[i];

@@ -22,14 +22,22 @@
 #define KVJ_FN static inline
 #endif
 
-/* The distributions, numbered as kv_dist (check.h). */
-enum { KVJ_NORMAL = 0, KVJ_OUTLIERS = 1, KVJ_SMALL_INT = 2 };
+/* The distributions, numbered as kv_dist (check.h). KVJ_INDEX draws an
+ * index tensor's int32 elements uniformly from [0, bound), the bound
+ * passed where the others take FORCED (kvj_index_at). */
+enum { KVJ_NORMAL = 0, KVJ_OUTLIERS = 1, KVJ_SMALL_INT = 2, KVJ_INDEX = 3 };
 
 KVJ_FN uint64_t kvj_mix64(uint64_t z)
 {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+/* Element I of an index tensor: uniform in [0, BOUND) (BOUND >= 1). */
+KVJ_FN uint32_t kvj_index_at(uint64_t seed, uint64_t bound, uint64_t i)
+{
+    return (uint32_t)(kvj_mix64(seed ^ ((i + 1) * 0x9e3779b97f4a7c15ull)) % bound);
 }
 
 /* Element I's value from DIST and SEED, before rounding to a dtype. With

@@ -206,10 +206,12 @@ static void prepare_block(judge *j, timing *tm, size_t n)
     const kv_task *t = j->task;
     char *err = NULL;
     double t0 = kv_now_s();
-    size_t at = 0;
+    size_t at = 0, copy_at[KV_MAX_TENSORS] = {0};
     for (int i = 0; i < t->num_tensors; i++) {
         const kv_tensor_spec *ts = &t->tensors[i];
         size_t count = tm->l.len[i] / kv_dtype_size(ts->dtype);
+        uint64_t bound = 0;
+        int index = kv_judge_dist(j, i, tm->sh->syms, KV_DIST_NORMAL, &bound) == KV_DIST_INDEX;
         if (ts->role == KV_OUT) {
             poison_output(j, tm, i, n);
         } else if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) {
@@ -217,9 +219,14 @@ static void prepare_block(judge *j, timing *tm, size_t n)
         } else {
             /* Drawn into the judge's own copy first: the candidate's process
              * sees them only in the short copy below. */
-            for (size_t s = 0; s < n; s++)
-                kv_fill_random(ts->dtype, KV_DIST_NORMAL, &j->rng, count,
-                               tm->copy + at + s * tm->l.stride[i], NULL);
+            copy_at[i] = at;
+            for (size_t s = 0; s < n; s++) {
+                void *dst = tm->copy + at + s * tm->l.stride[i];
+                if (index)
+                    kv_fill_index(&j->rng, count, (int64_t)bound, dst, NULL);
+                else
+                    kv_fill_random(ts->dtype, KV_DIST_NORMAL, &j->rng, count, dst, NULL);
+            }
             at += region(tm, i, n);
         }
     }
@@ -234,6 +241,20 @@ static void prepare_block(judge *j, timing *tm, size_t n)
         memcpy(j->b->ptr(j->b, &tm->a, tm->l.off[i]), tm->copy + at, r);
         at += r;
     }
+    /* In-out tensors start from their copies (on cuda, drawn from the seed
+     * the copy is drawn from inside the window). */
+    for (int i = 0; i < j->visible; i++) {
+        int w = j->twin[i];
+        if (w < 0) continue;
+        size_t r = region(tm, i, n), es = kv_dtype_size(t->tensors[i].dtype);
+        if (r != region(tm, w, n) || tm->l.stride[i] != tm->l.stride[w])
+            kv_judge_fail(j, "harness_error", "an in-out tensor laid out unlike its copy");
+        if (!kv_judge_can(j, KV_CAP_DEVICE_INPUTS))
+            memcpy(j->b->ptr(j->b, &tm->a, tm->l.off[i]), tm->copy + copy_at[w], r);
+        else if (j->b->gen(j->b, &tm->a, tm->l.off[i], t->tensors[i].dtype, KV_DIST_NORMAL, r / es,
+                           tm->seeds[w], ~0ull, &err) != 0)
+            kv_judge_fail_err(j, err, "starting in-out tensors");
+    }
     if (j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "preparing a timed block");
     kv_judge_lap(j, PROF_FILL, &t0);
 }
@@ -247,8 +268,10 @@ static void write_inputs_on_device(judge *j, timing *tm, size_t n)
         const kv_tensor_spec *ts = &t->tensors[i];
         if (ts->role != KV_IN) continue;
         size_t es = kv_dtype_size(ts->dtype);
-        if (j->b->gen(j->b, &tm->a, tm->l.off[i], ts->dtype, KV_DIST_NORMAL, region(tm, i, n) / es,
-                      tm->seeds[i], ~0ull, &err) != 0)
+        uint64_t forced = ~0ull;
+        int dist = kv_judge_dist(j, i, tm->sh->syms, KV_DIST_NORMAL, &forced);
+        if (j->b->gen(j->b, &tm->a, tm->l.off[i], ts->dtype, dist, region(tm, i, n) / es,
+                      tm->seeds[i], forced, &err) != 0)
             kv_judge_fail_err(j, err, "writing a timed block's inputs");
     }
     if ((j->b->flush && j->b->flush(j->b, &err) != 0) || j->b->sync(j->b, &err) != 0)
@@ -453,8 +476,10 @@ static void check_inputs(judge *j, timing *tm, size_t n)
         if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) { /* drawn on the device from seeds */
             size_t es = kv_dtype_size(ts->dtype);
             /* The whole region as written, the padding between sets too. */
-            if (j->b->count_changed(j->b, &tm->a, tm->l.off[i], ts->dtype, KV_DIST_NORMAL,
-                                    region(tm, i, n) / es, tm->seeds[i], ~0ull, &changed,
+            uint64_t forced = ~0ull;
+            int dist = kv_judge_dist(j, i, tm->sh->syms, KV_DIST_NORMAL, &forced);
+            if (j->b->count_changed(j->b, &tm->a, tm->l.off[i], ts->dtype, dist,
+                                    region(tm, i, n) / es, tm->seeds[i], forced, &changed,
                                     &err) != 0)
                 kv_judge_fail_err(j, err, "checking timed inputs");
         } else {
@@ -683,7 +708,9 @@ static void measure_energy(judge *j, timing *tm, size_t n, double median_us, dou
     *last_reply = kv_now_s();
     j->idle_cpu = kv_runner_cpu_seconds(j->rn);
     kv_judge_lap(j, PROF_ENERGY, &t0);
-    check_block(j, tm, n, 1);
+    /* A set's in-out tensors were worked on again and again here: only a
+     * task without them has a reference for the last block's calls. */
+    check_block(j, tm, n, j->task == j->own);
     double nc = p.moves > 1 ? calls_between(b0, b1, nb, (double)calls, p.t_first, p.t_last) : 0;
     double window = kv_now_s() - start, poll_s = p.polls > 0 ? window / (double)p.polls : window;
     free(b0);

@@ -2,8 +2,10 @@
  * references normalise each row by its root mean square with Qwen3's
  * epsilon and the weight (checked by hand), the fused one adds the residual
  * first and writes the sum. swiglu: silu(gate) * up over the two halves of
- * each row, the gate first. Each task is registered with Qwen3's shapes and
- * odd held-out ones; the naive starts are accepted by the harness on cpu
+ * each row, the gate first. rope: each pair (i, i + D/2) of every head of
+ * q and k rotated in place by its token's row of the table, the row the
+ * token's position names (checked by hand). Each task is registered with
+ * Qwen3's shapes and odd held-out ones; the naive starts are accepted by the harness on cpu
  * and, where PoCL is, on opencl (decode and q/k-norm scenarios and every
  * held-out shape, correctness only), and the CUDA starts compile for Hopper
  * at both ends of their axes. */
@@ -82,6 +84,41 @@ static void swiglu_reference_is_silu_of_the_gate_times_the_up(void **state)
     assert_true(fabs(out[1] - 4 / (1 + exp(-4.0)) * 1) > 0.1);
 }
 
+static void rope_rotates_each_pair_by_its_tokens_row_of_the_table(void **state)
+{
+    (void)state;
+    const kv_task *t = kv_task_find("rope");
+    assert_non_null(t);
+    assert_int_equal(t->tensors[0].role, KV_INOUT);
+    assert_int_equal(t->tensors[1].role, KV_INOUT);
+    assert_int_equal(t->tensors[4].index_of, 5); /* pos indexes the table's rows */
+    /* two tokens, one q head and one k head of four; a table of three rows */
+    int64_t syms[KV_MAX_SYMS] = {2, 1, 1, 4, 3};
+    double q[8] = {1, 2, 3, 4, -1, 0, 2, 5}, k[8] = {0, 1, 0, 1, 2, 2, 2, 2};
+    double cs[12] = {0, 0, 0, 0, 1, 1, 1, 1, 0.5, 2, -1, 3};
+    double sn[12] = {1, -1, 2, 0.5, 0, 0, 0, 0, 4, 0, 1, -2};
+    double pos[2] = {2, 0}; /* token 0 takes row 2, token 1 row 0 */
+    double q2[8], k2[8], sq[8], sk[8];
+    memcpy(q2, q, sizeof q);
+    memcpy(k2, k, sizeof k);
+    double *ts[5] = {q, k, cs, sn, pos}, *ts2[5] = {q2, k2, cs, sn, pos};
+    double *scales[5] = {sq, sk, NULL, NULL, NULL};
+    t->reference(syms, ts);
+    t->reference_scale(syms, ts2, scales);
+    /* token 0, row 2: (a, b) = (1, 3) and (2, 4): x[i] = a c[i] - b s[i],
+     * x[i + 2] = b c[i + 2] + a s[i + 2] */
+    double want_q[8] = {1 * 0.5 - 3 * 4, 2 * 2 - 4 * 0, 3 * -1 + 1 * 1, 4 * 3 + 2 * -2,
+                        /* token 1, row 0: c = 0, s = (1, -1, 2, 0.5) */
+                        -1 * 0 - 2 * 1, 0 * 0 - 5 * -1, 2 * 0 + -1 * 2, 5 * 0 + 0 * 0.5};
+    for (int i = 0; i < 8; i++) {
+        assert_true(fabs(q[i] - want_q[i]) < 1e-12);
+        assert_true(q2[i] == q[i]); /* the same values with and without scales */
+    }
+    assert_true(fabs(k[0] - (0 * 0.5 - 0 * 4)) < 1e-12 && fabs(k[3] - (1 * 3 + 1 * -2)) < 1e-12);
+    /* the scale: the two terms' magnitudes, |a c| + |b s| */
+    assert_true(fabs(sq[0] - (0.5 + 12)) < 1e-12 && fabs(sq[3] - (12 + 4)) < 1e-12);
+}
+
 static void tasks_have_qwen3_shapes_and_odd_held_out_ones(void **state)
 {
     (void)state;
@@ -112,6 +149,21 @@ static void tasks_have_qwen3_shapes_and_odd_held_out_ones(void **state)
         assert_int_equal(sw->held_out[i].syms[1], 2);
         assert_true(n == 1 || n % 8 != 0 || sw->held_out[i].syms[0] % 8 != 0);
     }
+    /* rope: 0.6B's 16 query heads and 14B's 40 on 8 KV heads of 128; other
+     * head sizes and more tokens than table rows held out */
+    const kv_task *r = kv_task_find("rope");
+    int heads[2] = {0, 0}, other_d = 0, repeats = 0;
+    for (int i = 0; i < r->num_scenarios; i++) {
+        const int64_t *s = r->scenarios[i].syms;
+        assert_true(s[2] == 8 && s[3] == 128);
+        heads[0] |= s[1] == 16;
+        heads[1] |= s[1] == 40;
+    }
+    for (int i = 0; i < r->num_held_out; i++) {
+        other_d |= r->held_out[i].syms[3] != 128;
+        repeats |= r->held_out[i].syms[0] > r->held_out[i].syms[4];
+    }
+    assert_true(heads[0] && heads[1] && other_d && repeats);
 }
 
 /* Correctness of FILE on TASK (BACKEND), decode and q/k-norm scenarios. */
@@ -139,11 +191,11 @@ static json_t *eval_file(const char *task, const char *backend, const char *file
 static void naive_starts_are_correct(void **state)
 {
     (void)state;
-    static const char *const tasks[] = {"rmsnorm", "rmsnorm_add", "swiglu"};
-    static const char *const dirs[] = {"rmsnorm", "rmsnorm", "swiglu"};
+    static const char *const tasks[] = {"rmsnorm", "rmsnorm_add", "swiglu", "rope"};
+    static const char *const dirs[] = {"rmsnorm", "rmsnorm", "swiglu", "rope"};
     static const char *const starts[][2] = {{"cpu", "cpu/naive.c"}, {"opencl", "opencl/naive.cl"}};
     for (size_t s = 0; s < 2; s++)
-        for (size_t k = 0; k < 3; k++) {
+        for (size_t k = 0; k < 4; k++) {
             char *err = NULL;
             char *file = kv_asprintf("tasks/%s/%s", dirs[k], starts[s][1]);
             json_t *res = eval_file(tasks[k], starts[s][0], file, &err);
@@ -172,8 +224,9 @@ static void cuda_starts_compile_for_hopper_at_both_ends_of_their_axes(void **sta
         skip();
     }
     free(nvcc);
-    static const char *const starts[] = {"rmsnorm/cuda/naive.cu", "swiglu/cuda/naive.cu"};
-    for (int k = 0; k < 4; k++) {
+    static const char *const starts[] = {"rmsnorm/cuda/naive.cu", "swiglu/cuda/naive.cu",
+                                         "rope/cuda/naive.cu"};
+    for (int k = 0; k < 6; k++) {
         const char *src = kv_embedded_text(starts[k / 2]);
         assert_non_null(src);
         const char *at = strstr(src, "#define THREADS 256");
@@ -208,6 +261,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(references_normalise_each_row_by_its_root_mean_square),
         cmocka_unit_test(swiglu_reference_is_silu_of_the_gate_times_the_up),
+        cmocka_unit_test(rope_rotates_each_pair_by_its_tokens_row_of_the_table),
         cmocka_unit_test(tasks_have_qwen3_shapes_and_odd_held_out_ones),
         cmocka_unit_test(naive_starts_are_correct),
         cmocka_unit_test(cuda_starts_compile_for_hopper_at_both_ends_of_their_axes),

@@ -2,7 +2,7 @@
  * the judge within reach, processes that outlive the evaluation (and the
  * watchdog, the FP environment), tolerance, with the honest control for
  * tolerance, and the cases of issue 22's tasks (rmsnorm, swiglu, the
- * attention layouts, the sliding window). One hostile
+ * attention layouts, the sliding window, rope in place). One hostile
  * candidate per class (tests/data/kernels/redteam/
  * cpu/, each naming its class and the verdict it must get in its header),
  * judged through `kevolve eval --quick` from outside. Replays and the
@@ -87,6 +87,18 @@ CASE(the_naive_start_passes_on_mqa, .file = "../../../../../tasks/gqa_attention/
      .task = "attention_mqa", .cls = "honest control", .want = RT_CORRECT, .control = 1,
      .args = STAGE1 " --scenarios decode_32x1_b1_l1024")
 
+/* rope (issue 22), in place: Qwen3's pairs, each token's own position,
+ * both q and k; PyTorch's bf16 arithmetic passes. */
+CASE(rope_as_pytorch_rounds_it_passes, .file = "ctl_rope_torch.c", .task = "rope",
+     .cls = "honest control", .want = RT_CORRECT, .control = 1,
+     .args = STAGE1 " --scenarios decode")
+CASE(rope_with_gptj_pairs_is_rejected, .file = "rope_interleaved.c", .task = "rope",
+     .cls = "shortcut", .want = RT_REJECT, .reasons = WRONG, .args = STAGE1)
+CASE(rope_that_assumes_contiguous_positions_is_rejected, .file = "rope_contiguous_positions.c",
+     .task = "rope", .cls = "shortcut", .want = RT_REJECT, .reasons = WRONG, .args = STAGE1)
+CASE(rope_that_leaves_the_keys_as_they_came_is_rejected, .file = "rope_keys_untouched.c",
+     .task = "rope", .cls = "in place", .want = RT_REJECT, .reasons = WRONG, .args = STAGE1)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -112,6 +124,10 @@ int main(void)
         cmocka_unit_test(the_naive_start_passes_on_mqa),
         cmocka_unit_test(attention_that_ignores_the_window_is_rejected),
         cmocka_unit_test(the_window_naive_start_passes),
+        cmocka_unit_test(rope_as_pytorch_rounds_it_passes),
+        cmocka_unit_test(rope_with_gptj_pairs_is_rejected),
+        cmocka_unit_test(rope_that_assumes_contiguous_positions_is_rejected),
+        cmocka_unit_test(rope_that_leaves_the_keys_as_they_came_is_rejected),
     };
     return cmocka_run_group_tests(tests, rt_setup, rt_teardown);
 }
