@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Issue 22 on the H200: a run with two objectives, speedup and energy
-# (evaluator.energy), on swiglu from its naive CUDA start, stopped after
-# LIMIT seconds; then the run's front (`kevolve best --pareto`), each front
-# program's energy figures with their error bound, and `kevolve status`.
-# Usage: bench/pareto_h200.sh   (OUT, LIMIT (100) optional; .dev carried)
+# (evaluator.energy), stopped after LIMIT seconds; then the run's front
+# (`kevolve best --pareto`), each front program's energy figures with their
+# error bound, and `kevolve status`. On swiglu from its naive CUDA start,
+# or (PARETO_TASK=gqa) on gqa_attention_search from the five seeds of
+# examples/gqa_attention/config_cuda.yaml, whose designs differ (a decode
+# memory-bound one, a prefill tensor-core one), on one decode and one
+# prefill scenario.
+# Usage: bench/pareto_h200.sh   (OUT, LIMIT (100), PARETO_TASK optional; .dev carried)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -13,19 +17,28 @@ LIMIT=${LIMIT:-100}
 mkdir -p "$OUT"
 export KEVOLVE_CACHE_DIR=$OUT/cache
 echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(date -u +%FT%TZ)"
+if [ "${PARETO_TASK:-swiglu}" = gqa ]; then
+    g=$ROOT/tasks/gqa_attention/cuda
+    start="initial_programs: [$g/naive.cu, $g/decode_halfwarp.cu, $g/decode_split.cu, $g/prefill_fa2.cu, $g/prefill_hopper.cu]"
+    task=gqa_attention_search islands=5 scen="[decode_16x8_b8_l8192, prefill_16x8_s2048]"
+else
+    start="initial_program: $ROOT/tasks/swiglu/cuda/naive.cu"
+    task=swiglu islands=2 scen="[decode_i17408_t8, prefill_i3072_t2048]"
+fi
 cat >"$OUT/config.yaml" <<YAML
-initial_program: $ROOT/tasks/swiglu/cuda/naive.cu
+$start
 max_iterations: 60
 random_seed: 3
+max_code_length: 30000
 objectives: [speedup, energy]
 database:
-  num_islands: 2
+  num_islands: $islands
 evaluator:
-  task: swiglu
+  task: $task
   backend: cuda
   quick: true
   energy: true
-  scenarios: [decode_i17408_t8, prefill_i3072_t2048]
+  scenarios: $scen
   timeout: 300
   parallel_evaluations: 4
 YAML

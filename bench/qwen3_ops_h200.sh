@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 22 on the H200, in one call: the rmsnorm, rmsnorm_add and swiglu
-# tasks' naive CUDA starts (and any evolved programs given) judged in full
+# Issue 22 on the H200, in one call: the rmsnorm, rmsnorm_add, swiglu and
+# rope tasks' naive CUDA starts (and any evolved programs given) judged in full
 # by kevolve, beside Qwen3's ops in PyTorch eager and under torch.compile
 # (bench/qwen3_ops_torch.py, timed as the harness times) and the memory floor
 # (the bytes each call must move at the measured copy bandwidth). Prints
@@ -17,7 +17,7 @@ OUT=${OUT:-/tmp/kevolve_qwen3_ops_h200}
 mkdir -p "$OUT"
 echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(date -u +%FT%TZ)"
 progs=("rmsnorm=tasks/rmsnorm/cuda/naive.cu" "rmsnorm_add=tasks/rmsnorm/cuda/naive.cu"
-    "swiglu=tasks/swiglu/cuda/naive.cu" "$@")
+    "swiglu=tasks/swiglu/cuda/naive.cu" "rope=tasks/rope/cuda/naive.cu" "$@")
 for p in "${progs[@]}"; do
     task=${p%%=*} file=${p#*=}
     label=$task-$(basename "$file" .cu)
@@ -39,7 +39,7 @@ for f in sorted(glob.glob(os.path.join(out, "*-*.json"))):
         if "median_us" in s:
             ours.setdefault(task, {}).setdefault(label, {})[s["name"]] = s["median_us"]
 print(f"{torch['device']}, torch {torch['torch']}, copy {gbps:.0f} GB/s")
-for task in ("rmsnorm", "rmsnorm_add", "swiglu"):
+for task in ("rmsnorm", "rmsnorm_add", "swiglu", "rope"):
     labels = sorted(ours.get(task, {}))
     print(f"\n{task}: microseconds per call (floor: bytes at the copy bandwidth)")
     print(f"{'scenario':22} {'floor':>7} {'eager':>7} {'compile':>8} " +

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """PyTorch's side of bench/qwen3_ops_h200.sh: times Qwen3's RMSNorm (as
 transformers writes it: float32 variance, rsqrt, the weight times the
-result cast back to bf16), its residual-add variant and SwiGLU
-(F.silu(gate) * up over a fused gate-up output), eager and under
-torch.compile, on every scenario of the rmsnorm, rmsnorm_add and swiglu
-tasks, the
+result cast back to bf16), its residual-add variant, SwiGLU
+(F.silu(gate) * up over a fused gate-up output) and the rotary embedding
+(apply_rotary_pos_emb's q * cos + rotate_half(q) * sin, on the rows of
+the table the positions name), eager and under torch.compile, on every
+scenario of the rmsnorm, rmsnorm_add, swiglu and rope tasks, the
 way the harness times ours: warm-up, CUDA-graph replay over input sets
 rotated so that they outsize the L2, events, the median of several rounds.
 Also measures the copy bandwidth (a large device-to-device copy, bytes
@@ -35,6 +36,32 @@ SWIGLU = [("decode_i3072_t1", 1, 3072), ("decode_i3072_t64", 64, 3072),
           ("decode_i17408_t8", 8, 17408), ("prefill_i3072_t2048", 2048, 3072),
           ("prefill_i3072_t8192", 8192, 3072), ("prefill_i17408_t512", 512, 17408),
           ("prefill_i17408_t4096", 4096, 17408)]
+
+# (name, tokens, heads_q, heads_kv, positions), head_dim 128, as tasks/rope/rope.c lists them.
+ROPE = [("decode_16x8_t1", 1, 16, 8, 1024), ("decode_16x8_t64", 64, 16, 8, 8192),
+        ("decode_40x8_t8", 8, 40, 8, 8192), ("prefill_16x8_t2048", 2048, 16, 8, 2048),
+        ("prefill_16x8_t8192", 8192, 16, 8, 8192), ("prefill_40x8_t4096", 4096, 40, 8, 4096)]
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rope(q, k, cos, sin, pos):
+    # transformers' apply_rotary_pos_emb on [tokens, heads, head_dim], each
+    # token's row of the table gathered by its position.
+    c, s = cos[pos].unsqueeze(1), sin[pos].unsqueeze(1)
+    return q * c + rotate_half(q) * s, k * c + rotate_half(k) * s
+
+
+def rope_sets(t, hq, hkv, p, d=128):
+    per = 2 * t * (hq + hkv) * d + 4 * p * d
+    n = max(2, min(64, (2 * L2_BYTES) // per + 1))
+    bf = dict(device="cuda", dtype=torch.bfloat16)
+    return [(torch.randn(t, hq, d, **bf), torch.randn(t, hkv, d, **bf), torch.randn(p, d, **bf),
+             torch.randn(p, d, **bf), torch.randint(0, p, (t,), device="cuda"))
+            for _ in range(n)]
 
 
 def rmsnorm(x, w):
@@ -81,7 +108,7 @@ def copy_gbps():
 def main():
     torch.manual_seed(0)
     rows = []
-    eager = {"rmsnorm": rmsnorm, "rmsnorm_add": rmsnorm_add, "swiglu": swiglu}
+    eager = {"rmsnorm": rmsnorm, "rmsnorm_add": rmsnorm_add, "swiglu": swiglu, "rope": rope}
     compiled = {k: torch.compile(f) for k, f in eager.items()}
     for task, scen, nin, per_elem in (("rmsnorm", RMSNORM, 1, 4), ("rmsnorm_add", RMSNORM_ADD, 2, 8),
                                       ("swiglu", SWIGLU, 1, 6)):
@@ -100,6 +127,18 @@ def main():
             rows.append(row)
             print(f"{task:12} {name:22} eager {row['eager_us']:8.2f} us  compile "
                   f"{row.get('compile_us', float('nan')):8.2f} us", flush=True)
+    for name, t, hq, hkv, p in ROPE:
+        row = {"task": "rope", "scenario": name,
+               "bytes": 4 * t * (hq + hkv) * 128 + 4 * min(t, p) * 128 + 4 * t}
+        sets = rope_sets(t, hq, hkv, p)
+        row["eager_us"] = timed_graph(eager["rope"], sets)
+        try:
+            row["compile_us"] = timed_graph(compiled["rope"], sets)
+        except Exception as e:
+            row["compile_error"] = str(e).splitlines()[0][:200]
+        rows.append(row)
+        print(f"rope         {name:22} eager {row['eager_us']:8.2f} us  compile "
+              f"{row.get('compile_us', float('nan')):8.2f} us", flush=True)
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
            "copy_gbps": copy_gbps(), "rows": rows}
     with open(sys.argv[1], "w") as f:

@@ -5,6 +5,7 @@
  * the uploaded image holds. */
 #include "kernel/check.h"
 #include "kernel/dtype.h"
+#include "kernel/judge_ops.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -158,6 +159,35 @@ static void values_are_what_the_image_holds(void **state)
         }
 }
 
+/* An index tensor's draws (kv_tensor_spec.index_of), on the host and as
+ * the device helpers draw them: every value a row of the dimension, every
+ * row reached (so positions are not contiguous), values as the image. */
+static void index_draws_cover_their_range_and_stay_inside_it(void **state)
+{
+    (void)state;
+    enum { N = 4096, BOUND = 37 };
+    int32_t img[N];
+    double vals[N];
+    int seen[BOUND] = {0}, seen_dev[BOUND] = {0};
+    kv_rng r;
+    kv_rng_seed(&r, 11);
+    kv_fill_index(&r, N, BOUND, img, vals);
+    for (int i = 0; i < N; i++) {
+        assert_true(img[i] >= 0 && img[i] < BOUND);
+        assert_true(vals[i] == img[i]);
+        seen[img[i]] = 1;
+        uint32_t d = kvj_index_at(0x1234u, BOUND, (uint64_t)i);
+        assert_true(d < BOUND);
+        seen_dev[d] = 1;
+    }
+    for (int b = 0; b < BOUND; b++)
+        assert_true(seen[b] && seen_dev[b]);
+    /* a bound of one: every index is 0 */
+    kv_fill_index(&r, 8, 1, img, NULL);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(img[i], 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +196,7 @@ int main(void)
         cmocka_unit_test(outliers_are_one_in_500_and_of_size_30_to_80),
         cmocka_unit_test(normal_and_small_integer_fills_keep_their_distribution),
         cmocka_unit_test(values_are_what_the_image_holds),
+        cmocka_unit_test(index_draws_cover_their_range_and_stay_inside_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
