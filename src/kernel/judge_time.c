@@ -173,7 +173,16 @@ typedef struct timing {
     double burst_cpu, burst_t0; /* the runner's CPU seconds, the time: inputs about to be shared */
     uint64_t seeds[KV_MAX_TENSORS]; /* cuda: this block's input seeds */
     unsigned char poison[KV_MAX_TENSORS][8];
+    kv_arena keep; /* the last call's outputs for the late-change look (judge only) */
 } timing;
+
+/* 1 when the late-change look runs where the outputs are: the backend
+ * copies and compares there, so no output crosses to the host (a
+ * prefill's is tens of MB, read twice a block). */
+static int late_look_in_place(const judge *j)
+{
+    return j->b->copy && j->b->count_diff;
+}
 
 /* Bytes of the contiguous region holding sets 0..N-1 of tensor I. */
 static size_t region(const timing *tm, int i, size_t n)
@@ -421,21 +430,27 @@ static void check_in_full(judge *j, timing *tm, size_t s)
     kv_judge_lap(j, PROF_CHECK, &t0);
 }
 
-/* Every output of the block's N calls written; reads the last set's
- * outputs into LAST (host) for the late-change look. */
+/* Every output of the block's N calls written; keeps the last set's
+ * outputs for the late-change look: in TM's keep arena where the look runs
+ * in place, else in LAST (host). */
 static void check_written(judge *j, timing *tm, size_t n, unsigned char *last)
 {
     const kv_task *t = j->task;
     char *err = NULL;
     size_t at = 0;
+    int in_place = late_look_in_place(j);
+    if (in_place && !tm->keep.bytes &&
+        j->b->arena_new(j->b, tm->out_bytes + 64, 0, &tm->keep, &err) != 0)
+        kv_judge_fail_err(j, err, "an arena for the judge's copies");
     for (int i = 0; i < t->num_tensors; i++) {
         const kv_tensor_spec *ts = &t->tensors[i];
         if (ts->role != KV_OUT) continue;
         size_t es = kv_dtype_size(ts->dtype), count = tm->l.len[i] / es;
         /* The last call first: it is the one a lying "done" would leave unfinished. */
-        if (j->b->read(j->b, &tm->a, tm->l.off[i] + (n - 1) * tm->l.stride[i], last + at,
-                       tm->l.len[i], &err) != 0)
-            kv_judge_fail_err(j, err, "reading a timed call's output");
+        size_t last_off = tm->l.off[i] + (n - 1) * tm->l.stride[i];
+        if (in_place ? j->b->copy(j->b, &tm->a, last_off, &tm->keep, at, tm->l.len[i], &err)
+                     : j->b->read(j->b, &tm->a, last_off, last + at, tm->l.len[i], &err))
+            kv_judge_fail_err(j, err, "keeping a timed call's output");
         size_t bad = 0, first = 0, where_set = 0;
         if (j->b->count_poison) {
             /* Every set in one pass: one launch and one answer per block. */
@@ -499,7 +514,9 @@ static void check_block(judge *j, timing *tm, size_t n, int full)
 {
     const kv_task *t = j->task;
     double t0 = kv_now_s();
-    unsigned char *last = kv_malloc(tm->out_bytes + 8), *again = kv_malloc(tm->out_bytes + 8);
+    int host_look = !late_look_in_place(j);
+    unsigned char *last = host_look ? kv_malloc(tm->out_bytes + 8) : NULL,
+                  *again = host_look ? kv_malloc(tm->out_bytes + 8) : NULL;
     check_written(j, tm, n, last);
     if (j->trusted) { /* the task's own baseline: written outputs are all its timing needs */
         free(last);
@@ -511,15 +528,23 @@ static void check_block(judge *j, timing *tm, size_t n, int full)
     kv_judge_check_quiet(j, NULL, "after a timed block");
     kv_sleep_s(j->s.settle_s);
     char *err = NULL;
-    size_t at = 0;
+    size_t at = 0, changed = 0;
     for (int i = 0; i < t->num_tensors; i++) {
-        if (t->tensors[i].role != KV_OUT) continue;
-        if (j->b->read(j->b, &tm->a, tm->l.off[i] + (n - 1) * tm->l.stride[i], again + at,
-                       tm->l.len[i], &err) != 0)
+        const kv_tensor_spec *ts = &t->tensors[i];
+        if (ts->role != KV_OUT) continue;
+        size_t last_off = tm->l.off[i] + (n - 1) * tm->l.stride[i], es = kv_dtype_size(ts->dtype);
+        size_t differ = 0, first = 0;
+        if (!host_look) {
+            if (j->b->count_diff(j->b, &tm->a, last_off, &tm->keep, at, es, tm->l.len[i] / es,
+                                 &differ, &first, &err) != 0)
+                kv_judge_fail_err(j, err, "comparing a timed call's output");
+            changed += differ;
+        } else if (j->b->read(j->b, &tm->a, last_off, again + at, tm->l.len[i], &err) != 0) {
             kv_judge_fail_err(j, err, "reading a timed call's output");
+        }
         at += tm->l.len[i];
     }
-    if (memcmp(last, again, tm->out_bytes) != 0)
+    if (changed || (host_look && memcmp(last, again, tm->out_bytes) != 0))
         kv_judge_fail(j, "async_work_outside_harness_stream",
                       "scenario %s: a timed call's output changed after the block was done: "
                       "work ran on after the candidate said it had finished",
@@ -878,6 +903,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
     if (j->job->energy && !j->trusted) measure_energy(j, &tm, n, med, &last_reply, summary);
     t0 = kv_now_s();
     kv_judge_arena_free(j, &tm.a);
+    if (tm.keep.bytes) j->b->arena_free(j->b, &tm.keep);
     free(tm.copy);
     kv_judge_lap(j, PROF_ALLOC, &t0);
 }
