@@ -61,6 +61,9 @@ enum {
     KV_CAP_MEMCHECK = 1u << 5,
     /* A task's device reference (kv_task.reference_cuda) runs in the judge. */
     KV_CAP_DEVICE_REFERENCE = 1u << 6,
+    /* The runner records a block's calls into a graph and replays it
+     * (KV_RUN_CAPTURE, KV_RUN_REPLAY): timed blocks are the graph's. */
+    KV_CAP_GRAPH = 1u << 7,
 };
 
 /* How a backend's sources are compiled (compile.c). */

@@ -70,6 +70,14 @@ typedef struct kv_rmsg_unmap {
 /* opencl: only copy the block's outputs out of the device again (no copy
  * in, no launch), for the judge to see work that landed late. */
 #define KV_RUN_DOWNLOAD_ONLY 2u
+/* cuda: record the block's calls into a graph (stream capture), launching
+ * nothing, and keep it; a reply coded "capture_unsupported" says the
+ * candidate's calls cannot be captured (the judge then times launches). */
+#define KV_RUN_CAPTURE 4u
+/* cuda: launch the graph kept for this very block (arena, calls, sets) and
+ * answer once the context is idle: the calls without the host's launch
+ * cost, as a CUDA graph in an application replays them. */
+#define KV_RUN_REPLAY 8u
 
 typedef struct kv_rmsg_run {
     kv_rmsg_hdr h;

@@ -556,6 +556,9 @@ typedef struct cu_rstate {
     cu_rarena arenas[64];
     void *so;
     kv_launch_fn fn;
+    /* The graph of the last captured block, and which block it is. */
+    void *exec;
+    uint32_t exec_arena, exec_ncalls, exec_first;
 } cu_rstate;
 
 const char *kv_cuda_runtime_error_code(int rc)
@@ -610,6 +613,10 @@ static int cuda_map(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err)
 static void cuda_unmap(kv_rdev *b, uint32_t id)
 {
     cu_rstate *r = b->state;
+    if (r->exec && r->exec_arena == id) { /* its pointers are about to go */
+        r->c.cu.GraphExecDestroy(r->exec);
+        r->exec = NULL;
+    }
     for (int i = 0; i < 64; i++)
         if (r->arenas[i].base && r->arenas[i].id == id) {
             r->c.cu.IpcCloseMemHandle(r->arenas[i].base);
@@ -636,6 +643,52 @@ static int cuda_load(kv_rdev *b, const char *lib, const char *device_src, char *
     return 0;
 }
 
+static int reply_with(kv_rmsg_reply *reply, uint32_t call, const char *code, const char *detail)
+{
+    reply->call = call;
+    snprintf(reply->code, sizeof reply->code, "%s", code);
+    snprintf(reply->detail, sizeof reply->detail, "%s", detail);
+    return -1;
+}
+
+/* Records block M's calls into a graph on the runner's stream (nothing
+ * runs) and keeps it for KV_RUN_REPLAY. The capture is the calling
+ * thread's own (a synchronising call in kv_launch ends it): calls that
+ * cannot be recorded get "capture_unsupported", and nothing is kept. */
+static int capture_block(cu_rstate *r, const kv_rmsg_run *m, CUdeviceptr base, kv_rmsg_reply *reply)
+{
+    cu_state *s = &r->c;
+    if (r->exec) s->cu.GraphExecDestroy(r->exec);
+    r->exec = NULL;
+    if (s->cu.StreamBeginCapture(s->stream, 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */) != 0)
+        return reply_with(reply, 0, "capture_unsupported", "cuStreamBeginCapture failed");
+    int failed = -1;
+    for (uint32_t i = 0; i < m->ncalls && failed < 0; i++) {
+        kv_launch_args a;
+        kv_rrun_args(m, (unsigned char *)(uintptr_t)base, i, &a);
+        a.stream = s->stream;
+        a.context = s->ctx;
+        if (r->fn(&a) != 0) failed = (int)i;
+    }
+    void *graph = NULL;
+    CUresult end = s->cu.StreamEndCapture(s->stream, &graph);
+    if (failed < 0 && end == 0 && graph && s->cu.GraphInstantiate(&r->exec, graph, 0) != 0)
+        r->exec = NULL;
+    if (graph) s->cu.GraphDestroy(graph);
+    if (!r->exec) {
+        char d[160];
+        snprintf(d, sizeof d, "%s",
+                 failed >= 0 ? "kv_launch failed while its calls were recorded"
+                 : end != 0  ? "the recording was invalidated"
+                             : "the recorded graph did not instantiate");
+        return reply_with(reply, failed >= 0 ? (uint32_t)failed : 0, "capture_unsupported", d);
+    }
+    r->exec_arena = m->arena;
+    r->exec_ncalls = m->ncalls;
+    r->exec_first = m->first_set;
+    return 0;
+}
+
 static int cuda_run(kv_rdev *b, const kv_rmsg_run *m, kv_rmsg_reply *reply)
 {
     cu_rstate *r = b->state;
@@ -649,7 +702,21 @@ static int cuda_run(kv_rdev *b, const kv_rmsg_run *m, kv_rmsg_reply *reply)
         snprintf(reply->detail, sizeof reply->detail, "run before map or load");
         return -1;
     }
-    for (uint32_t i = 0; i < m->ncalls && !(m->flags & KV_RUN_NO_LAUNCH); i++) {
+    if (m->flags & KV_RUN_CAPTURE) return capture_block(r, m, base, reply);
+    if (m->flags & KV_RUN_REPLAY) {
+        if (!r->exec || r->exec_arena != m->arena || r->exec_ncalls != m->ncalls ||
+            r->exec_first != m->first_set)
+            return reply_with(reply, 0, "harness_error", "a replay of a block never captured");
+        CUresult lr = s->cu.GraphLaunch(r->exec, s->stream);
+        if (lr != 0) {
+            reply->call = 0;
+            snprintf(reply->code, sizeof reply->code, "%s", kv_cu_error_code(&s->cu, lr));
+            snprintf(reply->detail, sizeof reply->detail, "the graph's launch: %s",
+                     kv_cu_error_name(&s->cu, lr));
+            return -1;
+        }
+    }
+    for (uint32_t i = 0; i < m->ncalls && !(m->flags & (KV_RUN_NO_LAUNCH | KV_RUN_REPLAY)); i++) {
         kv_launch_args a;
         kv_rrun_args(m, (unsigned char *)(uintptr_t)base, i, &a);
         a.stream = s->stream;
