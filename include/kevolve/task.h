@@ -86,7 +86,7 @@ typedef int (*kv_launch_fn)(const kv_launch_args *args);
 
 /* ---- Task description (used by the harness and built-in tasks) ---- */
 
-typedef enum kv_tensor_role { KV_IN = 0, KV_OUT = 1 } kv_tensor_role;
+typedef enum kv_tensor_role { KV_IN = 0, KV_OUT = 1, KV_INOUT = 2 } kv_tensor_role;
 
 typedef struct kv_tensor_spec {
     const char *name;
