@@ -76,11 +76,13 @@ int kvx_write_torch(const kvx_plan *p, const char *dir, char **err)
     char *spec = gqa ? NULL : kvx_spec_header(p->task);
     int rc = gqa ? put(dir, op, "src/export/torch/op.cpp", NULL, err) ||
                        put(dir, init, "src/export/torch/package.py", NULL, err) ||
+                       put(dir, "torch/kevolve_build.py", "src/export/torch/build.py", NULL, err) ||
                        put(dir, "torch/against_standard.py", "src/export/torch/against_standard.py",
                            NULL, err)
                  : put(dir, op, "src/export/torch/generic_op.cpp", NULL, err) ||
                        put(dir, init, "src/export/torch/generic.py", NULL, err) ||
                        put(dir, spec_rel, NULL, spec, err) ||
+                       put(dir, "torch/kevolve_build.py", "src/export/torch/build.py", NULL, err) ||
                        put(dir, "torch/kevolve_qwen3.py", "src/export/torch/qwen3.py", NULL, err);
     free(spec);
     free(spec_rel);

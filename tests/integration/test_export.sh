@@ -121,6 +121,7 @@ expect_exit 0 "$KV" export "$WORK/crun" -o "$WORK/tlib" --quick --torch
 for f in __init__.py op.cpp; do
     [ -s "$WORK/tlib/torch/kevolve_gqa_attention_small/$f" ] || fail "--torch wrote no $f"
 done
+[ -s "$WORK/tlib/torch/kevolve_build.py" ] || fail "--torch wrote no kevolve_build.py"
 grep -q '"torch_device": "cpu"' "$WORK/tlib/manifest.json" || fail "the manifest's torch_device"
 py=${KV_TORCH_PYTHON:-python3}
 if "$py" -c 'import torch' 2>/dev/null; then
@@ -192,6 +193,7 @@ for root in sys.argv[1:]:
     assert '#include "spec.h"' in open(os.path.join(pkg, "op.cpp")).read()
     assert "def unsupported" in open(os.path.join(pkg, "__init__.py")).read()
     assert "def patch_qwen3" in open(os.path.join(root, "torch", "kevolve_qwen3.py")).read()
+    assert "def build" in open(os.path.join(root, "torch", "kevolve_build.py")).read()
     assert not os.path.exists(os.path.join(root, "torch", "against_standard.py"))
 PY
 if "$py" -c 'import torch' 2>/dev/null; then

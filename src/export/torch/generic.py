@@ -20,6 +20,7 @@ CUDA graph can capture it.
 EXPORT_DIR/torch/kevolve_qwen3.py puts the rmsnorm, swiglu and rope
 exports into a transformers Qwen3 model (patch_qwen3).
 """
+import importlib.util
 import json
 import os
 import threading
@@ -50,21 +51,11 @@ def _load():
     global _ext
     with _lock:
         if _ext is None:
-            from torch.utils import cpp_extension
-
-            libdir = os.path.join(ROOT, "lib")
-            build = os.path.join(ROOT, "torch", "build")
-            os.makedirs(build, exist_ok=True)
-            _ext = cpp_extension.load(
-                name=f"{ENTRY}_torch",
-                sources=[os.path.join(HERE, "op.cpp")],
-                extra_include_paths=[HERE, os.path.join(ROOT, "include")],
-                extra_cflags=["-O2", f"-DKVX_ENTRY={ENTRY}"] + (["-DKVX_CUDA=1"] if DEVICE == "cuda" else []),
-                extra_ldflags=[f"-L{libdir}", f"-l{ENTRY}", f"-Wl,-rpath,{libdir}"],
-                with_cuda=DEVICE == "cuda",
-                build_directory=build,
-                verbose=False,
-            )
+            spec = importlib.util.spec_from_file_location(
+                "kevolve_build", os.path.join(ROOT, "torch", "kevolve_build.py"))
+            build = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(build)
+            _ext = build.build(HERE, ROOT, ENTRY, DEVICE == "cuda", [])
             _register_fake()
     return _ext
 
