@@ -34,7 +34,6 @@ import math
 import os
 import statistics
 import sys
-import time
 
 import torch
 
@@ -55,9 +54,11 @@ sys.path.insert(0, os.path.join(args.export, "torch"))
 MANIFEST = json.load(open(os.path.join(args.export, "manifest.json")))
 kx = __import__(f"kevolve_{MANIFEST['task']}")
 
-from transformers import AttentionInterface, Qwen3Config, Qwen3ForCausalLM  # noqa: E402
-from transformers.cache_utils import Cache, CacheLayerMixin  # noqa: E402
+from transformers import AttentionInterface  # noqa: E402
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qwen3_common as common  # noqa: E402
 
 DEV = "cpu" if args.tiny else "cuda"
 kx.register("kevolve")
@@ -114,78 +115,19 @@ def summarize(row, unit):
 
 
 def config(name):
-    if args.tiny:
-        return Qwen3Config(vocab_size=4096, hidden_size=1024, intermediate_size=1024,
-                           num_hidden_layers=2, num_attention_heads=16, num_key_value_heads=8,
-                           head_dim=128, max_position_embeddings=4096, tie_word_embeddings=True)
-    if name == "0.6B":  # Qwen/Qwen3-0.6B config.json
-        return Qwen3Config(vocab_size=151936, hidden_size=1024, intermediate_size=3072,
-                           num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8,
-                           head_dim=128, rms_norm_eps=1e-6, rope_theta=1000000.0,
-                           max_position_embeddings=40960, tie_word_embeddings=True)
-    return Qwen3Config(vocab_size=151936, hidden_size=5120, intermediate_size=17408,  # Qwen3-14B
-                       num_hidden_layers=args.layers_14b, num_attention_heads=40,
-                       num_key_value_heads=8, head_dim=128, rms_norm_eps=1e-6,
-                       rope_theta=1000000.0, max_position_embeddings=40960,
-                       tie_word_embeddings=False)
+    return common.config(name, args.tiny, args.layers_14b)
 
 
 def build(cfg):
-    torch.manual_seed(0)
-    torch.set_default_dtype(torch.bfloat16)
-    with torch.device(DEV):
-        model = Qwen3ForCausalLM(cfg)
-    torch.set_default_dtype(torch.float32)
-    return model.eval()
+    return common.build(cfg, DEV)
 
 
 def use(model, impl):
     model.set_attn_implementation(impl)
 
 
-def sync():
-    if DEV == "cuda":
-        torch.cuda.synchronize()
-
-
 def clock():
-    sync()
-    return time.perf_counter()
-
-
-class FixedLayer(CacheLayerMixin):
-    """A preallocated KV cache layer holding POS tokens (random keys and
-    values), room for one more: a decode step writes its token at POS in
-    place and attends to POS + 1 keys. Every replay of a captured step
-    recomputes the same token, which is what a token costs at that context."""
-
-    is_compileable = False
-    is_sliding = False
-
-    def __init__(self, batch, heads, pos, dim):
-        super().__init__()
-        self.pos = pos
-        self.keys = torch.randn(batch, heads, pos + 1, dim, device=DEV, dtype=torch.bfloat16)
-        self.values = torch.randn(batch, heads, pos + 1, dim, device=DEV, dtype=torch.bfloat16)
-        self.is_initialized = True
-
-    def lazy_initialization(self, key_states, value_states):
-        pass
-
-    def update(self, key_states, value_states, *a, **kw):
-        n = key_states.shape[-2]
-        self.keys[:, :, self.pos:self.pos + n].copy_(key_states)
-        self.values[:, :, self.pos:self.pos + n].copy_(value_states)
-        return self.keys[:, :, :self.pos + n], self.values[:, :, :self.pos + n]
-
-    def get_mask_sizes(self, query_length):
-        return self.pos + query_length, 0
-
-    def get_seq_length(self):
-        return self.pos
-
-    def get_max_length(self):
-        return self.pos + 1
+    return common.clock(DEV)
 
 
 def greedy(model, cfg, n_new=64):
@@ -207,20 +149,13 @@ def greedy(model, cfg, n_new=64):
         prefix = out["sdpa"][:, :32 + t]
         ref = copy.deepcopy(model).float()
         ref.set_attn_implementation("sdpa")
+        logits = {}
         with torch.no_grad():
-            lf = ref(prefix).logits[0, -1].float()
-            logits = {}
             for impl in ("sdpa", "kevolve"):
                 use(model, impl)
-                logits[impl] = model(prefix).logits[0, -1].float()
-        top = torch.topk(lf, 2)
-        i, j = int(a[t]), int(b[t])
-        rec["divergence"] = {
-            "at": t, "sdpa_token": i, "kevolve_token": j,
-            "fp32_margin_top2": float(top.values[0] - top.values[1]),
-            "fp32_gap_between_the_two": float(lf[i] - lf[j]),
-            "sdpa_err_vs_fp32": float((logits["sdpa"] - lf).abs().max()),
-            "kevolve_err_vs_fp32": float((logits["kevolve"] - lf).abs().max())}
+                logits[impl] = model(prefix).logits[0, -1]
+        rec["divergence"] = common.divergence(ref, prefix, t, {"sdpa": int(a[t]), "kevolve": int(b[t])},
+                                              logits)
         del ref
     return rec
 
@@ -255,52 +190,10 @@ def prefill(model, cfg, lengths):
 
 
 def decode_step_ms(model, cfg, batch, ctx, impl):
-    layers = [FixedLayer(batch, cfg.num_key_value_heads, ctx, cfg.head_dim)
-              for _ in range(cfg.num_hidden_layers)]
-    cache = Cache(layers=layers)
-    ids = torch.randint(0, cfg.vocab_size, (batch, 1), device=DEV)
-    pos = torch.full((batch, 1), ctx, device=DEV, dtype=torch.long)
     use(model, impl)
     kx.stats(reset=True)
-
-    def step():
-        return model(input_ids=ids, past_key_values=cache, position_ids=pos, use_cache=True).logits
-
-    with torch.no_grad():
-        if DEV == "cpu":
-            times = []
-            for i in range(3):
-                t0 = clock()
-                step()
-                times.append((clock() - t0) * 1e3)
-            return statistics.median(times[1:]), kx.stats()["evolved_share"]
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(2):
-                step()
-        torch.cuda.current_stream().wait_stream(side)
-        g = None
-        if args.decode == "graph":
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                step()
-            g.replay()
-        share = kx.stats()["evolved_share"]  # the calls captured, replayed as they are
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(5):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            for _ in range(20 if g else 5):
-                g.replay() if g else step()
-            b.record()
-            torch.cuda.synchronize()
-            times.append(a.elapsed_time(b) / (20 if g else 5))
-        del g
-    del layers, cache
-    torch.cuda.empty_cache()
-    return statistics.median(times), share
+    ms = common.decode_step_ms(model, cfg, batch, ctx, DEV, graph=args.decode == "graph")
+    return ms, kx.stats()["evolved_share"]  # the calls captured, replayed as they are
 
 
 def decode(model, cfg, contexts, batches):

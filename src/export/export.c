@@ -21,8 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Writes TEXT to DIR/NAME (its folders made). Returns 0, or -1 with *ERR. */
-static int put_file(const char *dir, const char *name, const char *text, char **err)
+int kvx_put_file(const char *dir, const char *name, const char *text, char **err)
 {
     char *path = kv_path_join(dir, name);
     char *folder = kv_path_dirname(path);
@@ -37,7 +36,8 @@ static int put_file(const char *dir, const char *name, const char *text, char **
  * task's own headers (its folder's *.cuh), under DIR/include. */
 static int put_headers(const kvx_plan *p, const char *dir, char **err)
 {
-    if (put_file(dir, "include/kevolve/task.h", kv_embedded_text("include/kevolve/task.h"), err))
+    if (kvx_put_file(dir, "include/kevolve/task.h", kv_embedded_text("include/kevolve/task.h"),
+                     err))
         return -1;
     const char *base = p->task->baselines ? p->task->baselines[0] : NULL;
     size_t folder = base ? strcspn(base, "/") + 1 : 0;
@@ -47,7 +47,7 @@ static int put_headers(const kvx_plan *p, const char *dir, char **err)
         if (strncmp(name, base, folder) != 0 || n < 4 || strcmp(name + n - 4, ".cuh") != 0)
             continue;
         char *rel = kv_asprintf("include/%s", name);
-        int rc = put_file(dir, rel, kv_embedded_text(name), err);
+        int rc = kvx_put_file(dir, rel, kv_embedded_text(name), err);
         free(rel);
         if (rc) return -1;
     }
@@ -73,6 +73,7 @@ static json_t *manifest(const kvx_plan *p, const kv_export_opts *o, const char *
                                                  : json_null());
     char *lib = kv_asprintf("lib/lib%s.so", kvx_entry(p));
     char *header = kv_asprintf("%s.h", kvx_entry(p));
+    json_object_set_new(m, "signature", kvx_signature(p->task));
     json_object_set_new(m, "library", json_string(lib));
     json_object_set_new(m, "header", json_string(header));
     free(lib);
@@ -276,6 +277,13 @@ int kv_export(kv_store *store, const kv_export_opts *o, char **err)
         kvx_plan_free(&p);
         return -1;
     }
+    if (o->against_standard && !kvx_gqa_shaped(p.task)) {
+        *err = kv_asprintf("--against-standard times attention against SDPA; %s is not an "
+                           "attention task (export with --torch)",
+                           p.task->name);
+        kvx_plan_free(&p);
+        return -1;
+    }
     char *tmp = kv_asprintf("%s.kevolve-export-%d", o->out_dir, (int)getpid());
     kv_remove_tree(tmp);
     char *name = kv_asprintf("%s%s", kvx_entry(&p), p.backend->suffixes[0]);
@@ -289,7 +297,7 @@ int kv_export(kv_store *store, const kv_export_opts *o, char **err)
     }
     header = kvx_header(&p);
     char *header_name = kv_asprintf("%s.h", kvx_entry(&p));
-    int wrc = put_file(tmp, name, text, err) || put_file(tmp, header_name, header, err) ||
+    int wrc = kvx_put_file(tmp, name, text, err) || kvx_put_file(tmp, header_name, header, err) ||
               put_headers(&p, tmp, err);
     free(header_name);
     if (wrc) goto out;
@@ -301,7 +309,7 @@ int kv_export(kv_store *store, const kv_export_opts *o, char **err)
     m = manifest(&p, o, name, rec);
     if ((o->torch || o->against_standard) && kvx_write_torch(&p, tmp, err) != 0) goto out;
     mtext = json_dumps(m, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-    if (put_file(tmp, "manifest.json", mtext, err) != 0) goto out;
+    if (kvx_put_file(tmp, "manifest.json", mtext, err) != 0) goto out;
     if (o->against_standard) {
         if (against_standard(o, tmp, m, err) != 0) goto out;
         /* The operator built for the timing links to TMP's library by its
@@ -311,7 +319,7 @@ int kv_export(kv_store *store, const kv_export_opts *o, char **err)
         free(build);
         free(mtext);
         mtext = json_dumps(m, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-        if (put_file(tmp, "manifest.json", mtext, err) != 0) goto out;
+        if (kvx_put_file(tmp, "manifest.json", mtext, err) != 0) goto out;
     }
     if (stat(o->out_dir, &st) == 0 && kv_remove_tree(o->out_dir) != 0) {
         *err = kv_asprintf("cannot replace %s: %s", o->out_dir, strerror(errno));

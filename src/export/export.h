@@ -12,9 +12,16 @@
  *   DIR/lib/libkevolve_TASK.so  the source compiled by the check
  *   DIR/manifest.json           per scenario: the program, its code hash,
  *                               the run, its time and speedup, the standard
- *                               kernel's time where known, which to call
- *   DIR/torch/ (--torch)        a PyTorch operator and a transformers
- *                               attention function (gqa_attention tasks)
+ *                               kernel's time where known, which to call;
+ *                               the task's signature (symbols, tensors)
+ *   DIR/torch/ (--torch)        gqa_attention tasks: a PyTorch operator and
+ *                               a transformers attention function; other
+ *                               tasks: the generic operator
+ *                               torch.ops.kevolve.TASK over the task's
+ *                               tensors (inputs in, in-out in place,
+ *                               outputs returned) and kevolve_qwen3.py,
+ *                               which puts the rmsnorm, swiglu and rope
+ *                               exports into a transformers Qwen3
  *
  * The library is judged as a candidate of the task (every scenario and the
  * held-out shapes) before DIR is written: an export that does not pass

@@ -51,8 +51,25 @@ char *kvx_header(const kvx_plan *p);
 /* The nearest-scenario rule, as the header and the manifest state it. */
 extern const char kvx_rule[];
 
-/* Writes DIR/torch (the PyTorch package), for tasks shaped like
- * gqa_attention. Returns 0, or -1 with *ERR. */
+/* Writes TEXT to DIR/NAME (its folders made). Returns 0, or -1 with *ERR. */
+int kvx_put_file(const char *dir, const char *name, const char *text, char **err);
+
+/* Writes DIR/torch (the PyTorch package): for tasks shaped like
+ * gqa_attention the attention package, for the others the generic
+ * operator. Returns 0, or -1 with *ERR. */
 int kvx_write_torch(const kvx_plan *p, const char *dir, char **err);
+/* 1 when T has the shape of gqa_attention (q, k, v in, o out, bf16). */
+int kvx_gqa_shaped(const kv_task *t);
+
+/* The task's tensors for the manifest: {"schema": the generic operator's,
+ * "syms": [names], "tensors":
+ * [{"name", "dtype" (f32, f16, bf16, i32), "role" (in, out, inout),
+ * "shape" (indices into syms)}]} (a new reference). */
+json_t *kvx_signature(const kv_task *t);
+/* 1 when the generic operator can bind T (every symbol in an input's
+ * shape, names that are identifiers), else 0 with *ERR. */
+int kvx_generic_ok(const kv_task *t, char **err);
+/* spec.h of the generic operator: the schema and the tensors (malloc'd). */
+char *kvx_spec_header(const kv_task *t);
 
 #endif

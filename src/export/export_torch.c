@@ -1,15 +1,21 @@
-/* The PyTorch package of an export (kevolve export --torch): the operator's
- * C++ (torch/kevolve_TASK/op.cpp), its Python package (__init__.py: the
+/* The PyTorch package of an export (kevolve export --torch). Their texts
+ * are src/export/torch/, built into this binary.
+ *
+ * For tasks shaped like gqa_attention (q, k, v in and o out, bf16, symbols
+ * B, HQ, HKV, SQ, L, D): the attention package, the operator's C++
+ * (torch/kevolve_TASK/op.cpp), its Python package (__init__.py: the
  * operator, the transformers attention function, the per-shape choice of
  * kernel) and the timing against the standard kernel
- * (torch/against_standard.py). Their texts are src/export/torch/, built
- * into this binary. For tasks shaped like gqa_attention: q, k, v in and o
- * out, bf16, symbols B, HQ, HKV, SQ, L, D. */
+ * (torch/against_standard.py).
+ *
+ * For every other task: the generic operator torch.ops.kevolve.TASK over
+ * the task's own tensors (op.cpp from generic_op.cpp, spec.h written from
+ * the task, __init__.py from generic.py) and the Qwen3 helpers
+ * (torch/kevolve_qwen3.py), which put the rmsnorm, swiglu and rope
+ * exports into a transformers Qwen3 model. */
 #include "export/export_internal.h"
 #include "util/buf.h"
 #include "util/fs.h"
-
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +33,7 @@ static const char *embedded(const char *name)
 }
 
 /* 1 when T has the shape of gqa_attention, which the operator binds. */
-static int gqa_shaped(const kv_task *t)
+int kvx_gqa_shaped(const kv_task *t)
 {
     static const char *const syms[] = {"B", "HQ", "HKV", "SQ", "L", "D"};
     static const char *const tensors[] = {"q", "k", "v", "o"};
@@ -41,14 +47,20 @@ static int gqa_shaped(const kv_task *t)
     return 1;
 }
 
-int kvx_write_torch(const kvx_plan *p, const char *dir, char **err)
+/* Writes TEXT (NULL: the built-in file FROM's) to DIR/REL. Returns 0, or
+ * -1 with *ERR. */
+static int put(const char *dir, const char *rel, const char *from, const char *text, char **err)
 {
-    if (!gqa_shaped(p->task)) {
-        *err = kv_asprintf("--torch binds tasks shaped like gqa_attention (q, k, v, o in bf16 over "
-                           "B, HQ, HKV, SQ, L, D); %s is not",
-                           p->task->name);
+    if (!text) text = embedded(from);
+    if (!text) {
+        *err = kv_asprintf("%s is not built into this kevolve", from);
         return -1;
     }
+    return kvx_put_file(dir, rel, text, err);
+}
+
+int kvx_write_torch(const kvx_plan *p, const char *dir, char **err)
+{
     if (!p->backend->torch_device) {
         *err = kv_asprintf("--torch needs a library whose entry point takes PyTorch tensors' "
                            "memory; the %s backend's takes its own buffers: export without "
@@ -56,28 +68,26 @@ int kvx_write_torch(const kvx_plan *p, const char *dir, char **err)
                            p->backend->name);
         return -1;
     }
-    static const struct {
-        const char *from, *to;
-    } files[] = {
-        {"src/export/torch/op.cpp", "op.cpp"},
-        {"src/export/torch/package.py", "__init__.py"},
-        {"src/export/torch/against_standard.py", NULL},
-    };
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        const char *text = embedded(files[i].from);
-        char *path = files[i].to ? kv_asprintf("%s/torch/%s/%s", dir, kvx_entry(p), files[i].to)
-                                 : kv_asprintf("%s/torch/against_standard.py", dir);
-        char *folder = kv_path_dirname(path);
-        int rc =
-            text && kv_mkdir_p(folder, 0755) == 0 && kv_write_file(path, text, strlen(text)) == 0
-                ? 0
-                : -1;
-        if (rc != 0)
-            *err = text ? kv_asprintf("cannot write %s: %s", path, strerror(errno))
-                        : kv_asprintf("%s is not built into this kevolve", files[i].from);
-        free(folder);
-        free(path);
-        if (rc != 0) return -1;
-    }
-    return 0;
+    int gqa = kvx_gqa_shaped(p->task);
+    if (!gqa && !kvx_generic_ok(p->task, err)) return -1;
+    char *pkg = kv_asprintf("torch/%s", kvx_entry(p));
+    char *op = kv_path_join(pkg, "op.cpp"), *init = kv_path_join(pkg, "__init__.py");
+    char *spec_rel = kv_path_join(pkg, "spec.h");
+    char *spec = gqa ? NULL : kvx_spec_header(p->task);
+    int rc = gqa ? put(dir, op, "src/export/torch/op.cpp", NULL, err) ||
+                       put(dir, init, "src/export/torch/package.py", NULL, err) ||
+                       put(dir, "torch/kevolve_build.py", "src/export/torch/build.py", NULL, err) ||
+                       put(dir, "torch/against_standard.py", "src/export/torch/against_standard.py",
+                           NULL, err)
+                 : put(dir, op, "src/export/torch/generic_op.cpp", NULL, err) ||
+                       put(dir, init, "src/export/torch/generic.py", NULL, err) ||
+                       put(dir, spec_rel, NULL, spec, err) ||
+                       put(dir, "torch/kevolve_build.py", "src/export/torch/build.py", NULL, err) ||
+                       put(dir, "torch/kevolve_qwen3.py", "src/export/torch/qwen3.py", NULL, err);
+    free(spec);
+    free(spec_rel);
+    free(init);
+    free(op);
+    free(pkg);
+    return rc ? -1 : 0;
 }

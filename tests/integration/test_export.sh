@@ -9,7 +9,11 @@
 # scenario's; its PyTorch package serves a user's calls, torch.compile and
 # transformers' Qwen3 (where PyTorch is installed). The same from an
 # OpenCL (PoCL) run when there is a platform, and for CUDA, compiled for
-# Hopper (no GPU here), from the five CUDA seeds.
+# Hopper (no GPU here), from the five CUDA seeds. The other tasks get the
+# generic operator: a C run of rmsnorm and rows of swiglu's naive program
+# export with --torch a signature, a spec.h and the Qwen3 helpers; where
+# PyTorch is installed the operators match float32 at several shapes,
+# trace under torch.compile and serve a small Qwen3 (with transformers).
 # An empty run, a run of no kernel task, of another task, or with no
 # correct program is refused with a clear message and nothing written.
 . "$(dirname "$0")/lib.sh"
@@ -54,6 +58,31 @@ con.commit()
 PY
 }
 
+# rows DB TASK BACKEND DEVICE SCENARIOS PROGRAM...: a store holding the
+# PROGRAM files as if a run of TASK had timed each on every scenario of
+# the comma-separated SCENARIOS, program i the fastest on scenario i.
+rows() {
+    python3 - "$@" <<'PY'
+import hashlib, sqlite3, sys
+db, task, backend, device, scens = sys.argv[1:6]
+con = sqlite3.connect(db)
+for t in ("scenario_results", "artifacts", "evaluations", "programs"):
+    con.execute(f"delete from {t}")
+for i, path in enumerate(sys.argv[6:], 1):
+    src = open(path).read()
+    con.execute("insert into programs(id, island, generation, iteration, source, mutator, status, code_hash,"
+                " fitness) values(?, 0, 0, 0, ?, 'initial', 'ok', ?, 1.0)",
+                (i, src, hashlib.sha256(src.encode()).hexdigest()[:16]))
+    for j, scen in enumerate(scens.split(",")):
+        speedup = 10.0 if j == i - 1 else 1.0
+        con.execute("insert into scenario_results(program_id, scenario, task, backend, device, kind, median_us,"
+                    " speedup) values(?, ?, ?, ?, ?, ?, ?, ?)",
+                    (i, scen, task, backend, device, "decode" if scen.startswith("decode") else "prefill",
+                     10 / speedup, speedup))
+con.commit()
+PY
+}
+
 # The C run: seed 1 wins decode, seed 2 prefill, seed 3 chunked prefill.
 run cpu c crun "VEC=1" "VEC=4 ROWS=4" "VEC=8 KEYS_T=1"
 win "$WORK/crun/run.db" 1 decode
@@ -92,6 +121,7 @@ expect_exit 0 "$KV" export "$WORK/crun" -o "$WORK/tlib" --quick --torch
 for f in __init__.py op.cpp; do
     [ -s "$WORK/tlib/torch/kevolve_gqa_attention_small/$f" ] || fail "--torch wrote no $f"
 done
+[ -s "$WORK/tlib/torch/kevolve_build.py" ] || fail "--torch wrote no kevolve_build.py"
 grep -q '"torch_device": "cpu"' "$WORK/tlib/manifest.json" || fail "the manifest's torch_device"
 py=${KV_TORCH_PYTHON:-python3}
 if "$py" -c 'import torch' 2>/dev/null; then
@@ -131,6 +161,52 @@ for x in x0 x1 x2 x3 x4; do
 done
 [ -z "$(ls -d "$WORK"/*.kevolve-export-* 2>/dev/null)" ] || fail "a refused export left its work folder"
 
+# The generic operator: a C run of rmsnorm, and rows of swiglu's naive
+# program (its run is minutes here), exported with --torch.
+cat >"$WORK/rms.yaml" <<YAML
+initial_program: $KV_SOURCE_DIR/tasks/rmsnorm/cpu/naive.c
+max_iterations: 0
+evaluator: {task: rmsnorm, quick: true, timeout: 300}
+YAML
+expect_exit 0 "$KV" run --config "$WORK/rms.yaml" --output "$WORK/rmsrun"
+expect_exit 0 "$KV" export "$WORK/rmsrun" -o "$WORK/rmslib" --quick --torch
+cp "$WORK/crun/run.db" "$WORK/swrun.db"
+rows "$WORK/swrun.db" swiglu cpu cpu decode_i3072_t1,decode_i3072_t64,prefill_i3072_t2048 \
+    "$KV_SOURCE_DIR/tasks/swiglu/cpu/naive.c"
+expect_exit 0 "$KV" export "$WORK/swrun.db" -o "$WORK/swlib" --quick --torch
+python3 - "$WORK/rmslib" "$WORK/swlib" <<'PY' || fail "the generic packages: $(cat "$WORK/rmslib/manifest.json")"
+import json, os, sys
+want = {"rmsnorm": ("rmsnorm(Tensor x, Tensor w) -> Tensor", ["tokens", "hidden"],
+                    [("x", "bf16", "in", [0, 1]), ("w", "bf16", "in", [1]), ("y", "bf16", "out", [0, 1])]),
+        "swiglu": ("swiglu(Tensor gate_up) -> Tensor", ["tokens", "halves", "inter"],
+                   [("gate_up", "bf16", "in", [0, 1, 2]), ("out", "bf16", "out", [0, 2])])}
+for root in sys.argv[1:]:
+    m = json.load(open(os.path.join(root, "manifest.json")))
+    schema, syms, tensors = want[m["task"]]
+    sig = m["signature"]
+    assert sig["schema"] == schema and sig["syms"] == syms, sig
+    assert [(t["name"], t["dtype"], t["role"], t["shape"]) for t in sig["tensors"]] == tensors, sig
+    assert m["check"]["verdict"] == "correct" and m["torch_device"] == "cpu", m["check"]
+    pkg = os.path.join(root, "torch", "kevolve_" + m["task"])
+    spec = open(os.path.join(pkg, "spec.h")).read()
+    assert f'#define KVX_SCHEMA "{schema}"' in spec and "KV_BF16, KV_IN" in spec, spec
+    assert '#include "spec.h"' in open(os.path.join(pkg, "op.cpp")).read()
+    assert "def unsupported" in open(os.path.join(pkg, "__init__.py")).read()
+    assert "def patch_qwen3" in open(os.path.join(root, "torch", "kevolve_qwen3.py")).read()
+    assert "def build" in open(os.path.join(root, "torch", "kevolve_build.py")).read()
+    assert not os.path.exists(os.path.join(root, "torch", "against_standard.py"))
+PY
+if "$py" -c 'import torch' 2>/dev/null; then
+    "$py" "$KV_SOURCE_DIR/tests/tools/export_ops_check.py" "$WORK/rmslib" "$WORK/swlib" >"$WORK/ops.txt" 2>&1 ||
+        fail "the generic PyTorch packages: $(tail -20 "$WORK/ops.txt")"
+else
+    echo "(no PyTorch in $py: the generic packages' use skipped)"
+fi
+# Timing against SDPA is attention's only.
+expect_exit 1 "$KV" export "$WORK/rmsrun" -o "$WORK/x7" --quick --against-standard --python "$py"
+grep -q "is not an attention task" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
+[ ! -e "$WORK/x7" ] || fail "a refused --against-standard export left its folder"
+
 # OpenCL (PoCL): two seeds win a kind each; the library's device and host
 # halves are renamed together (kernels named in strings too).
 if command -v clinfo >/dev/null && clinfo -l 2>/dev/null | grep -q Platform; then
@@ -153,26 +229,9 @@ nvcc=$(command -v nvcc || true)
 [ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || export PATH=/usr/local/cuda/bin:$PATH
 if command -v nvcc >/dev/null; then
     cp "$WORK/crun/run.db" "$WORK/curun.db"
-    python3 - "$WORK/curun.db" "$gqa/cuda" <<'PY'
-import hashlib, sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-for t in ("scenario_results", "artifacts", "evaluations", "programs"):
-    con.execute(f"delete from {t}")
-seeds = ["naive", "decode_halfwarp", "decode_split", "prefill_fa2", "prefill_hopper"]
-wins = ["decode_16x8_b1_l128", "decode_40x8_b8_l8192", "decode_16x8_b32_l4096", "chunked_16x8_q512_l8192",
-        "prefill_16x8_s2048"]
-for i, name in enumerate(seeds, 1):
-    src = open(f"{sys.argv[2]}/{name}.cu").read()
-    con.execute("insert into programs(id, island, generation, iteration, source, mutator, status, code_hash,"
-                " fitness) values(?, 0, 0, 0, ?, 'initial', 'ok', ?, 1.0)",
-                (i, src, hashlib.sha256(src.encode()).hexdigest()[:16]))
-    for j, scen in enumerate(wins):
-        speedup = 10.0 if j == i - 1 else 1.0
-        con.execute("insert into scenario_results(program_id, scenario, task, backend, device, kind, median_us,"
-                    " speedup) values(?, ?, 'gqa_attention_search', 'cuda', 'NVIDIA H200', ?, ?, ?)",
-                    (i, scen, "decode" if scen.startswith("decode") else "prefill", 10 / speedup, speedup))
-con.commit()
-PY
+    rows "$WORK/curun.db" gqa_attention_search cuda "NVIDIA H200" \
+        decode_16x8_b1_l128,decode_40x8_b8_l8192,decode_16x8_b32_l4096,chunked_16x8_q512_l8192,prefill_16x8_s2048 \
+        "$gqa"/cuda/{naive,decode_halfwarp,decode_split,prefill_fa2,prefill_hopper}.cu
     expect_exit 0 "$KV" export "$WORK/curun.db" -o "$WORK/culib" --compile-only --arch sm_90a --task gqa_attention
     python3 - "$WORK/culib/manifest.json" <<'PY' || fail "the CUDA export: $(head -c 800 "$WORK/culib/manifest.json")"
 import json, sys

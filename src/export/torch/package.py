@@ -25,6 +25,7 @@ dtype or device, dropout, a sliding window, a scaling other than
 1/sqrt(head_dim)) goes to SDPA, counted in stats() with its reason, and
 said once in the log: never silently wrong.
 """
+import importlib.util
 import json
 import logging
 import math
@@ -55,21 +56,11 @@ def _load():
     global _ext
     with _lock:
         if _ext is None:
-            from torch.utils import cpp_extension
-
-            libdir = os.path.join(ROOT, "lib")
-            build = os.path.join(ROOT, "torch", "build")
-            os.makedirs(build, exist_ok=True)
-            _ext = cpp_extension.load(
-                name=f"{ENTRY}_torch",
-                sources=[os.path.join(HERE, "op.cpp")],
-                extra_cflags=["-O2", f"-DKVX_ENTRY={ENTRY}", f"-DKVX_OP={TASK}"]
-                + (["-DKVX_CUDA=1"] if CUDA else []),
-                extra_ldflags=[f"-L{libdir}", f"-l{ENTRY}", f"-Wl,-rpath,{libdir}"],
-                with_cuda=CUDA,
-                build_directory=build,
-                verbose=False,
-            )
+            spec = importlib.util.spec_from_file_location(
+                "kevolve_build", os.path.join(ROOT, "torch", "kevolve_build.py"))
+            build = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(build)
+            _ext = build.build(HERE, ROOT, ENTRY, CUDA, [f"-DKVX_OP={TASK}"])
             _register_fake()
     return _ext
 

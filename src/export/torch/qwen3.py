@@ -1,0 +1,281 @@
+"""Qwen3's RMSNorm, MLP activation and rotary embedding served by kevolve
+exports (kevolve export --torch of the rmsnorm, swiglu and rope tasks), in
+a transformers (5.x) Qwen3 model.
+
+    import sys; sys.path.insert(0, "ANY_EXPORT_DIR/torch")
+    import kevolve_qwen3
+    patch = kevolve_qwen3.patch_qwen3(model, ["RMSNORM_DIR", "SWIGLU_DIR", "ROPE_DIR"])
+    model.generate(...)
+    print(kevolve_qwen3.stats())   # calls served by the exports, and the fallbacks' reasons
+    patch.restore()                # PyTorch's ops again
+
+Any subset of the three exports will do:
+
+  rmsnorm  every Qwen3RMSNorm (the layers' input and post-attention norms,
+           the final norm, and the per-head q_norm and k_norm over
+           head_dim): the input as rows [tokens, hidden], the weight.
+  swiglu   every Qwen3MLP: its gate and up projections as one Linear (the
+           two weights concatenated once, here: gate_proj and up_proj keep
+           their weights as views of the fused matrix, so no memory is
+           added; patch after loading the weights), the swiglu operator on
+           its output viewed as [tokens, 2, inter], then down_proj.
+  rope     apply_rotary_pos_emb (process-wide while a patch holds it: every
+           Qwen3 model's attention calls it): q and k rotated in place in
+           their (batch, seq, heads, head_dim) storage, cos and sin as rows
+           [batch * seq, head_dim] and positions arange(batch * seq).
+
+A call an export cannot take (a dtype other than bf16, another device, a
+layout or shape it does not support, an eps other than the task's 1e-6, an
+activation other than SiLU, autograd) goes to PyTorch's own code, counted
+in stats() with its reason and said once in the log: never silently wrong.
+Counts are of calls as Python makes them: a CUDA graph replays what it
+captured without counting.
+"""
+import importlib.util
+import json
+import logging
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+log = logging.getLogger("kevolve")
+OPS = ("rmsnorm", "swiglu", "rope")
+EPS = 1e-6  # the rmsnorm task's
+# Each op's tensors as its task has them (manifest.json's signature).
+SIGNATURES = {
+    "rmsnorm": [("x", "bf16", "in", [0, 1]), ("w", "bf16", "in", [1]), ("y", "bf16", "out", [0, 1])],
+    "swiglu": [("gate_up", "bf16", "in", [0, 1, 2]), ("out", "bf16", "out", [0, 2])],
+    "rope": [("q", "bf16", "inout", [0, 1, 3]), ("k", "bf16", "inout", [0, 2, 3]),
+             ("cos", "bf16", "in", [4, 3]), ("sin", "bf16", "in", [4, 3]), ("pos", "i32", "in", [0])],
+}
+_stats = {op: {"served": 0, "fallback": 0, "reasons": {}} for op in OPS}
+_said = set()
+_rope = {"holders": 0, "original": None, "package": None}
+
+
+def load(export_dir):
+    """The generic PyTorch package of an export (EXPORT_DIR/torch/kevolve_TASK)."""
+    manifest = json.load(open(os.path.join(export_dir, "manifest.json")))
+    name = f"kevolve_{manifest['task']}"
+    mod = sys.modules.get(name)
+    if mod is not None:
+        if os.path.realpath(mod.ROOT) != os.path.realpath(export_dir):
+            raise ValueError(f"{name} is loaded already from {mod.ROOT}: one export of a task a process")
+        return mod
+    folder = os.path.join(export_dir, "torch", name)
+    spec = importlib.util.spec_from_file_location(name, os.path.join(folder, "__init__.py"),
+                                                  submodule_search_locations=[folder])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _which(pkg):
+    """The op an export serves, by its tensors."""
+    sig = [(t["name"], t["dtype"], t["role"], t["shape"]) for t in pkg.TENSORS]
+    for op, want in SIGNATURES.items():
+        if sig == [(n, d, r, s) for n, d, r, s in want]:
+            return op
+    raise ValueError(f"patch_qwen3: the export of {pkg.TASK} ({pkg.SCHEMA}) is none of Qwen3's ops it "
+                     f"serves (rmsnorm, swiglu, rope); rmsnorm_add is not used: Qwen3's decoder "
+                     f"layer adds its residuals outside its norms")
+
+
+def _fallback(op, why):
+    s = _stats[op]
+    s["fallback"] += 1
+    s["reasons"][why] = s["reasons"].get(why, 0) + 1
+    if (op, why) not in _said:
+        _said.add((op, why))
+        log.warning("kevolve: a %s call went to PyTorch (%s); counted in stats()", op, why)
+
+
+def _grad(*tensors):
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+def _where(pkg, *tensors):
+    """Why tensors are not the export's dtype or device, or None."""
+    for t in tensors:
+        if t.dtype != torch.bfloat16:
+            return f"dtype {t.dtype}"
+        if t.device.type != pkg.DEVICE or t.device != tensors[0].device:
+            return f"device {t.device}"
+    return "autograd" if _grad(*tensors) else None
+
+
+class Patch:
+    """What patch_qwen3 changed; restore() puts PyTorch's ops back."""
+
+    def __init__(self):
+        self.ops = []
+        self._undo = []
+
+    def _set(self, obj, name, value):
+        had = name in obj.__dict__
+        old = obj.__dict__.get(name)
+        setattr(obj, name, value)
+        self._undo.append(lambda: setattr(obj, name, old) if had else delattr(obj, name))
+
+    def restore(self):
+        for undo in reversed(self._undo):
+            undo()
+        self._undo = []
+
+
+def _patch_norm(m, pkg, patch):
+    original = m.forward
+
+    def forward(hidden_states):
+        w = m.weight
+        why = _where(pkg, hidden_states, w)
+        if not why and abs(m.variance_epsilon - EPS) > 1e-12:
+            why = f"eps {m.variance_epsilon}"
+        if not why and (w.dim() != 1 or hidden_states.shape[-1] != w.shape[0]):
+            why = f"weight {tuple(w.shape)} for hidden {hidden_states.shape[-1]}"
+        if why:
+            _fallback("rmsnorm", why)
+            return original(hidden_states)
+        _stats["rmsnorm"]["served"] += 1
+        x = hidden_states.reshape(-1, w.shape[0]).contiguous()
+        return pkg.op(x, w.contiguous()).view(hidden_states.shape)
+
+    patch._set(m, "forward", forward)
+
+
+def _patch_mlp(m, pkg, patch):
+    original = m.forward
+    gate, up = m.gate_proj, m.up_proj
+    act = getattr(m.config, "hidden_act", None)
+    fusable = gate.bias is None and up.bias is None and gate.weight.shape == up.weight.shape
+    if fusable:  # one [2 * inter, hidden] matrix, the two weights views of it
+        with torch.no_grad():
+            fused = torch.cat([gate.weight, up.weight], 0)
+        inter = gate.weight.shape[0]
+        m.register_buffer("kevolve_gate_up", fused, persistent=False)
+        gate.weight = torch.nn.Parameter(fused[:inter], requires_grad=gate.weight.requires_grad)
+        up.weight = torch.nn.Parameter(fused[inter:], requires_grad=up.weight.requires_grad)
+        patch._undo.append(lambda: m._buffers.pop("kevolve_gate_up", None))
+
+    def forward(x):
+        why = None if fusable else "gate or up projection with a bias"
+        if not why and act not in ("silu", "swish"):
+            why = f"activation {act}"
+        if not why:
+            fused = m.kevolve_gate_up
+            why = _where(pkg, x, fused) or ("autograd" if _grad(gate.weight, up.weight) else None)
+        if why:
+            _fallback("swiglu", why)
+            return original(x)
+        _stats["swiglu"]["served"] += 1
+        inter = fused.shape[0] // 2
+        gu = F.linear(x, fused).reshape(-1, 2, inter)
+        return m.down_proj(pkg.op(gu).view(*x.shape[:-1], inter))
+
+    patch._set(m, "forward", forward)
+
+
+def _rope_unsupported(pkg, q, k, cos, sin, args, kwargs):
+    if args or kwargs.get("position_ids") is not None or kwargs.get("unsqueeze_dim", 1) != 1:
+        return "arguments other than q, k, cos, sin"
+    if q.dim() != 4 or k.dim() != 4 or cos.dim() != 3 or sin.shape != cos.shape:
+        return f"shapes q {tuple(q.shape)} k {tuple(k.shape)} cos {tuple(cos.shape)}"
+    why = _where(pkg, q, k, cos, sin)
+    if why:
+        return why
+    b, _, s, d = q.shape
+    if (k.shape[0], k.shape[2], k.shape[3]) != (b, s, d) or cos.shape[1:] != (s, d) or \
+            cos.shape[0] not in (1, b) or d % 2:
+        return f"shapes q {tuple(q.shape)} k {tuple(k.shape)} cos {tuple(cos.shape)}"
+    if not q.transpose(1, 2).is_contiguous() or not k.transpose(1, 2).is_contiguous():
+        return "q or k not in (batch, seq, heads, head_dim) storage"
+    return None
+
+
+def _rope_apply(q, k, cos, sin, *args, **kwargs):
+    """apply_rotary_pos_emb with the rope export: q and k rotated in place."""
+    pkg = _rope["package"]
+    why = _rope_unsupported(pkg, q, k, cos, sin, args, kwargs)
+    if why:
+        _fallback("rope", why)
+        return _rope["original"](q, k, cos, sin, *args, **kwargs)
+    _stats["rope"]["served"] += 1
+    b, hq, s, d = q.shape
+    rows = b * s
+    c = cos.expand(b, s, d).reshape(rows, d).contiguous()
+    n = sin.expand(b, s, d).reshape(rows, d).contiguous()
+    pos = torch.arange(rows, dtype=torch.int32, device=q.device)
+    pkg.op(q.transpose(1, 2).view(rows, hq, d), k.transpose(1, 2).view(rows, k.shape[1], d), c, n, pos)
+    return q, k
+
+
+def _patch_rope(mq, pkg, patch):
+    if _rope["holders"] and _rope["package"] is not pkg:
+        raise ValueError("patch_qwen3: another rope export holds apply_rotary_pos_emb")
+    if not _rope["holders"]:
+        _rope.update(original=mq.apply_rotary_pos_emb, package=pkg)
+        mq.apply_rotary_pos_emb = _rope_apply
+    _rope["holders"] += 1
+
+    def release():
+        _rope["holders"] -= 1
+        if not _rope["holders"]:
+            mq.apply_rotary_pos_emb = _rope["original"]
+            _rope.update(original=None, package=None)
+
+    patch._undo.append(release)
+
+
+def patch_qwen3(model, exports):
+    """Serves MODEL's (a transformers Qwen3) RMSNorm, MLP activation and
+    rotary embedding with the exports in EXPORTS (folders of kevolve export
+    --torch of the rmsnorm, swiglu and rope tasks, any subset). Returns a
+    Patch (its ops; restore())."""
+    from transformers.models.qwen3 import modeling_qwen3 as mq
+
+    if isinstance(exports, (str, os.PathLike)):
+        exports = [exports]
+    pkgs = {}
+    for folder in exports:
+        pkg = load(folder)
+        op = _which(pkg)
+        if op in pkgs:
+            raise ValueError(f"patch_qwen3: two exports of {op}")
+        pkgs[op] = pkg
+        pkg._load()  # built before any tracing or capture
+    patch = Patch()
+    patch.ops = sorted(pkgs)
+    found = {"rmsnorm": 0, "swiglu": 0}
+    for m in model.modules():
+        if "rmsnorm" in pkgs and isinstance(m, mq.Qwen3RMSNorm):
+            _patch_norm(m, pkgs["rmsnorm"], patch)
+            found["rmsnorm"] += 1
+        elif "swiglu" in pkgs and isinstance(m, mq.Qwen3MLP):
+            _patch_mlp(m, pkgs["swiglu"], patch)
+            found["swiglu"] += 1
+    for op, n in found.items():
+        if op in pkgs and not n:
+            patch.restore()
+            raise ValueError(f"patch_qwen3: the model has no Qwen3 module for {op}")
+    if "rope" in pkgs:
+        _patch_rope(mq, pkgs["rope"], patch)
+    return patch
+
+
+def stats(reset=False):
+    """Calls so far per op: served by the export, sent to PyTorch (with the
+    reasons), the served share; and the share over all ops."""
+    out = {}
+    for op, s in _stats.items():
+        total = s["served"] + s["fallback"]
+        out[op] = dict(s, reasons=dict(s["reasons"]), served_share=s["served"] / total if total else None)
+    served = sum(s["served"] for s in _stats.values())
+    total = served + sum(s["fallback"] for s in _stats.values())
+    out["served_share"] = served / total if total else None
+    if reset:
+        for s in _stats.values():
+            s.update(served=0, fallback=0, reasons={})
+    return out
