@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_tune_seeds.h"
+
 #define PREFIX "gqa_attention/cuda/"
 /* Mutable text a seed may hold: an LLM prompt keeps the parent and its
  * inspirations within the default budget with room to spare. */
@@ -78,53 +80,8 @@ static void every_seed_declares_its_axes_in_prompt_sized_mutable_text(void **sta
             fail_msg("%s: %zu bytes of mutable text (at most %d)", *n, mutable_bytes,
                      MAX_MUTABLE_BYTES);
         kv_blocks_free(&b);
-        json_t *params = kv_tune_parameters(src);
-        if (!params || json_array_size(params) == 0) fail_msg("%s declares no tune axis", *n);
-        size_t i;
-        json_t *p;
-        json_array_foreach(params, i, p)
-        {
-            const char *value = json_string_value(json_object_get(p, "value"));
-            int listed = 0;
-            size_t k;
-            json_t *c;
-            json_array_foreach(json_object_get(p, "choices"), k, c) listed |=
-                value && json_string_value(c) && strcmp(value, json_string_value(c)) == 0;
-            if (!listed)
-                fail_msg("%s: axis %s is at %s, not one of its values", *n,
-                         json_string_value(json_object_get(p, "name")), value ? value : "?");
-        }
-        json_decref(params);
+        assert_axes_at_listed_values(*n, src, 1);
     }
-}
-
-/* SRC with every `#define NAME V // kevolve: tune ...` axis set to the last
- * value it lists (malloc'd). */
-static char *far_corner(const char *src)
-{
-    json_t *params = kv_tune_parameters(src);
-    assert_non_null(params);
-    char *out = kv_strdup(src);
-    size_t i;
-    json_t *p;
-    json_array_foreach(params, i, p)
-    {
-        const char *name = json_string_value(json_object_get(p, "name"));
-        json_t *choices = json_object_get(p, "choices");
-        const char *last = json_string_value(json_array_get(choices, json_array_size(choices) - 1));
-        char *pat = kv_asprintf("\n#define %s ", name);
-        const char *at = strstr(out, pat);
-        if (!at || !last) fail_msg("axis %s is not a #define with listed values", name);
-        at += strlen(pat);
-        size_t old = strcspn(at, " \t");
-        kv_buf b = KV_BUF_INIT;
-        kv_buf_printf(&b, "%.*s%s%s", (int)(at - out), out, last, at + old);
-        free(out);
-        out = kv_buf_steal(&b);
-        free(pat);
-    }
-    json_decref(params);
-    return out;
 }
 
 static void compile_or_fail(const char *what, const char *src)
@@ -151,7 +108,7 @@ static void every_seed_compiles_for_hopper_at_its_seed_point_and_far_corner(void
     free(nvcc);
     for (const char **n = seed_names(); *n; n++) {
         compile_or_fail(*n, kv_embedded_text(*n));
-        char *far = far_corner(kv_embedded_text(*n));
+        char *far = tune_corner(kv_embedded_text(*n), 1);
         char *what = kv_asprintf("%s (every axis at its last value)", *n);
         compile_or_fail(what, far);
         free(what);

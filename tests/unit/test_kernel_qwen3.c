@@ -8,7 +8,9 @@
  * Qwen3's shapes and odd held-out ones; the naive starts are accepted by the harness on cpu
  * and, where PoCL is, on opencl (decode and q/k-norm scenarios and every
  * held-out shape, correctness only), and the CUDA starts compile for Hopper
- * at both ends of their axes. */
+ * at both ends of their axes. The vectorised CUDA seeds (cuda/vec.cu) are
+ * no task's baseline, declare their axes each at one of its own values,
+ * and compile for Hopper at their first and last values. */
 #include "kernel/compile.h"
 #include "kernel/harness.h"
 #include "kernel/tasks.h"
@@ -24,6 +26,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "test_tune_seeds.h"
 
 static char g_cache[] = "/tmp/kv_test_kernel_qwen3_XXXXXX";
 
@@ -243,6 +247,46 @@ static void cuda_starts_compile_for_hopper_at_both_ends_of_their_axes(void **sta
     }
 }
 
+static void vec_seeds_declare_their_axes_and_compile_for_hopper_at_both_ends(void **state)
+{
+    (void)state;
+    static const char *const seeds[] = {"rmsnorm/cuda/vec.cu", "swiglu/cuda/vec.cu"};
+    static const char *const tasks[] = {"rmsnorm", "rmsnorm_add", "swiglu"};
+    for (size_t k = 0; k < 3; k++) {
+        const kv_task *t = kv_task_find(tasks[k]);
+        assert_non_null(t);
+        const char *base = kv_backend_source_for(kv_backend_find("cuda"), t->baselines);
+        assert_non_null(base);
+        assert_non_null(strstr(base, "naive.cu"));
+    }
+    for (size_t k = 0; k < 2; k++) {
+        const char *src = kv_embedded_text(seeds[k]);
+        if (!src) fail_msg("%s is not embedded", seeds[k]);
+        assert_axes_at_listed_values(seeds[k], src, 5);
+    }
+    char *nvcc = kv_find_nvcc();
+    if (!nvcc) {
+        fprintf(stderr, "SKIP: nvcc not found\n");
+        skip();
+    }
+    free(nvcc);
+    for (int k = 0; k < 6; k++) {
+        const char *src = kv_embedded_text(seeds[k / 3]);
+        char *text = k % 3 == 0 ? kv_strdup(src) : tune_corner(src, k % 3 == 2);
+        kv_compiled c = {0};
+        char *err = NULL;
+        int rc = kv_compile(kv_backend_find("cuda"), text, g_cache, "sm_90a", &c, &err);
+        if (rc != 0)
+            fail_msg("nvcc failed on %s (%s) (%d): %s %.4000s", seeds[k / 3],
+                     k % 3 == 0   ? "seed point"
+                     : k % 3 == 1 ? "first values"
+                                  : "last values",
+                     rc, err ? err : "", c.log ? c.log : "");
+        kv_compiled_clear(&c);
+        free(text);
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -265,6 +309,7 @@ int main(void)
         cmocka_unit_test(tasks_have_qwen3_shapes_and_odd_held_out_ones),
         cmocka_unit_test(naive_starts_are_correct),
         cmocka_unit_test(cuda_starts_compile_for_hopper_at_both_ends_of_their_axes),
+        cmocka_unit_test(vec_seeds_declare_their_axes_and_compile_for_hopper_at_both_ends),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
