@@ -250,7 +250,9 @@ static void cuda_starts_compile_for_hopper_at_both_ends_of_their_axes(void **sta
 static void vec_seeds_declare_their_axes_and_compile_for_hopper_at_both_ends(void **state)
 {
     (void)state;
-    static const char *const seeds[] = {"rmsnorm/cuda/vec.cu", "swiglu/cuda/vec.cu"};
+    static const char *const seeds[] = {"rmsnorm/cuda/vec.cu", "swiglu/cuda/vec.cu",
+                                        "rope/cuda/vec.cu"};
+    static const int axes[] = {5, 5, 3};
     static const char *const tasks[] = {"rmsnorm", "rmsnorm_add", "swiglu"};
     for (size_t k = 0; k < 3; k++) {
         const kv_task *t = kv_task_find(tasks[k]);
@@ -259,10 +261,10 @@ static void vec_seeds_declare_their_axes_and_compile_for_hopper_at_both_ends(voi
         assert_non_null(base);
         assert_non_null(strstr(base, "naive.cu"));
     }
-    for (size_t k = 0; k < 2; k++) {
+    for (size_t k = 0; k < 3; k++) {
         const char *src = kv_embedded_text(seeds[k]);
         if (!src) fail_msg("%s is not embedded", seeds[k]);
-        assert_axes_at_listed_values(seeds[k], src, 5);
+        assert_axes_at_listed_values(seeds[k], src, axes[k]);
     }
     char *nvcc = kv_find_nvcc();
     if (!nvcc) {
@@ -270,7 +272,7 @@ static void vec_seeds_declare_their_axes_and_compile_for_hopper_at_both_ends(voi
         skip();
     }
     free(nvcc);
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 9; k++) {
         const char *src = kv_embedded_text(seeds[k / 3]);
         char *text = k % 3 == 0 ? kv_strdup(src) : tune_corner(src, k % 3 == 2);
         kv_compiled c = {0};
