@@ -5,9 +5,10 @@
 # NVML's does: KV_FAULT_ENERGY=300:0.05, 300 W in steps of 50 ms), each
 # timed scenario reports its energy per call and the mean power: the power
 # the counter says, the energy that power over the calls' time, the counter
-# seen moving often enough, the error of counting calls by block small. A
-# run with evaluator.energy stores the figures with the program's metrics;
-# evaluator.energy without a built-in task is refused by the config check.
+# seen moving often enough, the error of counting calls by block small,
+# in-place tasks (rope) too. A run with evaluator.energy stores the figures
+# with the program's metrics; evaluator.energy without a built-in task is
+# refused by the config check.
 . "$(dirname "$0")/lib.sh"
 
 FAULTY=${KV_FAULTS_BINARY:?KV_FAULTS_BINARY must name kevolve_faults}
@@ -42,6 +43,18 @@ for s in scen:
 PY
 grep -q "energy .* uJ .* at 30[0-9] W\|energy .* uJ .* at 29[0-9] W" "$WORK/err.txt" ||
     fail "the verdict line does not say the energy: $(cat "$WORK/err.txt")"
+
+# In place (rope's q and k are in-out tensors): the energy blocks work on
+# the timed sets again and again, which the checks after them allow.
+expect_exit 0 "$FAULTY" eval --task rope --backend cpu --quick --energy \
+    --scenarios decode_16x8_t1 "$KV_SOURCE_DIR/tasks/rope/cpu/naive.c"
+python3 - "$WORK/out.txt" <<'PY' || fail "rope's energy: $(cat "$WORK/err.txt")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["artifacts"]["scenarios"][0]
+assert r["artifacts"]["verdict"] == "correct", r["artifacts"]
+assert abs(s["power_w"] - 300) < 15 and s["energy_uj"] > 0, s
+PY
 
 # In a run: the figures go with the program's metrics.
 cat >"$WORK/config.yaml" <<YAML
