@@ -2,7 +2,8 @@
 """The table of bench/qwen3_ops_all_h200.sh: for each task, each scenario's
 microseconds per call for the naive start, the vec seed and the run's best
 (as the run judged them: its store's per-scenario medians), beside PyTorch
-eager and torch.compile (bench/qwen3_ops_torch.py's JSON) and the floor
+eager and torch.compile (warm, and cold at decode sizes:
+bench/qwen3_ops_torch.py's JSON) and the floor
 (the bytes a call must move at the measured copy bandwidth), with the
 best's share of the floor and its speed against torch.compile.
 
@@ -51,19 +52,21 @@ def main():
         labels = [k for k in ("naive", "vec", "best") if k in progs]
         print(f"\n{task}: microseconds per call (best: program {progs.get('best', (None,))[0]}; "
               "floor: bytes at the copy bandwidth)")
-        print(f"{'scenario':22} {'floor':>7} {'eager':>8} {'compile':>8} " +
-              " ".join(f"{k:>8}" for k in labels) + "  of_floor vs_compile")
+        print(f"{'scenario':22} {'floor':>7} {'eager':>8} {'compile':>8} {'cold':>8} " +
+              " ".join(f"{k:>8}" for k in labels) + "  of_floor vs_compile vs_cold")
         for r in torch["rows"]:
             if r["task"] != task:
                 continue
             floor = r["bytes"] / gbps / 1e3
             mine = [progs[k][2].get(r["scenario"]) for k in labels]
             best = progs.get("best", (0, 0, {}))[2].get(r["scenario"])
-            comp = r.get("compile_us")
+            comp, cold = r.get("compile_us"), r.get("compile_cold_us")
             cells = " ".join(f"{m:8.2f}" if m else f"{'-':>8}" for m in mine)
             tail = (f"  {floor / best:8.0%} {comp / best:9.2f}x" if best and comp else "")
+            tail += f" {cold / best:6.2f}x" if best and cold else ""
             print(f"{r['scenario']:22} {floor:7.2f} {r['eager_us']:8.2f} "
-                  f"{comp if comp else float('nan'):8.2f} {cells}{tail}")
+                  f"{comp if comp else float('nan'):8.2f} {cold if cold else float('nan'):8.2f} "
+                  f"{cells}{tail}")
 
 
 if __name__ == "__main__":
