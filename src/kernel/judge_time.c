@@ -209,6 +209,34 @@ static void poison_output(judge *j, timing *tm, int i, size_t n)
             kv_judge_fail_err(j, err, "poisoning outputs");
 }
 
+/* In-out tensors of the block's N sets start from their copies: drawn
+ * from the seed the copy is drawn from (FROM_SEEDS: cuda, where the copy
+ * itself is written inside the window), else copied from the copy as the
+ * arena holds it. */
+static void start_inout(judge *j, timing *tm, size_t n, int from_seeds)
+{
+    const kv_task *t = j->task;
+    char *err = NULL;
+    if (j->task == j->own) return; /* none */
+    for (int i = 0; i < j->visible; i++) {
+        int w = j->twin[i];
+        if (w < 0) continue;
+        size_t r = region(tm, i, n), es = kv_dtype_size(t->tensors[i].dtype);
+        if (r != region(tm, w, n) || tm->l.stride[i] != tm->l.stride[w])
+            kv_judge_fail(j, "harness_error", "an in-out tensor laid out unlike its copy");
+        int rc = 0;
+        if (from_seeds)
+            rc = j->b->gen(j->b, &tm->a, tm->l.off[i], t->tensors[i].dtype, KV_DIST_NORMAL, r / es,
+                           tm->seeds[w], ~0ull, &err);
+        else if (j->b->copy)
+            rc = j->b->copy(j->b, &tm->a, tm->l.off[w], &tm->a, tm->l.off[i], r, &err);
+        else
+            memcpy(j->b->ptr(j->b, &tm->a, tm->l.off[i]), j->b->ptr(j->b, &tm->a, tm->l.off[w]), r);
+        if (rc != 0) kv_judge_fail_err(j, err, "starting in-out tensors");
+    }
+    if (j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "starting in-out tensors");
+}
+
 /* Everything before the clock: fresh inputs (cpu, opencl; on cuda they are
  * written inside the window), poisoned outputs. */
 static void prepare_block(judge *j, timing *tm, size_t n)
@@ -216,7 +244,7 @@ static void prepare_block(judge *j, timing *tm, size_t n)
     const kv_task *t = j->task;
     char *err = NULL;
     double t0 = kv_now_s();
-    size_t at = 0, copy_at[KV_MAX_TENSORS] = {0};
+    size_t at = 0;
     for (int i = 0; i < t->num_tensors; i++) {
         const kv_tensor_spec *ts = &t->tensors[i];
         size_t count = tm->l.len[i] / kv_dtype_size(ts->dtype);
@@ -229,7 +257,6 @@ static void prepare_block(judge *j, timing *tm, size_t n)
         } else {
             /* Drawn into the judge's own copy first: the candidate's process
              * sees them only in the short copy below. */
-            copy_at[i] = at;
             for (size_t s = 0; s < n; s++) {
                 void *dst = tm->copy + at + s * tm->l.stride[i];
                 if (index)
@@ -251,20 +278,7 @@ static void prepare_block(judge *j, timing *tm, size_t n)
         memcpy(j->b->ptr(j->b, &tm->a, tm->l.off[i]), tm->copy + at, r);
         at += r;
     }
-    /* In-out tensors start from their copies (on cuda, drawn from the seed
-     * the copy is drawn from inside the window). */
-    for (int i = 0; i < j->visible; i++) {
-        int w = j->twin[i];
-        if (w < 0) continue;
-        size_t r = region(tm, i, n), es = kv_dtype_size(t->tensors[i].dtype);
-        if (r != region(tm, w, n) || tm->l.stride[i] != tm->l.stride[w])
-            kv_judge_fail(j, "harness_error", "an in-out tensor laid out unlike its copy");
-        if (!kv_judge_can(j, KV_CAP_DEVICE_INPUTS))
-            memcpy(j->b->ptr(j->b, &tm->a, tm->l.off[i]), tm->copy + copy_at[w], r);
-        else if (j->b->gen(j->b, &tm->a, tm->l.off[i], t->tensors[i].dtype, KV_DIST_NORMAL, r / es,
-                           tm->seeds[w], ~0ull, &err) != 0)
-            kv_judge_fail_err(j, err, "starting in-out tensors");
-    }
+    start_inout(j, tm, n, kv_judge_can(j, KV_CAP_DEVICE_INPUTS));
     if (j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "preparing a timed block");
     kv_judge_lap(j, PROF_FILL, &t0);
 }
@@ -597,23 +611,6 @@ static double timed_block(judge *j, timing *tm, size_t n, double *last_reply, in
     return per_call(j, tm, n, window);
 }
 
-/* In-out tensors of TM's N sets start again from their copies as the
- * arena holds them (the last block's inputs). */
-static void restart_inout(judge *j, timing *tm, size_t n)
-{
-    char *err = NULL;
-    for (int i = 0; i < j->visible; i++) {
-        int w = j->twin[i];
-        if (w < 0) continue;
-        size_t r = region(tm, i, n);
-        if (!j->b->copy)
-            memcpy(j->b->ptr(j->b, &tm->a, tm->l.off[i]), j->b->ptr(j->b, &tm->a, tm->l.off[w]), r);
-        else if (j->b->copy(j->b, &tm->a, tm->l.off[w], &tm->a, tm->l.off[i], r, &err) != 0)
-            kv_judge_fail_err(j, err, "starting in-out tensors");
-    }
-    if (j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "starting in-out tensors");
-}
-
 /* Where the runner can (KV_CAP_GRAPH), has it record the N calls of TM's
  * blocks into a graph, which the timed blocks then replay: a call costs
  * what it costs the device, not the host's launch (about 4.5 us under the
@@ -739,7 +736,7 @@ static void measure_energy(judge *j, timing *tm, size_t n, double median_us, dou
     double t0 = kv_now_s();
     for (int i = 0; i < j->task->num_tensors; i++)
         if (j->task->tensors[i].role == KV_OUT) poison_output(j, tm, i, n);
-    restart_inout(j, tm, n);
+    start_inout(j, tm, n, 0);
     kv_rmsg_run m;
     kv_judge_block(j, &tm->a, &tm->l, tm->sh->syms, 0, (uint32_t)calls, &m);
     double limit = j->s.kernel_timeout_s * (double)calls;
