@@ -55,7 +55,8 @@ for run in runs:
         m = json.loads(metrics)
         if m.get("correct") == 1:
             progs.append((pid, src, m))
-    tag = os.path.basename(os.path.dirname(os.path.abspath(db)))
+    # A name the shell's globs see: no leading dot (a carried ".devrun").
+    tag = os.path.basename(os.path.dirname(os.path.abspath(db))).lstrip(".") or "run"
     for s in SCEN:
         key = s if any(f"{s}_median_us" in m for _, _, m in progs) else s.replace("s8192", "s2048")
         timed = [(m[f"{key}_median_us"], pid, src) for pid, src, m in progs

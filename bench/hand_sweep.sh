@@ -14,14 +14,15 @@
 #      (run.sh's: config.yaml from the C or OpenCL seed on
 #      gqa_attention_small for ITERATIONS children, default 80; on cuda
 #      config_cuda.yaml from the five seeds on gqa_attention_search, default
-#      40), stopped gracefully after MINUTES when given;
-#   3. both bests judged again, REPEAT times each, alternately, so the two
-#      kernels are compared on the same machine state (the best of a search
-#      is also the luckiest of its noisy measurements).
+#      160), stopped gracefully after MINUTES when given;
+#   3. both bests, and the job's best seed, judged again, REPEAT times
+#      each, alternately, so the kernels are compared on the same machine
+#      state (the best of a search is also the luckiest of its noisy
+#      measurements).
 # Prints one table per backend: the sweep's and the job's bests, children
-# per minute, the median seconds a child held the judge (on cuda: the GPU
-# lock; duplicates by artifact hold nothing), and the share of children
-# that compiled and were correct. Logs, stores and the best sources go
+# per minute, the median seconds a child held the device (duplicates by
+# artifact hold nothing) and the timed calls' share of it, and the share of
+# children that compiled and were correct (bench/main_job_stats.py). Logs, stores and the best sources go
 # under $OUT. Usage (repository root):
 #   KV=build/kevolve bench/hand_sweep.sh [--backends "cpu opencl"] [--points 40]
 #       [--iterations N] [--repeat 3] [--seed 1] [--minutes M]
@@ -89,7 +90,7 @@ for backend in $BACKENDS; do
         fi
         seeds=("$gqa/cuda/naive.cu" "$gqa/cuda/decode_halfwarp.cu" "$gqa/cuda/decode_split.cu"
             "$gqa/cuda/prefill_fa2.cu" "$gqa/cuda/prefill_hopper.cu")
-        ext=cu task=gqa_attention_search config=config_cuda.yaml iter=40 ;;
+        ext=cu task=gqa_attention_search config=config_cuda.yaml iter=160 ;;
     *) echo "unknown backend $backend" >&2; exit 2 ;;
     esac
     [ -n "$ITER" ] && iter=$ITER
@@ -136,16 +137,21 @@ except Exception: print(1)' "$dir/sweep/p$i.json")
     run_s=$(($(date +%s) - t0))
     "$KV" best "$dir/run" -o "$dir/run_best.$ext" >/dev/null 2>&1
 
-    # 3. Both bests again, alternately.
-    hand_again="" run_again=""
+    # The best seed as the job judged it (its best initial program).
+    python3 "$ROOT/bench/best_seed_source.py" "$dir/run/run.db" >"$dir/seed_best.$ext"
+
+    # 3. The three bests again, alternately.
+    hand_again="" run_again="" seed_again=""
     for r in $(seq "$REPEAT"); do
         hand_again="$hand_again $(score "$dir/hand_best.$ext" "$backend" "$task" \
             "$dir/again_hand$r.json")"
         run_again="$run_again $(score "$dir/run_best.$ext" "$backend" "$task" \
             "$dir/again_run$r.json")"
+        seed_again="$seed_again $(score "$dir/seed_best.$ext" "$backend" "$task" \
+            "$dir/again_seed$r.json")"
     done
 
     python3 "$ROOT/bench/hand_sweep_table.py" "$dir/run/run.db" "$backend" "$task" "$best" \
         "$best_point" "$sweep_s" "$run_s" "$hand_again" "$run_again" "$(wc -l <"$dir/sweep.txt")" \
-        "${#seeds[@]}"
+        "${#seeds[@]}" "$seed_again"
 done

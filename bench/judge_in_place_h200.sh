@@ -49,9 +49,12 @@ except Exception as e:
 a, m = d.get("artifacts", {}), d.get("metrics", {})
 p = a.get("profile_seconds", {})
 w = a.get("worker_seconds", 0)
-print(f"{name:10s} exit {rc} wall {int(wall) / 1000:5.1f} s worker {w:5.1f} s score {m.get('combined_score', 0):7.2f} "
+# The device's share (held from taking it to letting it go; older judges
+# held it for the whole worker).
+h = a.get("device_held_seconds", w)
+print(f"{name:10s} exit {rc} wall {int(wall) / 1000:5.1f} s worker {w:5.1f} s held {h:5.2f} s score {m.get('combined_score', 0):7.2f} "
       f"{a.get('verdict')} {a.get('reason', '')} | " + " ".join(f"{k} {v:.2f}" for k, v in p.items())
-      + f" | timed share {p.get('timed', 0) / w if w else 0:.0%}")
+      + f" | timed share of held {p.get('timed', 0) / h if h else 0:.0%}")
 c = a.get("profile_check_seconds")
 if c:
     print(f"{'':10s} check by step: " + " ".join(f"{k} {v:.2f}" for k, v in c.items()))

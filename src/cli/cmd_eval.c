@@ -176,6 +176,13 @@ static void print_verdict(const json_t *result)
             json_object_foreach((json_t *)prof, k, v)
                 fprintf(stderr, " %s %.2f", k, json_number_value(v));
             fputc('\n', stderr);
+            /* The device's share: what the next evaluation waits for. */
+            double held = json_number_value(json_object_get(a, "device_held_seconds"));
+            double timed = json_number_value(json_object_get(prof, "timed"));
+            if (held > 0)
+                fprintf(stderr, "  device held %.2f s (waited %.2f s), timed calls %.0f%% of it\n",
+                        held, json_number_value(json_object_get(a, "device_wait_seconds")),
+                        100.0 * timed / held);
         }
     } else {
         fprintf(stderr, "verdict: rejected (%s): %s\n",

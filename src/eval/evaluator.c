@@ -49,13 +49,13 @@ typedef struct job {
     int lost;                  /* runs the launcher lost (Slurm), started again */
     int moved;                 /* runs moved off a device that failed its check */
     char *step_name;           /* its current run's name under a launcher (Slurm), or NULL */
-    int device;                /* the device its current run was handed (slots), or -1 */
-    kv_proc *proc;             /* NULL while queued */
-    double started;            /* monotonic seconds, when it first started */
-    json_t *metrics;           /* merged over stages */
-    json_t *artifacts;         /* merged over stages */
-    json_t *stages;            /* one record per stage run */
-    struct job *next;          /* queue link */
+    int device;        /* the device its current run was bound to or handed (slots), or -1 */
+    kv_proc *proc;     /* NULL while queued */
+    double started;    /* monotonic seconds, when it first started */
+    json_t *metrics;   /* merged over stages */
+    json_t *artifacts; /* merged over stages */
+    json_t *stages;    /* one record per stage run */
+    struct job *next;  /* queue link */
 } job;
 
 /* How the messages name J: the controller's tickets are 0, -1, -2, ...
@@ -599,14 +599,15 @@ static void drop_slot(kv_evaluator *ev, job *j)
     grant_slots(ev);
 }
 
-/* Reads what J's worker said on its slot channel: an ask (its clock stops
- * while it waits), a hold (its clock goes on), a free. */
+/* Reads what J's worker said on its slot channel: a bind (answered at
+ * once), an ask (its clock stops while it waits), a hold (its clock goes
+ * on), a free. */
 static void serve_slot(kv_evaluator *ev, job *j)
 {
     char msg;
     ssize_t n;
     while (j->slot_sock >= 0 && (n = recv(j->slot_sock, &msg, 1, MSG_DONTWAIT)) == 1) {
-        if (msg == KV_SLOT_ASK && kv_slots_in_rotation(ev->slots) == 0) {
+        if ((msg == KV_SLOT_ASK || msg == KV_SLOT_BIND) && kv_slots_in_rotation(ev->slots) == 0) {
             /* No device left: the channel closes, and the worker says so. */
             close(j->slot_sock);
             j->slot_sock = -1;
@@ -614,6 +615,14 @@ static void serve_slot(kv_evaluator *ev, job *j)
             kv_proc_pause_clock(j->proc);
             kv_slots_ask(ev->slots, j->ticket);
             grant_slots(ev);
+        } else if (msg == KV_SLOT_BIND) {
+            unsigned char reply[5] = {KV_SLOT_BOUND};
+            int32_t d = kv_slots_bind(ev->slots, j->ticket);
+            memcpy(reply + 1, &d, sizeof d);
+            if (send(j->slot_sock, reply, sizeof reply, MSG_NOSIGNAL) != 5)
+                kv_slots_release(ev->slots, j->ticket);
+            else
+                j->device = d; /* a fault while it prepares there is that device's */
         } else if (msg == KV_SLOT_HOLD) {
             kv_proc_resume_clock(j->proc);
         } else if (msg == KV_SLOT_FREE) {

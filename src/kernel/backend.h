@@ -144,9 +144,9 @@ struct kv_jdev {
     const kv_backend *backend;
     void *state;
     int index; /* the device to open (the backend's own numbering), set before open */
-    /* Device facts, filled by open: the bandwidth used for roofline
-     * fractions, the fastest any kernel could plausibly reach (the floor
-     * uses it), and the size of the last-level cache to outsize. */
+    /* Device facts: the bandwidth used for roofline fractions and the
+     * fastest any kernel could plausibly reach (the floor uses it), filled
+     * by measure; the size of the last-level cache to outsize, by open. */
     double bandwidth_gbps;
     double ceiling_gbps;
     size_t cache_bytes;
@@ -160,7 +160,12 @@ struct kv_jdev {
     /* cuda: the shared object of the judge's helper kernels, set before open. */
     const char *helpers;
 
+    /* Opens the device without working on it (contexts, facts, helpers):
+     * the judge does this before it holds the device. */
     int (*open)(kv_jdev *b, char **err);
+    /* Measures the bandwidth (device work: done once the device is held;
+     * another evaluation's kernels would slow it and be slowed by it). */
+    int (*measure)(kv_jdev *b, char **err);
     void (*close)(kv_jdev *b);
     /* A new arena of BYTES, every byte CANARY. */
     int (*arena_new)(kv_jdev *b, size_t bytes, unsigned char canary, kv_arena *out, char **err);

@@ -23,6 +23,8 @@ const char *kv_dist_name(kv_dist d)
         return "small_integers";
     case KV_DIST_INDEX:
         return "indices";
+    case KV_DIST_QUICK_NORMAL:
+        return "quick_normal";
     default:
         return "?";
     }

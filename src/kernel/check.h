@@ -18,7 +18,10 @@ typedef enum kv_dist {
     KV_DIST_COUNT,      /* the distributions trials take in turn */
     /* Index tensors' (kv_tensor_spec.index_of): integers uniform in [0, a
      * bound), whatever the trial's distribution. */
-    KV_DIST_INDEX = KV_DIST_COUNT
+    KV_DIST_INDEX = KV_DIST_COUNT,
+    /* The timed blocks' inputs drawn on a device (judge_ops.h's
+     * KVJ_QUICK_NORMAL): close to N(0, 1), cheap to draw. */
+    KV_DIST_QUICK_NORMAL
 } kv_dist;
 
 const char *kv_dist_name(kv_dist d);

@@ -1,15 +1,16 @@
 /* The harness's entry (see harness.h): in the caller's process it reads the
- * job, compiles the candidate, the baseline, the task's device reference and
- * the judge's own kernels (cached), takes its device (from the evaluator's
- * slot channel, then the device's lock against other processes; the wait is
- * not charged to the job's budget), runs the judge in a forked child
- * (judge.h), which runs the candidate in a sandboxed runner of its own, and
- * turns the judge's report into the evaluator's JSON. */
+ * job, learns its device (device_hold.h), compiles the candidate, the
+ * baseline, the task's device reference and the judge's own kernels
+ * (cached), runs the judge in a forked child (judge.h), which prepares on
+ * the device, holds it for its device work only and runs the candidate in
+ * a sandboxed runner of its own, and turns the judge's report into the
+ * evaluator's JSON. */
 #include "kernel/harness.h"
 #include "kernel/artifact.h"
 #include "kernel/backend.h"
 #include "kernel/baseline.h"
 #include "kernel/compile.h"
+#include "kernel/device_hold.h"
 #include "kernel/judge.h"
 #include "kernel/sandbox.h"
 #include "kernel/tasks.h"
@@ -22,13 +23,11 @@
 #include "util/json.h"
 #include "util/proc.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -144,10 +143,11 @@ static json_t *accepted(int stage, json_t *res, json_t *artifacts)
         json_object_set_new(metrics, "memcheck_clean", json_integer(1));
     if (timed) json_object_set_new(metrics, "speedup", json_real(exp(logsum / wsum)));
     json_object_set_new(artifacts, "verdict", json_string("correct"));
-    static const char *copy[] = {"scenarios",       "held_out",      "device",
-                                 "profile_seconds", "isolation",     "baseline",
-                                 "baseline_kept",   "runner_output", "memcheck_log",
-                                 "screened",        "device_errors", "profile_check_seconds"};
+    static const char *copy[] = {
+        "scenarios",           "held_out",           "device",        "profile_seconds",
+        "isolation",           "baseline",           "baseline_kept", "runner_output",
+        "memcheck_log",        "screened",           "device_errors", "profile_check_seconds",
+        "device_held_seconds", "device_wait_seconds"};
     for (size_t k = 0; k < sizeof copy / sizeof copy[0]; k++) {
         json_t *v = json_object_get(res, copy[k]);
         if (v) json_object_set(artifacts, copy[k], v);
@@ -162,83 +162,6 @@ static char *read_source(const char *path, char **err)
     char *src = kv_read_file(path, NULL);
     if (!src) *err = kv_asprintf("cannot read %s: %s", path, strerror(errno));
     return src;
-}
-
-/* Takes the lock of DEVICE of backend B (CACHE/device-B-N.lock)
- * exclusively, waiting at most WAIT_S seconds: other processes (another
- * run, a `kevolve eval` by hand) time on the device too. Returns the
- * descriptor (close-on-exec: no process started later holds it), or -1
- * with *ERR ("device busy: ..."). */
-/* The name of the lock of B's DEVICE as this process sees it: the host
- * (a cache folder may be shared by a cluster's nodes) and the devices a
- * scheduler left visible (each step's "device 0" may be another GPU). */
-static char *lock_path(const char *cache, const kv_backend *b, int device)
-{
-    char host[256] = "";
-    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    const char *vis = b->visible_env ? getenv(b->visible_env) : NULL;
-    kv_buf p = KV_BUF_INIT;
-    kv_buf_printf(&p, "%s/device-%s-%d", cache, b->name, device);
-    if (*host) kv_buf_printf(&p, "-%s", host);
-    /* A device list such as "0,1" or a UUID: kept to the characters a
-     * file name takes. */
-    if (vis && *vis) {
-        kv_buf_printf(&p, "-visible-");
-        for (const char *c = vis; *c; c++)
-            kv_buf_printf(&p, "%c", isalnum((unsigned char)*c) || *c == '-' ? *c : '_');
-    }
-    kv_buf_printf(&p, ".lock");
-    return p.data;
-}
-
-static int take_lock(const char *cache, const kv_backend *b, int device, double wait_s, char **err)
-{
-    char *path = lock_path(cache, b, device);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        *err = kv_asprintf("cannot open the device lock %s: %s", path, strerror(errno));
-        free(path);
-        return -1;
-    }
-    double deadline = kv_now_s() + wait_s;
-    for (;;) {
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0) break;
-        if (errno != EWOULDBLOCK && errno != EINTR) {
-            *err = kv_asprintf("cannot lock %s: %s", path, strerror(errno));
-            close(fd);
-            free(path);
-            return -1;
-        }
-        if (kv_now_s() >= deadline) {
-            *err = kv_asprintf("device busy: another evaluation held %s for more than %.0f s", path,
-                               wait_s);
-            close(fd);
-            free(path);
-            return -1;
-        }
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    free(path);
-    return fd;
-}
-
-/* Takes the job's device: from the evaluator's slot channel when the job
- * has one (the evaluator hands out each device to one job at a time), else
- * the job's own; then its lock against other processes. Sets *DEVICE and
- * returns the lock's descriptor, or -1 with *ERR. The time it waits is not
- * the job's: its budget moves by it. */
-static int take_device(const kv_job *job, const kv_backend *b, const char *cache, int *device,
-                       char **err)
-{
-    double t0 = kv_now_s();
-    *device = job->device;
-    if (job->slot_fd >= 0 && (*device = kv_slot_ask(job->slot_fd, err)) < 0) return -1;
-    double wait = job->limits.device_wait_s > 0 ? job->limits.device_wait_s : 600;
-    int fd = take_lock(cache, b, *device, wait, err);
-    if (fd >= 0 && job->slot_fd >= 0) kv_slot_tell(job->slot_fd, KV_SLOT_HOLD);
-    kv_proc_extend_budget(kv_now_s() - t0);
-    return fd;
 }
 
 /* KV_CAP_DEVICE_CODE: the device code of C, in a file beside its shared
@@ -437,11 +360,13 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
     char *hash = NULL, *vkey = NULL;
     char *cand_cl = NULL, *base_cl = NULL, *base_path = NULL;
     json_t *kept = NULL;
-    int lock = -1, rc = -1, device = job->device;
+    int rc = -1, device = job->device;
     char set[17];
     set_key(&view, task, set);
-    if (kv_backend_has(backend, KV_CAP_ARCH) &&
-        !(arch = device_arch(job, backend, job->device, err)))
+    /* The device first: the code is built for its architecture. */
+    if (job->stage != 3 || kv_backend_has(backend, KV_CAP_MEMCHECK))
+        if ((device = kv_device_bind(job, err)) < 0) goto out;
+    if (kv_backend_has(backend, KV_CAP_ARCH) && !(arch = device_arch(job, backend, device, err)))
         goto out;
     if (job->stage == 3 && !kv_backend_has(backend, KV_CAP_MEMCHECK)) {
         json_t *metrics = json_pack("{s:f,s:i}", "combined_score", 1.0, "correct", 1);
@@ -451,8 +376,10 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
         rc = 0;
         goto out;
     }
+    double compile_t0 = kv_now_s();
     int crc = kv_compile(backend, src, cache, arch, &cand, err);
     if (crc < 0) goto out;
+    json_object_set_new(artifacts, "compile_seconds", json_real(kv_now_s() - compile_t0));
     json_object_set_new(artifacts, "compile_log", json_string(cand.log ? cand.log : ""));
     json_object_set_new(artifacts, "cache_key", json_string(cand.key));
     json_object_set_new(artifacts, "compile_cached", json_integer(cand.cached));
@@ -505,8 +432,6 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
                                            arch, &helpers, err) != 0)
         goto out;
     cand_cl = device_source_file(&cand);
-    lock = take_device(job, backend, cache, &device, err);
-    if (lock < 0) goto out;
     json_object_set_new(artifacts, "device_index", json_integer(device));
     /* Where a scheduler ran it: which job step, on which node. */
     if (getenv("SLURM_JOB_ID"))
@@ -538,6 +463,7 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
                         .device_src = cand_cl,
                         .base_device_src = base_cl,
                         .memcheck = job->stage == 3,
+                        .cache = cache,
                         .seed = job->seed ? job->seed : unpredictable_seed()};
     kv_worker_outcome w;
     /* The judge gets what is left of the budget, less a reserve to report. */
@@ -545,8 +471,7 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
     double timeout = left - (left * 0.05 < 5 ? left * 0.05 : 5);
     if (timeout < 1) timeout = 1;
     int wrc = kv_worker_run(kv_judge_main, &ctx, timeout, &w, err);
-    close(lock);
-    lock = -1;
+    /* The judge let go when its device work ended; not when it failed. */
     if (job->slot_fd >= 0) kv_slot_tell(job->slot_fd, KV_SLOT_FREE);
     if (wrc != 0) goto out;
     json_t *fresh = w.result ? json_object_get(w.result, "baseline") : NULL;
@@ -563,7 +488,6 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
         kv_artifact_verdict_save(job->run_dir, vkey, hash, *result);
     kv_worker_outcome_clear(&w);
 out:
-    if (lock >= 0) close(lock);
     if (kept) json_decref(kept);
     free(hash);
     free(vkey);

@@ -5,6 +5,7 @@
 #include "kernel/baseline.h"
 #include "kernel/compile.h"
 #include "kernel/device_check.h"
+#include "kernel/device_hold.h"
 #include "kernel/dtype.h"
 #include "kernel/tasks.h"
 #include "kernel/tool.h"
@@ -21,8 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const prof_names[PROF_COUNT] = {"alloc", "fill",  "upload",   "reference", "run",
-                                                   "check", "timed", "baseline", "energy"};
+static const char *const prof_names[PROF_COUNT] = {"alloc",  "fill",   "upload", "reference",
+                                                   "run",    "check",  "timed",  "baseline",
+                                                   "energy", "prepare"};
 
 static settings settings_for(const kv_job *o, const kv_backend *backend)
 {
@@ -65,6 +67,13 @@ static settings settings_for(const kv_job *o, const kv_backend *backend)
     return s;
 }
 
+void kv_judge_check_lap(judge *j, enum check_step step, double *t0)
+{
+    double now = kv_now_s();
+    j->prof_check[step] += now - *t0;
+    *t0 = now;
+}
+
 void kv_judge_lap(judge *j, enum prof_step step, double *t0)
 {
     double now = kv_now_s();
@@ -76,6 +85,7 @@ void kv_judge_lap(judge *j, enum prof_step step, double *t0)
 static void stop_runner(judge *j)
 {
     if (!j->rn) return;
+    kv_judge_arena_pool_drain(j);
     char *out = kv_runner_output(j->rn, 4000);
     if (*out) json_object_set_new(j->extra, "runner_output", json_string(out));
     free(out);
@@ -104,6 +114,8 @@ static _Noreturn void vfail(judge *j, const char *code, const char *fmt, va_list
     kv_buf_vprintf(&b, fmt, ap);
     stop_runner(j);
     note_device_errors(j, j->extra);
+    if (j->lock >= 0)
+        json_object_set_new(j->extra, "device_held_seconds", json_real(kv_now_s() - j->held_at));
     /* The task's own code failing is the harness's problem, not the candidate's. */
     if (j->who && strcmp(j->who, "baseline") == 0 && strcmp(code, "harness_error") != 0)
         kv_worker_fail("harness_error", j->extra, "the task's baseline failed: %s: %s", code,
@@ -259,12 +271,14 @@ static char *find_compute_sanitizer(void)
     return NULL;
 }
 
-/* Starts a runner for the code C (the candidate or the baseline), calibrates
- * the judge's clock against it, then loads the code. */
-static void start_runner(judge *j, const kv_compiled *c, const char *device_src, const char *who)
+/* Starts a runner for the code C (the candidate or the baseline): its
+ * process, its device opened, its sandbox applied. None of C's code runs
+ * in it until ready_runner loads it, so this may happen before the device
+ * is held. */
+static kv_runner *spawn_runner(judge *j, const kv_compiled *c, const char *device_src,
+                               const char *who)
 {
     kv_worker_phase("starting the %s's process", who);
-    j->who = who;
     /* A driver's cache of built device code, the program's own: a shared
      * one could be poisoned for the next evaluation's baseline. */
     char *own = kv_judge_can(j, KV_CAP_DEVICE_CODE) ? kv_asprintf("%s.pocl", c->lib_path) : NULL;
@@ -283,23 +297,32 @@ static void start_runner(judge *j, const kv_compiled *c, const char *device_src,
         spec.wrapper_args = memcheck_args;
     }
     char *isolation = NULL, *err = NULL;
-    double t0 = kv_now_s();
-    j->rn = kv_runner_start(&spec, 120, &isolation, &err);
+    kv_runner *rn = kv_runner_start(&spec, 120, &isolation, &err);
     free(cs);
     free(own);
-    if (!j->rn) {
+    if (!rn) {
         const char *e = err ? err : "";
         /* A device the judge opened but the runner could not is still "no device". */
         kv_worker_fail(kv_starts_with(e, "no ") ? "no_device" : "harness_error", j->extra, "%s", e);
     }
     json_object_set_new(j->extra, "isolation", json_string(isolation));
     free(isolation);
+    return rn;
+}
+
+/* Makes RN (spawned for WHO) the runner in use: calibrates the judge's
+ * clock against it, then loads its code. Device work: the device is held. */
+static void ready_runner(judge *j, kv_runner *rn, const char *who)
+{
+    double t0 = kv_now_s();
+    j->rn = rn;
+    j->who = who;
     j->base_threads = kv_runner_threads(j->rn);
     if (j->ctx->base) kv_judge_calibrate(j); /* only timing needs it */
     kv_judge_lap(j, PROF_ALLOC, &t0);
     kv_worker_phase("loading the %s", who);
     kv_rfail f;
-    char *log = NULL;
+    char *log = NULL, *err = NULL;
     int rc = kv_runner_load(j->rn, 120, &log, &f, &err);
     if (log && *log) json_object_set_new(j->extra, "build_log", json_string(log));
     if (rc < 0) kv_judge_fail_err(j, err, "loading");
@@ -307,6 +330,34 @@ static void start_runner(judge *j, const kv_compiled *c, const char *device_src,
         kv_judge_fail(j, f.code, "%s%s%s", f.detail, log && *log ? ": " : "", log ? log : "");
     free(log);
     j->idle_cpu = kv_runner_cpu_seconds(j->rn);
+}
+
+/* Waits for the device (device_hold.h; the wait is not the candidate's
+ * time), then measures what needs it alone. */
+static void hold_device(judge *j)
+{
+    kv_worker_phase("waiting for the %s device %d", j->ctx->backend->name, j->ctx->device);
+    double waited = 0;
+    char *err = NULL;
+    kv_worker_waiting();
+    j->lock = kv_device_hold(j->job, j->ctx->backend, j->ctx->cache, j->ctx->device, &waited, &err);
+    kv_worker_waited(waited);
+    json_object_set_new(j->extra, "device_wait_seconds", json_real(waited));
+    if (j->lock < 0) kv_worker_fail("harness_error", j->extra, "%s", err);
+    j->held_at = kv_now_s();
+    kv_worker_phase("measuring the %s device %d", j->ctx->backend->name, j->ctx->device);
+    if (j->b->measure && j->b->measure(j->b, &err) != 0)
+        kv_worker_fail("harness_error", j->extra, "measuring the device: %s", err);
+    if (j->job->ceiling_gbps > 0) j->b->ceiling_gbps = j->b->bandwidth_gbps = j->job->ceiling_gbps;
+}
+
+/* Lets go of the device once its work is done: the next evaluation, which
+ * prepared meanwhile, starts its device work. */
+static double let_go_device(judge *j)
+{
+    kv_device_let_go(j->job, j->lock);
+    j->lock = -1;
+    return kv_now_s() - j->held_at;
 }
 
 /* Loads the task's device reference into the judge (cuda). */
@@ -326,7 +377,7 @@ static json_t *time_baseline(judge *j)
 {
     double t0 = kv_now_s(), before[PROF_COUNT];
     memcpy(before, j->prof, sizeof before);
-    start_runner(j, j->ctx->base, j->ctx->base_device_src, "baseline");
+    ready_runner(j, spawn_runner(j, j->ctx->base, j->ctx->base_device_src, "baseline"), "baseline");
     j->trusted = 1;
     json_t *out = json_object();
     for (int i = 0; i < j->task->num_scenarios; i++) {
@@ -483,12 +534,16 @@ static void memcheck_verdict(judge *j, json_t *result)
 void kv_judge_main(void *vctx)
 {
     kv_judge_ctx *ctx = vctx;
-    judge j = {.job = ctx->job, .ctx = ctx};
+    judge j = {.job = ctx->job, .ctx = ctx, .lock = -1};
     kv_judge_view_task(&j, ctx->task);
     j.s = settings_for(ctx->job, ctx->backend);
     kv_rng_seed(&j.rng, ctx->seed);
     j.extra = json_object();
     char *err = NULL;
+    double t0 = kv_now_s();
+    /* Prepared while another evaluation may hold the device: the judge's
+     * context and kernels, the task's reference, the candidate's process
+     * (which runs none of its code before it is loaded). */
     kv_worker_phase("opening the %s device %d", ctx->backend->name, ctx->device);
     const char *fault = kv_device_fault(ctx->backend->name, ctx->device);
     if (fault) kv_worker_fail("no_device", NULL, "%s", fault);
@@ -498,20 +553,16 @@ void kv_judge_main(void *vctx)
     if (j.b->open(j.b, &err) != 0)
         kv_worker_fail(kv_starts_with(err, "harness_error") ? "harness_error" : "no_device", NULL,
                        "%s", err);
-    if (ctx->job->ceiling_gbps > 0)
-        j.b->ceiling_gbps = j.b->bandwidth_gbps = ctx->job->ceiling_gbps;
+    if (ctx->ref) load_reference(&j, ctx->ref);
+    kv_runner *cand = spawn_runner(&j, ctx->cand, ctx->device_src, "candidate");
+    kv_judge_lap(&j, PROF_PREPARE, &t0);
+    hold_device(&j);
     json_t *result = json_object();
     json_object_set(result, "device", j.b->device);
     json_object_set_new(result, "bandwidth_gbps", json_real(j.b->bandwidth_gbps));
     json_object_set_new(result, "ceiling_gbps", json_real(j.b->ceiling_gbps));
-    if (ctx->probe_only) {
-        kv_worker_result(result);
-        return;
-    }
-    if (ctx->ref) load_reference(&j, ctx->ref);
     json_t *baseline = ctx->base ? kept_or_timed_baseline(&j, result) : NULL;
-
-    start_runner(&j, ctx->cand, ctx->device_src, "candidate");
+    ready_runner(&j, cand, "candidate");
     /* Stage 1: correctness on the held-out shapes and, when screening, on
      * one scenario of each class; stage 2: those scenarios timed; a child
      * that cannot beat its parent there stops; stage 3: the rest. */
@@ -540,6 +591,9 @@ void kv_judge_main(void *vctx)
     free(summary);
     free(rep);
     stop_runner(&j);
+    note_device_errors(&j, result);
+    json_object_set_new(result, "device_held_seconds", json_real(let_go_device(&j)));
+    json_object_set(result, "device_wait_seconds", json_object_get(j.extra, "device_wait_seconds"));
     json_object_set_new(result, "scenarios", scen);
     json_object_set_new(result, "held_out", held);
     json_object_set(result, "isolation", json_object_get(j.extra, "isolation"));
@@ -550,14 +604,15 @@ void kv_judge_main(void *vctx)
     for (int i = 0; i < PROF_COUNT; i++)
         json_object_set_new(prof, prof_names[i], json_real(j.prof[i]));
     json_object_set_new(result, "profile_seconds", prof);
-    static const char *const check_names[CHECK_STEPS] = {"keep",   "settle",   "quiet", "tolerance",
-                                                         "inputs", "canaries", "runs"};
+    static const char *const check_names[CHECK_STEPS] = {
+        "keep",       "settle",         "quiet",       "tolerance",     "inputs",
+        "canaries",   "runs",           "block_write", "block_written", "block_inputs",
+        "block_late", "block_canaries", "block_full"};
     json_t *steps = json_object();
     for (int i = 0; i < CHECK_STEPS; i++)
         json_object_set_new(steps, check_names[i], json_real(j.prof_check[i]));
     json_object_set_new(result, "profile_check_seconds", steps);
     if (baseline) json_decref(baseline);
-    note_device_errors(&j, result);
     kv_worker_phase("done");
     kv_worker_result(result);
     /* The child exits right after; nothing to free that the OS will not. */

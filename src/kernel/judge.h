@@ -22,7 +22,7 @@ typedef struct kv_judge_ctx {
     const kv_task *task; /* the task, its scenarios cut to the job's set */
     const kv_job *job;   /* quick, limits, screening (job->parent), ceiling */
     const kv_backend *backend;
-    int device; /* the backend's device the judge and its runners open */
+    int device; /* the backend's device the judge and its runners open (bound, not yet held) */
     const kv_compiled *cand;
     const kv_compiled *base;    /* NULL: correctness only */
     const kv_compiled *ref;     /* the task's device reference, or NULL: the CPU's */
@@ -33,7 +33,7 @@ typedef struct kv_judge_ctx {
     const char *base_device_src;
     int memcheck; /* correctness only, the runner under compute-sanitizer memcheck */
     uint64_t seed;
-    int probe_only; /* open the device, report it, stop */
+    const char *cache; /* where the device's lock lives (device_hold.h) */
 } kv_judge_ctx;
 
 /* Worker entry (kv_worker_run's FN); CTX is a kv_judge_ctx. Reports through

@@ -147,14 +147,6 @@ static void check_settled(judge *j, trial_state *ts, int runno, int unwritten)
     }
 }
 
-/* Adds the seconds since *T0 to STEP of the check's profile. */
-static void check_lap(judge *j, enum check_step step, double *t0)
-{
-    double now = kv_now_s();
-    j->prof_check[step] += now - *t0;
-    *t0 = now;
-}
-
 /* The checks after run RUNNO, in judge_check.c's order. */
 static void check_run(judge *j, trial_state *ts, int runno)
 {
@@ -176,11 +168,11 @@ static void check_run(judge *j, trial_state *ts, int runno)
                                d->poison[i], &unwritten, &first, &err) != 0)
             kv_judge_fail_err(j, err, "checking outputs");
     }
-    check_lap(j, CHECK_KEEP, &t0);
+    kv_judge_check_lap(j, CHECK_KEEP, &t0);
     check_settled(j, ts, runno, unwritten != 0);
-    check_lap(j, CHECK_SETTLE, &t0);
+    kv_judge_check_lap(j, CHECK_SETTLE, &t0);
     kv_judge_check_quiet(j, d, "when kv_launch returned");
-    check_lap(j, CHECK_QUIET, &t0);
+    kv_judge_check_lap(j, CHECK_QUIET, &t0);
     kv_check checks[KV_MAX_TENSORS];
     for (int i = 0; i < t->num_tensors; i++) {
         const kv_tensor_spec *s = &t->tensors[i];
@@ -192,7 +184,7 @@ static void check_run(judge *j, trial_state *ts, int runno)
             kv_judge_fail_err(j, err, "checking outputs");
         kv_judge_fail_unwritten(j, d, i, runno, c);
     }
-    check_lap(j, CHECK_TOLERANCE, &t0);
+    kv_judge_check_lap(j, CHECK_TOLERANCE, &t0);
     /* Inputs unchanged: drawn again and compared where they are. Quick runs
      * look after the second run only (inputs are not rewritten between). */
     for (int i = 0; i < t->num_tensors && (!j->job->quick || runno == 1); i++) {
@@ -211,9 +203,9 @@ static void check_run(judge *j, trial_state *ts, int runno)
                                               : "1",
                                 changed, d->count[i]);
     }
-    check_lap(j, CHECK_INPUTS, &t0);
+    kv_judge_check_lap(j, CHECK_INPUTS, &t0);
     kv_judge_check_canaries(j, d, &ts->a, &ts->l);
-    check_lap(j, CHECK_CANARIES, &t0);
+    kv_judge_check_lap(j, CHECK_CANARIES, &t0);
     for (int i = 0; i < t->num_tensors; i++) {
         const kv_tensor_spec *s = &t->tensors[i];
         if (s->role != KV_OUT) continue;
@@ -239,7 +231,7 @@ static void check_run(judge *j, trial_state *ts, int runno)
         }
         kv_judge_values(j, d, i, c, cached);
     }
-    check_lap(j, CHECK_RUNS, &t0);
+    kv_judge_check_lap(j, CHECK_RUNS, &t0);
 }
 
 /* D's sizes; with a host reference, its inputs' values and the outputs'

@@ -14,6 +14,8 @@
 #include <stdarg.h>
 
 #define KV_CANARY 0xc3
+/* Arenas kept for reuse on cuda (judge_layout.c). */
+#define KV_JUDGE_POOL 4
 
 typedef struct settings {
     int trials, held_trials;
@@ -37,10 +39,12 @@ enum prof_step {
     PROF_TIMED,     /* timed blocks */
     PROF_BASELINE,  /* timing the baseline (when it was not kept) */
     PROF_ENERGY,    /* the energy windows (evaluator.energy) */
+    PROF_PREPARE,   /* before the device is held: contexts, the candidate's process */
     PROF_COUNT
 };
 
-/* PROF_CHECK of the in-place path, by step (judge_check_in_place.c). */
+/* PROF_CHECK of the in-place path, by step (judge_check_in_place.c), and
+ * the timed blocks' checks and input writes by step (judge_time.c). */
 enum check_step {
     CHECK_KEEP,      /* the outputs copied aside, unwritten ones counted */
     CHECK_SETTLE,    /* the pause, then the outputs compared with the copy */
@@ -49,6 +53,12 @@ enum check_step {
     CHECK_INPUTS,    /* the inputs generated again and compared */
     CHECK_CANARIES,  /* the bytes around each tensor */
     CHECK_RUNS,      /* the two runs against each other, the previous trial's answer */
+    BLOCK_WRITE,     /* a timed block's inputs written (inside its window) */
+    BLOCK_WRITTEN,   /* after it: every output written, the last kept aside */
+    BLOCK_INPUTS,    /* every input as drawn */
+    BLOCK_LATE,      /* what is left of the settle, the late-change look */
+    BLOCK_CANARIES,  /* the bytes around each tensor */
+    BLOCK_FULL,      /* one call checked in full, its reference included */
     CHECK_STEPS
 };
 
@@ -88,6 +98,8 @@ typedef struct judge {
     const kv_judge_ctx *ctx;
     kv_jdev *b;
     kv_runner *rn;    /* the runner in use (candidate or baseline) */
+    int lock;         /* the device's lock while the device is held, else -1 */
+    double held_at;   /* when the device was taken */
     int base_threads; /* the runner's threads before any call */
     double idle_cpu;  /* its CPU seconds when its last step ended */
     void *ref_so;     /* the task's device reference, loaded here */
@@ -97,6 +109,8 @@ typedef struct judge {
     kv_rng rng;
     json_t *extra; /* sent with a failure: build log, isolation */
     uint32_t next_arena;
+    kv_arena pool[KV_JUDGE_POOL]; /* arenas given back, still mapped in the runner */
+    int npool;
     const char *who;  /* "candidate" or "baseline": the runner in use */
     double grace_s;   /* extra time for the next block (opencl: the driver's first build) */
     int trusted;      /* timing the task's own baseline: no need to check it in full */
@@ -161,6 +175,8 @@ _Noreturn void kv_judge_fail_runner(judge *j, const kv_rfail *f, const char *con
 
 /* Adds the time since *T0 to step STEP and moves *T0 to now. */
 void kv_judge_lap(judge *j, enum prof_step step, double *t0);
+/* Adds the seconds since *T0 to STEP of the check's profile; *T0 = now. */
+void kv_judge_check_lap(judge *j, enum check_step step, double *t0);
 /* "prefill (rows=4096 cols=256)" into BUF. */
 const char *kv_judge_shape_label(const kv_task *t, const kv_shape *sh, char *buf, size_t cap);
 /* Row-major coordinates of flat index IDX of tensor TI as "[r, c]". */
@@ -175,10 +191,14 @@ const char *kv_judge_coords(const kv_task *t, int ti, const int64_t *syms, size_
  * (each tensor's sets packed back to back, margins around them). */
 void kv_judge_layout(const judge *j, const int64_t *syms, size_t nsets, int one_set_guarded,
                      layout *l);
-/* A new arena for L, every byte a canary, mapped into the runner. */
+/* An arena for L, every byte a canary, mapped into the runner: a new one,
+ * or one given back earlier in this runner's life (cuda). */
 void kv_judge_arena_new(judge *j, const layout *l, kv_arena *a);
-/* Unmaps A from the runner and frees it. */
+/* Gives A back: kept for reuse, else unmapped from the runner and freed. */
 void kv_judge_arena_free(judge *j, kv_arena *a);
+/* Frees the arenas kept for reuse, not unmapping them: the runner in use
+ * is about to stop. */
+void kv_judge_arena_pool_drain(judge *j);
 /* Fails (out_of_bounds_write) when a canary of A around a tensor of L
  * changed; D names the shape. */
 void kv_judge_check_canaries(judge *j, const shape_data *d, kv_arena *a, const layout *l);

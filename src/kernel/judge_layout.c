@@ -75,8 +75,38 @@ static void forgive_request_cpu(judge *j)
     if (j->rn) j->idle_cpu = kv_runner_cpu_seconds(j->rn);
 }
 
+/* On cuda, arenas given back are kept for the next (a device allocation
+ * and the runner's mapping of it cost milliseconds each, and an evaluation
+ * makes about five a scenario); every byte is a canary again before reuse,
+ * so nothing of an earlier scenario is left in it. Not where an arena's
+ * mapping depends on its layout (cpu: page guards; opencl: the runner's
+ * device buffers per tensor, made on first use and freed with the arena). */
+static int pooled(const judge *j)
+{
+    return kv_judge_can(j, KV_CAP_DEVICE_INPUTS) && !j->b->page_guards && j->rn != NULL;
+}
+
+/* A kept arena of at least BYTES (and not four times more), into *A. */
+static int from_pool(judge *j, size_t bytes, kv_arena *a)
+{
+    int best = -1;
+    for (int i = 0; i < j->npool; i++)
+        if (j->pool[i].bytes >= bytes && j->pool[i].bytes <= 4 * bytes + (64u << 20) &&
+            (best < 0 || j->pool[i].bytes < j->pool[best].bytes))
+            best = i;
+    if (best < 0) return 0;
+    *a = j->pool[best];
+    j->pool[best] = j->pool[--j->npool];
+    char *err = NULL;
+    unsigned char canary = KV_CANARY;
+    if (j->b->fill(j->b, a, 0, a->bytes, &canary, 1, &err) != 0 || j->b->sync(j->b, &err) != 0)
+        kv_judge_fail_err(j, err, "reusing an arena");
+    return 1;
+}
+
 void kv_judge_arena_new(judge *j, const layout *l, kv_arena *a)
 {
+    if (pooled(j) && from_pool(j, l->bytes, a)) return;
     char *err = NULL;
     if (j->b->arena_new(j->b, l->bytes, KV_CANARY, a, &err) != 0)
         kv_judge_fail_err(j, err, "allocating tensors");
@@ -88,9 +118,9 @@ void kv_judge_arena_new(judge *j, const layout *l, kv_arena *a)
     forgive_request_cpu(j);
 }
 
-void kv_judge_arena_free(judge *j, kv_arena *a)
+/* Unmaps A from the runner (when one is in use) and frees it. */
+static void arena_release(judge *j, kv_arena *a)
 {
-    if (!a->bytes) return;
     kv_rfail f;
     char *err = NULL;
     /* An unmap that fails leaves the runner's mapping, not the judge's memory. */
@@ -98,6 +128,25 @@ void kv_judge_arena_free(judge *j, kv_arena *a)
     free(err);
     j->b->arena_free(j->b, a);
     forgive_request_cpu(j);
+}
+
+void kv_judge_arena_free(judge *j, kv_arena *a)
+{
+    if (!a->bytes) return;
+    if (pooled(j) && j->npool < KV_JUDGE_POOL) {
+        j->pool[j->npool++] = *a;
+        memset(a, 0, sizeof *a);
+        a->fd = -1;
+        return;
+    }
+    arena_release(j, a);
+}
+
+void kv_judge_arena_pool_drain(judge *j)
+{
+    /* The runner stops next: its mappings go with it. */
+    while (j->npool > 0)
+        j->b->arena_free(j->b, &j->pool[--j->npool]);
 }
 
 /* 1 when the N bytes at OFF of A are all canaries. BUF: scratch. */

@@ -24,8 +24,9 @@
 
 /* The distributions, numbered as kv_dist (check.h). KVJ_INDEX draws an
  * index tensor's int32 elements uniformly from [0, bound), the bound
- * passed where the others take FORCED (kvj_index_at). */
-enum { KVJ_NORMAL = 0, KVJ_OUTLIERS = 1, KVJ_SMALL_INT = 2, KVJ_INDEX = 3 };
+ * passed where the others take FORCED (kvj_index_at). KVJ_QUICK_NORMAL is
+ * the timed blocks': mean 0, variance 1, in (-3.5, 3.5) (kvj_quick_at). */
+enum { KVJ_NORMAL = 0, KVJ_OUTLIERS = 1, KVJ_SMALL_INT = 2, KVJ_INDEX = 3, KVJ_QUICK_NORMAL = 4 };
 
 KVJ_FN uint64_t kvj_mix64(uint64_t z)
 {
@@ -40,11 +41,36 @@ KVJ_FN uint32_t kvj_index_at(uint64_t seed, uint64_t bound, uint64_t i)
     return (uint32_t)(kvj_mix64(seed ^ ((i + 1) * 0x9e3779b97f4a7c15ull)) % bound);
 }
 
+/* A 32-bit integer hash (Wellons' lowbias32): cheap on a GPU, where
+ * kvj_mix64's 64-bit products are not. */
+KVJ_FN uint32_t kvj_mix32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    return x ^ (x >> 16);
+}
+
+/* Element I of KVJ_QUICK_NORMAL from SEED: the sum of four uniform bytes of
+ * a 32-bit hash, centred and scaled to variance 1 (Irwin-Hall), steps of
+ * 0.0068. A timed block's inputs are drawn anew for every block and drawn
+ * again to check them; Box-Muller's logarithm and cosine made that cost
+ * the GPU more than the timed calls (bench/NOTES.md, issue 21). */
+KVJ_FN float kvj_quick_at(uint64_t seed, uint64_t i)
+{
+    uint32_t h = kvj_mix32((uint32_t)i ^ (uint32_t)seed);
+    h = kvj_mix32(h ^ (uint32_t)(seed >> 32) ^ ((uint32_t)(i >> 32) * 0x9e3779b9u));
+    int sum = (int)(h & 255u) + (int)((h >> 8) & 255u) + (int)((h >> 16) & 255u) + (int)(h >> 24);
+    return ((float)sum - 510.0f) * (1.7320508f / 256.0f);
+}
+
 /* Element I's value from DIST and SEED, before rounding to a dtype. With
  * outliers, about one element in 500, and always element FORCED, is
  * +-(30..80); small integers are in [-4, 4]. */
 KVJ_FN float kvj_value_at(int dist, uint64_t seed, uint64_t forced, uint64_t i)
 {
+    if (dist == KVJ_QUICK_NORMAL) return kvj_quick_at(seed, i);
     uint64_t h = kvj_mix64(seed ^ ((i + 1) * 0x9e3779b97f4a7c15ull));
     if (dist == KVJ_SMALL_INT) return (float)((int)((h >> 32) % 9u) - 4);
     float u1 = ((uint32_t)(h >> 40) + 1u) * (1.0f / 16777217.0f); /* (0, 1] */

@@ -32,6 +32,9 @@
 #include <string.h>
 #include <time.h>
 
+/* The distribution of the inputs a device draws for its timed blocks. */
+#define TIMED_DIST KV_DIST_QUICK_NORMAL
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -79,8 +82,8 @@ static double time_gen(judge *j, kv_arena *a, size_t bytes)
     /* The first launch loads the module (lazy loading): not counted. */
     for (int i = 0; i < 8; i++) {
         double t0 = kv_now_s();
-        if (j->b->gen(j->b, a, 0, KV_BF16, KV_DIST_NORMAL, bytes / 2, (uint64_t)i + 1, ~0ull,
-                      &err) != 0 ||
+        if (j->b->gen(j->b, a, 0, KV_BF16, TIMED_DIST, bytes / 2, (uint64_t)i + 1, ~0ull, &err) !=
+                0 ||
             j->b->sync(j->b, &err) != 0)
             kv_judge_fail_err(j, err, "calibrating the judge's clock");
         v[i] = kv_now_s() - t0;
@@ -226,7 +229,7 @@ static void start_inout(judge *j, timing *tm, size_t n, int from_seeds)
             kv_judge_fail(j, "harness_error", "an in-out tensor laid out unlike its copy");
         int rc = 0;
         if (from_seeds)
-            rc = j->b->gen(j->b, &tm->a, tm->l.off[i], t->tensors[i].dtype, KV_DIST_NORMAL, r / es,
+            rc = j->b->gen(j->b, &tm->a, tm->l.off[i], t->tensors[i].dtype, TIMED_DIST, r / es,
                            tm->seeds[w], ~0ull, &err);
         else if (j->b->copy)
             rc = j->b->copy(j->b, &tm->a, tm->l.off[w], &tm->a, tm->l.off[i], r, &err);
@@ -293,7 +296,7 @@ static void write_inputs_on_device(judge *j, timing *tm, size_t n)
         if (ts->role != KV_IN) continue;
         size_t es = kv_dtype_size(ts->dtype);
         uint64_t forced = ~0ull;
-        int dist = kv_judge_dist(j, i, tm->sh->syms, KV_DIST_NORMAL, &forced);
+        int dist = kv_judge_dist(j, i, tm->sh->syms, TIMED_DIST, &forced);
         if (j->b->gen(j->b, &tm->a, tm->l.off[i], ts->dtype, dist, region(tm, i, n) / es,
                       tm->seeds[i], forced, &err) != 0)
             kv_judge_fail_err(j, err, "writing a timed block's inputs");
@@ -507,7 +510,7 @@ static void check_inputs(judge *j, timing *tm, size_t n)
             size_t es = kv_dtype_size(ts->dtype);
             /* The whole region as written, the padding between sets too. */
             uint64_t forced = ~0ull;
-            int dist = kv_judge_dist(j, i, tm->sh->syms, KV_DIST_NORMAL, &forced);
+            int dist = kv_judge_dist(j, i, tm->sh->syms, TIMED_DIST, &forced);
             if (j->b->count_changed(j->b, &tm->a, tm->l.off[i], ts->dtype, dist,
                                     region(tm, i, n) / es, tm->seeds[i], forced, &changed,
                                     &err) != 0)
@@ -532,7 +535,10 @@ static void check_block(judge *j, timing *tm, size_t n, int full)
     int host_look = !late_look_in_place(j);
     unsigned char *last = host_look ? kv_malloc(tm->out_bytes + 8) : NULL,
                   *again = host_look ? kv_malloc(tm->out_bytes + 8) : NULL;
+    double t1 = t0;
     check_written(j, tm, n, last);
+    kv_judge_check_lap(j, BLOCK_WRITTEN, &t1);
+    double kept_at = t1;
     if (j->trusted) { /* the task's own baseline: written outputs are all its timing needs */
         free(last);
         free(again);
@@ -540,8 +546,12 @@ static void check_block(judge *j, timing *tm, size_t n, int full)
         return;
     }
     check_inputs(j, tm, n);
+    kv_judge_check_lap(j, BLOCK_INPUTS, &t1);
     kv_judge_check_quiet(j, NULL, "after a timed block");
-    kv_sleep_s(j->s.settle_s);
+    /* The late look comes a settle after the outputs were kept: the input
+     * checks above count toward it. */
+    double since = kv_now_s() - kept_at;
+    if (since < j->s.settle_s) kv_sleep_s(j->s.settle_s - since);
     char *err = NULL;
     size_t at = 0, changed = 0;
     for (int i = 0; i < t->num_tensors; i++) {
@@ -566,10 +576,15 @@ static void check_block(judge *j, timing *tm, size_t n, int full)
                       tm->sh->name);
     free(last);
     free(again);
+    kv_judge_check_lap(j, BLOCK_LATE, &t1);
     kv_judge_check_canaries(j, NULL, &tm->a, &tm->l);
+    kv_judge_check_lap(j, BLOCK_CANARIES, &t1);
     kv_judge_lap(j, PROF_CHECK, &t0);
     /* Which call is checked in full is drawn after the block. */
-    if (full) check_in_full(j, tm, (size_t)kv_rng_below(&j->rng, n));
+    if (full) {
+        check_in_full(j, tm, (size_t)kv_rng_below(&j->rng, n));
+        kv_judge_check_lap(j, BLOCK_FULL, &t1);
+    }
 }
 
 /* The seconds per call of a block of N calls that took WINDOW seconds. */
@@ -592,8 +607,9 @@ static double timed_block(judge *j, timing *tm, size_t n, double *last_reply, in
     if (tm->graph) m.flags |= KV_RUN_REPLAY;
     char ctx[160];
     snprintf(ctx, sizeof ctx, "timing scenario %s", tm->sh->name);
-    double t0 = kv_now_s();
+    double t0 = kv_now_s(), tw = t0;
     if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) write_inputs_on_device(j, tm, n);
+    kv_judge_check_lap(j, BLOCK_WRITE, &tw);
     kv_rfail f;
     char *err = NULL;
     double secs = 0;
@@ -874,13 +890,14 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
     size_t ns = 0, reps = 0;
     json_t *tele0 = j->b->telemetry ? j->b->telemetry(j->b) : NULL;
     /* A block of the final size first, not counted (clocks, caches, the
-     * driver's first use of the arena). Then the timed blocks: after each,
-     * with probability P, one of its calls is checked in full, and the last
-     * is checked if none was: no call can know it will not be. */
-    timed_block(j, &tm, n, &last_reply, 0, NULL);
+     * driver's first use of the arena; a recorded graph's first replay,
+     * which uploads it: the candidate's code ran on this shape in its
+     * correctness trials, so the recording needs no launches before it).
+     * Then the timed blocks: after each, with probability P, one of its
+     * calls is checked in full, and the last is checked if none was: no
+     * call can know it will not be. */
     record_graph(j, &tm, n, summary);
-    /* The graph's first launch uploads it: not counted either. */
-    if (tm.graph) timed_block(j, &tm, n, &last_reply, 0, NULL);
+    timed_block(j, &tm, n, &last_reply, 0, NULL);
     double p = (double)j->s.checks_per_scenario / (double)j->s.min_blocks;
     int checked = 0;
     double start = kv_now_s();
@@ -896,7 +913,11 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
         checked += full;
         reps += n;
     }
-    if (!checked && !j->trusted) check_in_full(j, &tm, (size_t)kv_rng_below(&j->rng, n));
+    if (!checked && !j->trusted) {
+        double tf = kv_now_s();
+        check_in_full(j, &tm, (size_t)kv_rng_below(&j->rng, n));
+        kv_judge_check_lap(j, BLOCK_FULL, &tf);
+    }
     json_t *tele1 = j->b->telemetry ? j->b->telemetry(j->b) : NULL;
     double med, iqr, mn;
     kv_stats(samples, ns, &med, &iqr, &mn);

@@ -160,6 +160,21 @@ const char *kv_worker_current_phase(void)
     return g_phase;
 }
 
+void kv_worker_waiting(void)
+{
+    json_t *o = json_pack("{s:s}", "type", "waiting");
+    send_json(o);
+    json_decref(o);
+}
+
+void kv_worker_waited(double seconds)
+{
+    if (seconds > 0) kv_proc_extend_budget(seconds);
+    json_t *o = json_pack("{s:s,s:f}", "type", "waited", "seconds", seconds);
+    send_json(o);
+    json_decref(o);
+}
+
 void kv_worker_result(const json_t *result)
 {
     json_t *o = json_pack("{s:s,s:O}", "type", "result", "result", result);
@@ -243,6 +258,42 @@ static void parse_lines(const char *text, kv_worker_outcome *out)
     }
 }
 
+/* What the parent knows of the child's waits (for its device): while it
+ * waits, its limit stands still. */
+typedef struct child_wait {
+    size_t scanned; /* the text's complete lines read */
+    int waiting;
+    double since;
+} child_wait;
+
+/* Reads the lines of TEXT past W's: a "waiting" starts a wait, a "waited"
+ * ends it. Returns the seconds of waits ended (the limit moves by them). */
+static double waits_ended(const kv_buf *text, child_wait *w)
+{
+    double ended = 0;
+    while (w->scanned < text->len) {
+        const char *line = text->data + w->scanned;
+        const char *nl = memchr(line, '\n', text->len - w->scanned);
+        if (!nl) break;
+        w->scanned = (size_t)(nl - text->data) + 1;
+        char *one = kv_strndup(line, (size_t)(nl - line));
+        json_t *o = strstr(one, "\"wait") ? kv_json_loads(one) : NULL;
+        free(one);
+        const char *type = o ? json_string_value(json_object_get(o, "type")) : NULL;
+        if (type && strcmp(type, "waiting") == 0 && !w->waiting) {
+            w->waiting = 1;
+            w->since = kv_now_s();
+        } else if (type && strcmp(type, "waited") == 0 && w->waiting) {
+            double s = kv_now_s() - w->since;
+            w->waiting = 0;
+            ended += s;
+            kv_proc_extend_budget(s);
+        }
+        if (o) json_decref(o);
+    }
+    return ended;
+}
+
 int kv_worker_run(void (*fn)(void *ctx), void *ctx, double timeout_s, kv_worker_outcome *out,
                   char **err)
 {
@@ -274,9 +325,12 @@ int kv_worker_run(void (*fn)(void *ctx), void *ctx, double timeout_s, kv_worker_
     kv_buf text = KV_BUF_INIT;
     char chunk[8192];
     int status = 0, reaped = 0;
+    child_wait wait = {0};
+    double deadline = t0 + timeout_s;
     for (;;) {
-        double left = t0 + timeout_s - kv_now_s();
-        if (timeout_s > 0 && left <= 0) {
+        deadline += waits_ended(&text, &wait);
+        double left = deadline - kv_now_s();
+        if (timeout_s > 0 && left <= 0 && !wait.waiting) {
             out->timed_out = 1;
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);

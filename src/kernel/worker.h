@@ -38,6 +38,11 @@ int kv_worker_run(void (*fn)(void *ctx), void *ctx, double timeout_s, kv_worker_
 void kv_worker_phase(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The phase last reported ("" before any). */
 const char *kv_worker_current_phase(void);
+/* Says the child starts waiting for something that is not its work (its
+ * device): the parent's limit on it stands still until kv_worker_waited,
+ * which says the wait took SECONDS (its own budget moves by them). */
+void kv_worker_waiting(void);
+void kv_worker_waited(double seconds);
 /* Sends the result (does not take ownership). */
 void kv_worker_result(const json_t *result);
 /* Sends a failure (CODE: a short name such as "wrong_result"; EXTRA: more

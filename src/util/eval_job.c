@@ -315,9 +315,10 @@ int kv_slot_tell(int fd, char msg)
     return n == 1 ? 0 : -1;
 }
 
-int kv_slot_ask(int fd, char **err)
+/* Sends ASK on FD and reads the 5-byte answer REPLY (its device). */
+static int slot_request(int fd, char ask, char reply, char **err)
 {
-    if (kv_slot_tell(fd, KV_SLOT_ASK) != 0) {
+    if (kv_slot_tell(fd, ask) != 0) {
         *err = kv_asprintf("cannot ask the evaluator for a device: %s", strerror(errno));
         return -1;
     }
@@ -325,7 +326,7 @@ int kv_slot_ask(int fd, char **err)
     ssize_t n;
     while ((n = recv(fd, msg, sizeof msg, 0)) < 0 && errno == EINTR) {
     }
-    if (n != (ssize_t)sizeof msg || msg[0] != KV_SLOT_GRANT) {
+    if (n != (ssize_t)sizeof msg || msg[0] != (unsigned char)reply) {
         *err = kv_strdup(n == 0 ? "the evaluator went away while this job waited for a device"
                                 : "the evaluator's answer for a device is malformed");
         return -1;
@@ -333,4 +334,14 @@ int kv_slot_ask(int fd, char **err)
     int32_t device;
     memcpy(&device, msg + 1, sizeof device);
     return device;
+}
+
+int kv_slot_ask(int fd, char **err)
+{
+    return slot_request(fd, KV_SLOT_ASK, KV_SLOT_GRANT, err);
+}
+
+int kv_slot_bind(int fd, char **err)
+{
+    return slot_request(fd, KV_SLOT_BIND, KV_SLOT_BOUND, err);
 }

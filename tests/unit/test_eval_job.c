@@ -229,6 +229,48 @@ static void slots_go_to_the_askers_in_order_one_per_device(void **state)
     kv_slots_free(s);
 }
 
+/* An evaluation bound to a device before it asks (to prepare there while
+ * another holds it) spreads over the devices, waits for its own device
+ * alone, lets the others go past it, and asks anywhere once its device is
+ * out of rotation. */
+static void bound_evaluations_wait_for_their_own_device(void **state)
+{
+    (void)state;
+    int devices[] = {4, 7};
+    kv_slots *s = kv_slots_new(devices, 2);
+    int64_t t;
+    int d;
+    assert_int_equal(kv_slots_bind(s, 10), 4);
+    assert_int_equal(kv_slots_bind(s, 11), 7); /* the device with fewer bound */
+    assert_int_equal(kv_slots_bind(s, 12), 4);
+    assert_int_equal(kv_slots_bind(s, 12), 4); /* binding twice: the same */
+    assert_int_equal(kv_slots_bound(s, 11), 7);
+    kv_slots_ask(s, 12);
+    kv_slots_ask(s, 10);
+    assert_int_equal(kv_slots_grant(s, &t, &d), 1);
+    assert_true(t == 12 && d == 4);
+    /* 10 is bound to 4, which 12 holds: it waits though 7 is free. */
+    assert_int_equal(kv_slots_grant(s, &t, &d), 0);
+    kv_slots_ask(s, 13); /* unbound: any free device, past 10 */
+    assert_int_equal(kv_slots_grant(s, &t, &d), 1);
+    assert_true(t == 13 && d == 7);
+    assert_int_equal(kv_slots_release(s, 12), 1);
+    assert_int_equal(kv_slots_bound(s, 12), -1); /* the release ends the binding */
+    assert_int_equal(kv_slots_grant(s, &t, &d), 1);
+    assert_true(t == 10 && d == 4);
+    /* Device 4 leaves rotation: the next bind goes to 7, and one bound to 4
+     * that asks takes any free device. */
+    assert_int_equal(kv_slots_release(s, 10), 1);
+    assert_int_equal(kv_slots_release(s, 13), 1);
+    assert_int_equal(kv_slots_bind(s, 20), 4);
+    assert_int_equal(kv_slots_take_out(s, 4), 1);
+    assert_int_equal(kv_slots_bind(s, 21), 7);
+    kv_slots_ask(s, 20);
+    assert_int_equal(kv_slots_grant(s, &t, &d), 1);
+    assert_true(t == 20 && d == 7);
+    kv_slots_free(s);
+}
+
 /* The config accepts a backend exactly when the table has it (the table is
  * the one list of backends; the config checks names early, with a line). */
 static void the_config_knows_the_backends_of_the_table(void **state)
@@ -272,6 +314,7 @@ int main(void)
         cmocka_unit_test(auto_takes_every_device_the_backend_sees),
         cmocka_unit_test(bad_devices_are_config_errors),
         cmocka_unit_test(slots_go_to_the_askers_in_order_one_per_device),
+        cmocka_unit_test(bound_evaluations_wait_for_their_own_device),
         cmocka_unit_test(the_config_knows_the_backends_of_the_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

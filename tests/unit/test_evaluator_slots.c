@@ -21,16 +21,18 @@
 #include <cmocka.h>
 
 typedef struct span {
-    int device;
+    int device, bound;
     double start, end;
+    double prepare_start, prepare_end;
 } span;
 
 /* Runs N children that compile for COMPILE_S and hold their device for
  * DEVICE_S, PARALLEL at once, on DEVICES[0..ND) with a TIMEOUT_S limit
  * each; every one must end OK. Fills SPANS[0..N) with when each held
  * which device. */
-static void run_children(int n, double compile_s, double device_s, int parallel, const int *devices,
-                         size_t nd, double timeout_s, span *spans)
+static void run_children_prepared(int n, double compile_s, double prepare_s, double device_s,
+                                  int parallel, const int *devices, size_t nd, double timeout_s,
+                                  span *spans)
 {
     char dir[] = "/tmp/kv_test_slots_XXXXXX";
     assert_non_null(mkdtemp(dir));
@@ -49,7 +51,10 @@ static void run_children(int n, double compile_s, double device_s, int parallel,
     char *err = NULL;
     kv_evaluator *ev = kv_evaluator_new_task(&cfg, &tmpl, worker, devices, nd, work, &err);
     if (!ev) fail_msg("kv_evaluator_new_task: %s", err);
-    char *plan = kv_asprintf("{\"compile\": %g, \"device\": %g}", compile_s, device_s);
+    char *plan = prepare_s > 0
+                     ? kv_asprintf("{\"compile\": %g, \"prepare\": %g, \"device\": %g}", compile_s,
+                                   prepare_s, device_s)
+                     : kv_asprintf("{\"compile\": %g, \"device\": %g}", compile_s, device_s);
     for (int i = 0; i < n; i++)
         assert_int_equal(kv_evaluator_submit(ev, i + 1, plan, ".json"), 0);
     for (int got = 0; got < n;) {
@@ -62,6 +67,9 @@ static void run_children(int n, double compile_s, double device_s, int parallel,
         s->device = (int)json_integer_value(json_object_get(r.metrics, "device"));
         s->start = json_number_value(json_object_get(r.metrics, "start"));
         s->end = json_number_value(json_object_get(r.metrics, "end"));
+        s->bound = (int)json_integer_value(json_object_get(r.metrics, "bound"));
+        s->prepare_start = json_number_value(json_object_get(r.metrics, "prepare_start"));
+        s->prepare_end = json_number_value(json_object_get(r.metrics, "prepare_end"));
         /* The harness's scenarios as rows, with where they ran. */
         assert_int_equal(r.scenarios.n, 1);
         assert_string_equal(r.scenarios.rows[0].scenario, "only");
@@ -77,6 +85,12 @@ static void run_children(int n, double compile_s, double device_s, int parallel,
     free(work);
     free(worker);
     kv_remove_tree(dir);
+}
+
+static void run_children(int n, double compile_s, double device_s, int parallel, const int *devices,
+                         size_t nd, double timeout_s, span *spans)
+{
+    run_children_prepared(n, compile_s, 0, device_s, parallel, devices, nd, timeout_s, spans);
 }
 
 static void one_device_serves_one_child_at_a_time(void **state)
@@ -131,12 +145,48 @@ static void children_one_at_a_time_take_the_devices_in_turn(void **state)
             fail_msg("child %d held device %d, expected %d", i + 1, s[i].device, devices[i % 3]);
 }
 
+/* Children that prepare (the judge's contexts, the candidate's process)
+ * before they ask do so while another holds the device: each is bound to
+ * a device first, holds that device and no other, the binds spread over
+ * the devices, and no two hold one device at once. */
+static void children_prepare_while_another_holds_the_device(void **state)
+{
+    (void)state;
+    int one[] = {3};
+    span s[3];
+    run_children_prepared(3, 0.01, 0.5, 0.5, 3, one, 1, 30, s);
+    int overlapped = 0;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(s[i].bound, 3);
+        assert_int_equal(s[i].device, 3);
+        for (int k = 0; k < 3; k++) {
+            if (k == i) continue;
+            if (k < i && s[i].start < s[k].end && s[k].start < s[i].end)
+                fail_msg("children %d and %d held the device at once", k + 1, i + 1);
+            overlapped |= s[i].prepare_start < s[k].end && s[k].start < s[i].prepare_end;
+        }
+    }
+    assert_true(overlapped); /* one prepared while another held the device */
+    int two[] = {0, 5};
+    span t[4];
+    run_children_prepared(4, 0.01, 0.2, 0.3, 4, two, 2, 30, t);
+    int on[2] = {0, 0};
+    for (int i = 0; i < 4; i++) {
+        if (t[i].device != t[i].bound)
+            fail_msg("child %d was bound to %d but held %d", i + 1, t[i].bound, t[i].device);
+        on[t[i].device == 5]++;
+    }
+    assert_int_equal(on[0], 2);
+    assert_int_equal(on[1], 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_device_serves_one_child_at_a_time),
         cmocka_unit_test(two_devices_serve_two_children_at_once),
         cmocka_unit_test(children_one_at_a_time_take_the_devices_in_turn),
+        cmocka_unit_test(children_prepare_while_another_holds_the_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

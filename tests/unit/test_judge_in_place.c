@@ -30,28 +30,24 @@ static void arena(kv_arena *a, size_t bytes)
     assert_int_equal(kv_memfd_arena_new(bytes, 0xc3, a, &err), 0);
 }
 
-static void inputs_are_a_function_of_the_seed_and_a_change_is_counted(void **state)
+static void seeded_and_checked(kv_dist dist)
 {
-    (void)state;
     kv_arena a, b;
     arena(&a, N * 2);
     arena(&b, N * 2);
     char *err = NULL;
-    assert_int_equal(dev.gen(&dev, &a, 0, KV_BF16, KV_DIST_NORMAL, N, 42, ~0ull, &err), 0);
-    assert_int_equal(dev.gen(&dev, &b, 0, KV_BF16, KV_DIST_NORMAL, N, 42, ~0ull, &err), 0);
+    assert_int_equal(dev.gen(&dev, &a, 0, KV_BF16, dist, N, 42, ~0ull, &err), 0);
+    assert_int_equal(dev.gen(&dev, &b, 0, KV_BF16, dist, N, 42, ~0ull, &err), 0);
     assert_memory_equal(a.host, b.host, N * 2);
     size_t n = 1;
-    assert_int_equal(
-        dev.count_changed(&dev, &a, 0, KV_BF16, KV_DIST_NORMAL, N, 42, ~0ull, &n, &err), 0);
+    assert_int_equal(dev.count_changed(&dev, &a, 0, KV_BF16, dist, N, 42, ~0ull, &n, &err), 0);
     assert_int_equal(n, 0);
     /* another seed: another input */
-    assert_int_equal(
-        dev.count_changed(&dev, &a, 0, KV_BF16, KV_DIST_NORMAL, N, 43, ~0ull, &n, &err), 0);
+    assert_int_equal(dev.count_changed(&dev, &a, 0, KV_BF16, dist, N, 43, ~0ull, &n, &err), 0);
     assert_true(n > N / 2);
     /* one element flipped, in the last chunk */
     a.host[2 * (N - 5)] ^= 1;
-    assert_int_equal(
-        dev.count_changed(&dev, &a, 0, KV_BF16, KV_DIST_NORMAL, N, 42, ~0ull, &n, &err), 0);
+    assert_int_equal(dev.count_changed(&dev, &a, 0, KV_BF16, dist, N, 42, ~0ull, &n, &err), 0);
     assert_int_equal(n, 1);
     size_t first = 0;
     assert_int_equal(dev.count_diff(&dev, &a, 0, &b, 0, 2, N, &n, &first, &err), 0);
@@ -59,6 +55,45 @@ static void inputs_are_a_function_of_the_seed_and_a_change_is_counted(void **sta
     assert_int_equal(first, N - 5);
     kv_memfd_arena_free(&a);
     kv_memfd_arena_free(&b);
+}
+
+static void inputs_are_a_function_of_the_seed_and_a_change_is_counted(void **state)
+{
+    (void)state;
+    seeded_and_checked(KV_DIST_NORMAL);
+    seeded_and_checked(KV_DIST_QUICK_NORMAL);
+}
+
+/* The timed blocks' quick draw looks like N(0, 1) where timing needs it
+ * to: mean 0, variance 1, bounded, with hundreds of distinct values (not a
+ * handful a kernel could tabulate), and another seed is another input. */
+static void the_quick_normal_has_mean_0_and_variance_1(void **state)
+{
+    (void)state;
+    kv_arena a;
+    arena(&a, N * 4);
+    char *err = NULL;
+    assert_int_equal(dev.gen(&dev, &a, 0, KV_F32, KV_DIST_QUICK_NORMAL, N, 7, ~0ull, &err), 0);
+    const float *v = (const float *)a.host;
+    double sum = 0, sum2 = 0;
+    int seen[2048] = {0}, distinct = 0;
+    for (size_t i = 0; i < N; i++) {
+        assert_true(fabsf(v[i]) < 3.5f);
+        sum += v[i];
+        sum2 += (double)v[i] * v[i];
+        int bin = (int)lrintf(v[i] / (1.7320508f / 256.0f)) + 1024;
+        distinct += !seen[bin]++;
+    }
+    double mean = sum / N, var = sum2 / N - mean * mean;
+    assert_true(fabs(mean) < 0.01);
+    assert_true(fabs(var - 1.0) < 0.02);
+    assert_true(distinct > 500);
+    size_t changed = 0;
+    assert_int_equal(
+        dev.count_changed(&dev, &a, 0, KV_F32, KV_DIST_QUICK_NORMAL, N, 8, ~0ull, &changed, &err),
+        0);
+    assert_true(changed > N * 9 / 10);
+    kv_memfd_arena_free(&a);
 }
 
 /* A timed block's outputs in one pass: poison counted in each set, never in
@@ -208,6 +243,7 @@ int main(void)
     kv_host_judge_ops(&dev);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(inputs_are_a_function_of_the_seed_and_a_change_is_counted),
+        cmocka_unit_test(the_quick_normal_has_mean_0_and_variance_1),
         cmocka_unit_test(poison_is_counted_over_sets_in_one_pass),
         cmocka_unit_test(each_distribution_looks_as_it_says),
         cmocka_unit_test(the_check_from_parts_gives_the_hosts_verdict),

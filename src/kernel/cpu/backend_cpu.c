@@ -86,13 +86,20 @@ static int cpu_open(kv_jdev *b, char **err)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu < 1) ncpu = 1;
     b->cache_bytes = llc_bytes();
+    char model[256];
+    b->device = json_pack("{s:s,s:i,s:I,s:I}", "name", cpu_model(model, sizeof model), "index", 0,
+                          "cpus", (json_int_t)ncpu, "cache_bytes", (json_int_t)b->cache_bytes);
+    return 0;
+}
+
+static int cpu_measure(kv_jdev *b, char **err)
+{
+    (void)err;
     b->bandwidth_gbps = measure_memcpy_gbps();
     /* Threads may each stream at the single-thread rate at best. */
-    b->ceiling_gbps = b->bandwidth_gbps * (double)ncpu;
-    char model[256];
-    b->device = json_pack("{s:s,s:i,s:I,s:I,s:f}", "name", cpu_model(model, sizeof model), "index",
-                          0, "cpus", (json_int_t)ncpu, "cache_bytes", (json_int_t)b->cache_bytes,
-                          "memcpy_gbps", b->bandwidth_gbps);
+    b->ceiling_gbps =
+        b->bandwidth_gbps * (double)json_integer_value(json_object_get(b->device, "cpus"));
+    json_object_set_new(b->device, "memcpy_gbps", json_real(b->bandwidth_gbps));
     return 0;
 }
 
@@ -108,6 +115,7 @@ kv_jdev *kv_jdev_cpu_new(void)
     kv_host_judge_ops(b);
     b->page_guards = 1;
     b->open = cpu_open;
+    b->measure = cpu_measure;
     b->close = cpu_close;
     return b;
 }

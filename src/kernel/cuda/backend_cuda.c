@@ -16,6 +16,7 @@
 #include "util/buf.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,6 +56,7 @@ typedef struct cu_state {
     CUevent e0, e1;
     CUdeviceptr flush_buf;
     size_t flush_bytes;
+    double theory_gbps;   /* from the memory clock and bus width (open) */
     CUdeviceptr counters; /* two counters for the helpers' answers */
     void *nvml;
     void *helpers; /* the judge's helper kernels */
@@ -189,19 +191,28 @@ static int cuda_open(kv_jdev *b, char **err)
     char arch[16];
     snprintf(arch, sizeof arch, "sm_%d%d%s", major, minor, major >= 9 ? "a" : "");
     double theory = 2.0 * (double)memclk * 1e3 * (double)width / 8.0 / 1e9;
-    double copy = measure_copy(s);
+    s->theory_gbps = theory;
     b->cache_bytes = l2 > 0 ? (size_t)l2 : (50u << 20);
-    b->bandwidth_gbps = theory > 0 ? theory : (copy > 0 ? copy : 1000.0);
-    b->ceiling_gbps = b->bandwidth_gbps > copy ? b->bandwidth_gbps : copy;
     s->flush_bytes = 2 * b->cache_bytes;
     if (s->cu.MemAlloc(&s->flush_buf, s->flush_bytes) != 0) s->flush_buf = 0;
     s->nvml = kv_nvml_open(bus);
     kv_nvml_watch(s->nvml);
-    b->device = json_pack("{s:s,s:i,s:s,s:s,s:i,s:I,s:I,s:i,s:f,s:f,s:i}", "name", name, "index",
+    b->device = json_pack("{s:s,s:i,s:s,s:s,s:i,s:I,s:I,s:i,s:f,s:i}", "name", name, "index",
                           b->index, "arch", arch, "pci_bus", bus, "sm_count", sms, "memory_bytes",
                           (json_int_t)mem, "l2_bytes", (json_int_t)l2, "sm_clock_khz", clk,
-                          "theoretical_gbps", theory, "copy_gbps", copy, "nvml", s->nvml != NULL);
+                          "theoretical_gbps", theory, "nvml", s->nvml != NULL);
     if (b->helpers && load_helpers(s, b->helpers, err) != 0) return -1;
+    return 0;
+}
+
+static int cuda_measure(kv_jdev *b, char **err)
+{
+    (void)err;
+    cu_state *s = b->state;
+    double theory = s->theory_gbps, copy = measure_copy(s);
+    b->bandwidth_gbps = theory > 0 ? theory : (copy > 0 ? copy : 1000.0);
+    b->ceiling_gbps = b->bandwidth_gbps > copy ? b->bandwidth_gbps : copy;
+    json_object_set_new(b->device, "copy_gbps", json_real(copy));
     return 0;
 }
 
@@ -520,6 +531,7 @@ kv_jdev *kv_jdev_cuda_new(void)
     b->align = 256;
     b->margin = 64u * 1024u;
     b->open = cuda_open;
+    b->measure = cuda_measure;
     b->close = cuda_close;
     b->arena_new = cuda_arena_new;
     b->arena_free = cuda_arena_free;
@@ -651,37 +663,65 @@ static int reply_with(kv_rmsg_reply *reply, uint32_t call, const char *code, con
     return -1;
 }
 
+/* What the recording thread does and finds. */
+typedef struct capture_job {
+    cu_rstate *r;
+    const kv_rmsg_run *m;
+    CUdeviceptr base;
+    int failed; /* the call whose kv_launch failed, or -1 */
+    CUresult begin, end;
+    void *graph;
+} capture_job;
+
+static void *capture_calls(void *arg)
+{
+    capture_job *c = arg;
+    cu_state *s = &c->r->c;
+    c->failed = -1;
+    c->begin = s->cu.CtxSetCurrent(s->ctx);
+    if (c->begin == 0)
+        c->begin = s->cu.StreamBeginCapture(s->stream, 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */);
+    if (c->begin != 0) return NULL;
+    for (uint32_t i = 0; i < c->m->ncalls && c->failed < 0; i++) {
+        kv_launch_args a;
+        kv_rrun_args(c->m, (unsigned char *)(uintptr_t)c->base, i, &a);
+        a.stream = s->stream;
+        a.context = s->ctx;
+        if (c->r->fn(&a) != 0) c->failed = (int)i;
+    }
+    c->end = s->cu.StreamEndCapture(s->stream, &c->graph);
+    return NULL;
+}
+
 /* Records block M's calls into a graph on the runner's stream (nothing
- * runs) and keeps it for KV_RUN_REPLAY. The capture is the calling
- * thread's own (a synchronising call in kv_launch ends it): calls that
- * cannot be recorded get "capture_unsupported", and nothing is kept. */
+ * runs) and keeps it for KV_RUN_REPLAY. The capture is its thread's own (a
+ * synchronising call in kv_launch ends it), and the thread is one of its
+ * own, so that what a failed recording leaves in the candidate's runtime
+ * (its last error, kept per thread) is not found by the calls timed as
+ * launches after it. Calls that cannot be recorded get
+ * "capture_unsupported", and nothing is kept. */
 static int capture_block(cu_rstate *r, const kv_rmsg_run *m, CUdeviceptr base, kv_rmsg_reply *reply)
 {
     cu_state *s = &r->c;
     if (r->exec) s->cu.GraphExecDestroy(r->exec);
     r->exec = NULL;
-    if (s->cu.StreamBeginCapture(s->stream, 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */) != 0)
+    capture_job c = {.r = r, .m = m, .base = base};
+    pthread_t t;
+    if (pthread_create(&t, NULL, capture_calls, &c) != 0)
+        return reply_with(reply, 0, "capture_unsupported", "no thread to record the calls in");
+    pthread_join(t, NULL);
+    if (c.begin != 0)
         return reply_with(reply, 0, "capture_unsupported", "cuStreamBeginCapture failed");
-    int failed = -1;
-    for (uint32_t i = 0; i < m->ncalls && failed < 0; i++) {
-        kv_launch_args a;
-        kv_rrun_args(m, (unsigned char *)(uintptr_t)base, i, &a);
-        a.stream = s->stream;
-        a.context = s->ctx;
-        if (r->fn(&a) != 0) failed = (int)i;
-    }
-    void *graph = NULL;
-    CUresult end = s->cu.StreamEndCapture(s->stream, &graph);
-    if (failed < 0 && end == 0 && graph && s->cu.GraphInstantiate(&r->exec, graph, 0) != 0)
+    if (c.failed < 0 && c.end == 0 && c.graph && s->cu.GraphInstantiate(&r->exec, c.graph, 0) != 0)
         r->exec = NULL;
-    if (graph) s->cu.GraphDestroy(graph);
+    if (c.graph) s->cu.GraphDestroy(c.graph);
     if (!r->exec) {
         char d[160];
         snprintf(d, sizeof d, "%s",
-                 failed >= 0 ? "kv_launch failed while its calls were recorded"
-                 : end != 0  ? "the recording was invalidated"
-                             : "the recorded graph did not instantiate");
-        return reply_with(reply, failed >= 0 ? (uint32_t)failed : 0, "capture_unsupported", d);
+                 c.failed >= 0 ? "kv_launch failed while its calls were recorded"
+                 : c.end != 0  ? "the recording was invalidated"
+                               : "the recorded graph did not instantiate");
+        return reply_with(reply, c.failed >= 0 ? (uint32_t)c.failed : 0, "capture_unsupported", d);
     }
     r->exec_arena = m->arena;
     r->exec_ncalls = m->ncalls;

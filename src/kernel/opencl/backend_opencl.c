@@ -144,6 +144,7 @@ typedef struct ocl_ctx {
     cl_device_id device;
     cl_context ctx;
     cl_command_queue queue;
+    double cpu_units; /* the judge's: a CPU device's compute units, 0 for others */
 } ocl_ctx;
 
 static int open_ctx(ocl_ctx *s, int index, char **err)
@@ -210,17 +211,26 @@ static int ocl_open(kv_jdev *b, char **err)
     /* The implementation (PoCL, a GPU vendor's) and its version, for the record. */
     clGetPlatformInfo(s->platform, CL_PLATFORM_VERSION, sizeof platform, platform, NULL);
     b->cache_bytes = cache > (64u << 20) ? (64u << 20) : (cache ? (size_t)cache : (8u << 20));
-    b->bandwidth_gbps = measure_copy(s);
-    /* A CPU device may run every core at a copy's single-stream rate; a GPU
-     * kernel can beat a copy only a little. */
-    b->ceiling_gbps = b->bandwidth_gbps * ((type & CL_DEVICE_TYPE_CPU) ? (double)units : 1.5);
-    b->device = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:I,s:I,s:f}", "name", name, "index", b->index,
+    b->device = json_pack("{s:s,s:i,s:s,s:s,s:s,s:s,s:I,s:I}", "name", name, "index", b->index,
                           "vendor", vendor, "version", version, "platform", platform, "type",
                           (type & CL_DEVICE_TYPE_GPU)   ? "gpu"
                           : (type & CL_DEVICE_TYPE_CPU) ? "cpu"
                                                         : "other",
-                          "compute_units", (json_int_t)units, "cache_bytes", (json_int_t)cache,
-                          "copy_gbps", b->bandwidth_gbps);
+                          "compute_units", (json_int_t)units, "cache_bytes", (json_int_t)cache);
+    s->cpu_units = (type & CL_DEVICE_TYPE_CPU) ? (double)units : 0;
+    return 0;
+}
+
+static int ocl_measure(kv_jdev *b, char **err)
+{
+    (void)err;
+    ocl_ctx *s = b->state;
+    if (!s->ctx) return 0; /* measured already */
+    b->bandwidth_gbps = measure_copy(s);
+    /* A CPU device may run every core at a copy's single-stream rate; a GPU
+     * kernel can beat a copy only a little. */
+    b->ceiling_gbps = b->bandwidth_gbps * (s->cpu_units > 0 ? s->cpu_units : 1.5);
+    json_object_set_new(b->device, "copy_gbps", json_real(b->bandwidth_gbps));
     /* The judge needs the device only for its facts. */
     clReleaseCommandQueue(s->queue);
     clReleaseContext(s->ctx);
@@ -240,6 +250,7 @@ kv_jdev *kv_jdev_opencl_new(void)
     kv_jdev *b = kv_calloc(1, sizeof *b);
     kv_memfd_jdev_ops(b);
     b->open = ocl_open;
+    b->measure = ocl_measure;
     b->close = ocl_close;
     return b;
 }

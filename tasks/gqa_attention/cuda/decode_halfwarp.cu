@@ -173,8 +173,8 @@ __global__ void __launch_bounds__(THREADS)
             sm_ml[w][1] = l[h];
         }
         __syncthreads();
-        int t = threadIdx.x;
-        if (t < GQA_D) {
+        // Every dimension, also where the block has fewer threads (64).
+        for (int t = threadIdx.x; t < GQA_D; t += THREADS) {
             float M = -INFINITY, S = 0.0f, A = 0.0f;
             for (int g = 0; g < DW; g++) M = fmaxf(M, sm_ml[g][0]);
             for (int g = 0; g < DW; g++) {

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""How a kernel run's children used the device (issue 21.6), from its
+store: children per minute (and those judged on the device: duplicates of a
+program judged already repeat its verdict), the median seconds a child held the device
+(device_held_seconds: from taking the device to letting it go; older
+stores: the judge's worker_seconds), the timed calls' share of that (the
+median over children timed in full, and over all held time), the median
+compile, prepare (contexts and the runner, before the device is held) and
+wait seconds, the device's busy share of the run, and the share of
+children correct (of those judged, and of all). Used by hand_sweep_table.py; alone:
+
+Usage: main_job_stats.py RUN_DB RUN_SECONDS
+"""
+import json
+import sqlite3
+import statistics
+import sys
+
+CHILD = "p.iteration > 0 and p.is_migrant = 0"
+
+
+def artifact(con, name):
+    """{program id: value} of artifact NAME over the children."""
+    rows = con.execute(f"select p.id, a.value from programs p join artifacts a on "
+                       f"a.program_id = p.id and a.name = ? where {CHILD}", (name,)).fetchall()
+    out = {}
+    for pid, v in rows:
+        try:
+            out[pid] = json.loads(v) if isinstance(v, str) else v
+        except ValueError:
+            out[pid] = v
+    return out
+
+
+def med(xs):
+    return statistics.median(xs) if xs else 0.0
+
+
+def stats(db, run_s):
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    ids = [r[0] for r in con.execute(f"select p.id from programs p where {CHILD}")]
+    correct = con.execute(f"select count(*) from programs p where {CHILD} and status = 'ok' "
+                          "and json_extract(metrics, '$.correct') = 1").fetchone()[0]
+    screened = con.execute(f"select count(*) from programs p where {CHILD} and "
+                           "json_extract(metrics, '$.screened_out') = 1").fetchone()[0]
+    held = artifact(con, "device_held_seconds")
+    worker = artifact(con, "worker_seconds")
+    prof = artifact(con, "profile_seconds")
+    # A duplicate (the same source, or the same compiled artifact, as a
+    # program judged already) repeats that verdict: it held nothing.
+    dup = set(artifact(con, "duplicate_of_artifact")) | {
+        r[0] for r in con.execute(f"select p.id from programs p where {CHILD} and "
+                                  "status = 'duplicate'")}
+    wait = artifact(con, "device_wait_seconds")
+
+    def held_of(i):
+        if i in dup:
+            return 0.0
+        if i in held:
+            return float(held[i])
+        # Older stores, or a judge that failed before it held the device.
+        return max(0.0, float(worker.get(i, 0) or 0) - float(wait.get(i, 0) or 0))
+
+    held_s = {i: held_of(i) for i in ids}
+    prof = {i: p for i, p in prof.items() if i not in dup}
+    ok = {r[0] for r in con.execute(f"select p.id from programs p where {CHILD} and status = 'ok' "
+                                    "and json_extract(metrics, '$.correct') = 1 and "
+                                    "coalesce(json_extract(metrics, '$.screened_out'), 0) = 0")}
+    full = [i for i in ids if i in prof and i in ok and held_s[i] > 0 and
+            float(prof[i].get("timed", 0)) > 0]
+    shares = [float(prof[i]["timed"]) / held_s[i] for i in full]
+    timed_all = sum(float(prof[i].get("timed", 0)) for i in ids if i in prof)
+    held_all = sum(held_s.values())
+    n = len(ids)
+    judged = n - len(dup)
+    return {
+        "children": n,
+        "judged": judged,
+        "run_s": run_s,
+        "per_minute": 60.0 * n / run_s if run_s else 0.0,
+        "judged_per_minute": 60.0 * judged / run_s if run_s else 0.0,
+        "held_median_s": med([h for h in held_s.values() if h > 0]),
+        "held_full_median_s": med([held_s[i] for i in full]),
+        "timed_share_full_median": med(shares),
+        "timed_share_all": timed_all / held_all if held_all else 0.0,
+        "compile_median_s": med([float(v) for v in artifact(con, "compile_seconds").values()]),
+        "wait_median_s": med([float(v) for v in wait.values()]),
+        "prepare_median_s": med([float(p.get("prepare", 0)) for p in prof.values()]),
+        "device_busy": held_all / run_s if run_s else 0.0,
+        "correct": correct,
+        "correct_share": correct / n if n else 0.0,
+        "correct_share_judged": correct / judged if judged else 0.0,
+        "screened": screened,
+        "duplicates": len(dup),
+        "timed_in_full": len(full),
+    }
+
+
+def lines(s):
+    return [
+        f"  children per minute {s['per_minute']:.1f} ({s['children']} in {s['run_s']:.0f} s; "
+        f"judged on the device, duplicates aside: {s['judged_per_minute']:.1f}); "
+        f"device held per child, median {s['held_median_s']:.2f} s (timed in full: "
+        f"{s['held_full_median_s']:.2f} s, {s['timed_in_full']} children), timed calls "
+        f"{s['timed_share_full_median']:.0%} of it (of all held time: {s['timed_share_all']:.0%})",
+        f"  compile {s['compile_median_s']:.1f} s, prepare {s['prepare_median_s']:.2f} s, wait "
+        f"{s['wait_median_s']:.1f} s per child (medians); device busy {s['device_busy']:.0%} "
+        f"of the run; correct {s['correct']} ({s['correct_share_judged']:.0%} of those judged, "
+        f"{s['correct_share']:.0%} of all); screened out "
+        f"{s['screened']}; duplicates {s['duplicates']}",
+    ]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    s = stats(sys.argv[1], float(sys.argv[2]))
+    print("\n".join(lines(s)))
+    print(json.dumps(s))
