@@ -83,7 +83,7 @@ static void forgive_request_cpu(judge *j)
  * device buffers per tensor, made on first use and freed with the arena). */
 static int pooled(const judge *j)
 {
-    return kv_judge_can(j, KV_CAP_DEVICE_INPUTS) && !j->b->page_guards && j->rn != NULL;
+    return kv_judge_can(j, KV_CAP_DEVICE_INPUTS) && j->rn != NULL;
 }
 
 /* A kept arena of at least BYTES (and not four times more), into *A. */
