@@ -4,7 +4,7 @@
 # comes back under $OUT and travels in .dev/carry):
 #
 #   evolve   the README's main job on CUDA (examples/gqa_attention/run.sh:
-#            the five seeds, built-in mutators, gqa_attention_search),
+#            the six seeds, built-in mutators, gqa_attention_search),
 #            stopped gracefully (SIGINT: no new child, those in flight
 #            finish) after MINUTES (default 5), killed DRAIN s later (90);
 #            then `kevolve status`; its folder packed in $OUT/run.tgz.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # An evolution of gqa_attention on the H200 with the built-in mutators only
-# (tune 80%, crossover 20%; no language model), from the five CUDA seeds
+# (tune 80%, crossover 20%; no language model), from the six CUDA seeds
 # (one design each, one island each), within one device call. By default on
 # gqa_attention_search (every scenario of gqa_attention but the two prefills
 # of 8192 rows, where the naive kernel timed beside each child takes 1-2 s
@@ -40,6 +40,7 @@ initial_programs:
   - $ROOT/tasks/gqa_attention/cuda/naive.cu
   - $ROOT/tasks/gqa_attention/cuda/decode_halfwarp.cu
   - $ROOT/tasks/gqa_attention/cuda/decode_split.cu
+  - $ROOT/tasks/gqa_attention/cuda/decode_cluster.cu
   - $ROOT/tasks/gqa_attention/cuda/prefill_fa2.cu
   - $ROOT/tasks/gqa_attention/cuda/prefill_hopper.cu
 max_iterations: 400
@@ -53,7 +54,7 @@ llm:
     - name: builtin:crossover
       weight: 0.2
 database:
-  num_islands: 5
+  num_islands: 6
   population_size: 200
   archive_size: 20
   feature_dimensions: [complexity, speedup]

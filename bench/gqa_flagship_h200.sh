@@ -60,6 +60,11 @@ split_w4g1   decode_split.cu     decode  small  GROUPS=1
 split_w8g1   decode_split.cu     decode  small  WARPS=8,GROUPS=1
 split_w8g2   decode_split.cu     decode  small  WARPS=8
 split_mg1    decode_split.cu     decode  small  MIN_GROUPS=1
+cluster      decode_cluster.cu   all     all    -
+cluster_c8   decode_cluster.cu   decode  small  CLUSTER=8
+cluster_c16  decode_cluster.cu   decode  small  CLUSTER=16
+cluster_w8   decode_cluster.cu   decode  small  WARPS=8
+cluster_g1   decode_cluster.cu   decode  small  GROUPS=1
 fa2          prefill_fa2.cu      prefill all    -
 fa2_nosplit  prefill_fa2.cu      prefill small  KSPLIT=1
 hopper       prefill_hopper.cu   all     all    -
@@ -68,7 +73,7 @@ hopper_ovl3  prefill_hopper.cu   prefill small  OVERLAP=1,STAGES=3
 hopper_bn64  prefill_hopper.cu   prefill small  BN=64
 "
 [ -n "${VARIANTS_FILE:-}" ] && VARIANTS=$(cat "$VARIANTS_FILE")
-SEEDS="naive.cu decode_halfwarp.cu decode_split.cu prefill_fa2.cu prefill_hopper.cu"
+SEEDS="naive.cu decode_halfwarp.cu decode_split.cu decode_cluster.cu prefill_fa2.cu prefill_hopper.cu"
 selected() { [ -z "${ONLY:-}" ] || case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 # ---- 1. builds ----

@@ -17,7 +17,7 @@
 #        correct program with the lowest stored median time (for the two
 #        8192-row prefills, when the run's task lacked them, its best at the
 #        2048-row prefill of the same heads); or a kernel .cu, taken as is.
-#   With no RUN: the five seeds of tasks/gqa_attention/cuda.
+#   With no RUN: the seeds of tasks/gqa_attention/cuda but the naive baseline.
 # Writes to $OUT: flagship.log (the tables), kernels.log, sdpa.json,
 # table.json, candidates.json (which program was picked for which
 # scenario), logs.tar.gz.
@@ -30,6 +30,7 @@ mkdir -p "$OUT" "$W/cand"
 cd "$ROOT" || exit 1
 if [ $# -eq 0 ]; then
     set -- tasks/gqa_attention/cuda/decode_halfwarp.cu tasks/gqa_attention/cuda/decode_split.cu \
+        tasks/gqa_attention/cuda/decode_cluster.cu \
         tasks/gqa_attention/cuda/prefill_fa2.cu tasks/gqa_attention/cuda/prefill_hopper.cu
 fi
 python3 - "$W/cand" "$OUT/candidates.json" "$@" <<'PY' || exit 1

@@ -13,7 +13,7 @@
 #   2. the main job: examples/gqa_attention's command for that backend
 #      (run.sh's: config.yaml from the C or OpenCL seed on
 #      gqa_attention_small for ITERATIONS children, default 80; on cuda
-#      config_cuda.yaml from the five seeds on gqa_attention_search, default
+#      config_cuda.yaml from the six seeds on gqa_attention_search, default
 #      160), stopped gracefully after MINUTES when given;
 #   3. both bests, and the job's best seed, judged again, REPEAT times
 #      each, alternately, so the kernels are compared on the same machine
@@ -89,6 +89,7 @@ for backend in $BACKENDS; do
             continue
         fi
         seeds=("$gqa/cuda/naive.cu" "$gqa/cuda/decode_halfwarp.cu" "$gqa/cuda/decode_split.cu"
+            "$gqa/cuda/decode_cluster.cu"
             "$gqa/cuda/prefill_fa2.cu" "$gqa/cuda/prefill_hopper.cu")
         ext=cu task=gqa_attention_search config=config_cuda.yaml iter=160 ;;
     *) echo "unknown backend $backend" >&2; exit 2 ;;

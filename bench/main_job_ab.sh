@@ -10,7 +10,7 @@
 #       [--parallel A_N,B_N]
 # Each binary runs examples/gqa_attention's command for the backend
 # (config.yaml, gqa_attention_small, the OpenCL or C seed; on cuda
-# config_cuda.yaml, gqa_attention_search, its five seeds) from the same
+# config_cuda.yaml, gqa_attention_search, its six seeds) from the same
 # source tree; outputs go under $OUT (default /tmp/kevolve_main_job_ab).
 # --time-limit stops each run with SIGINT after S seconds (children per
 # minute then count what was judged by then); --parallel sets

@@ -3,7 +3,7 @@
 # (evaluator.energy), stopped after LIMIT seconds; then the run's front
 # (`kevolve best --pareto`), each front program's energy figures with their
 # error bound, and `kevolve status`. On swiglu from its naive CUDA start,
-# or (PARETO_TASK=gqa) on gqa_attention_search from the five seeds of
+# or (PARETO_TASK=gqa) on gqa_attention_search from the six seeds of
 # examples/gqa_attention/config_cuda.yaml, whose designs differ (a decode
 # memory-bound one, a prefill tensor-core one), on one decode and one
 # prefill scenario.
@@ -19,8 +19,8 @@ export KEVOLVE_CACHE_DIR=$OUT/cache
 echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(date -u +%FT%TZ)"
 if [ "${PARETO_TASK:-swiglu}" = gqa ]; then
     g=$ROOT/tasks/gqa_attention/cuda
-    start="initial_programs: [$g/naive.cu, $g/decode_halfwarp.cu, $g/decode_split.cu, $g/prefill_fa2.cu, $g/prefill_hopper.cu]"
-    task=gqa_attention_search islands=5 scen="[decode_16x8_b8_l8192, prefill_16x8_s2048]"
+    start="initial_programs: [$g/naive.cu, $g/decode_halfwarp.cu, $g/decode_split.cu, $g/decode_cluster.cu, $g/prefill_fa2.cu, $g/prefill_hopper.cu]"
+    task=gqa_attention_search islands=6 scen="[decode_16x8_b8_l8192, prefill_16x8_s2048]"
 else
     start="initial_program: $ROOT/tasks/swiglu/cuda/naive.cu"
     task=swiglu islands=2 scen="[decode_i17408_t8, prefill_i3072_t2048]"

@@ -8,15 +8,21 @@
 #   2. bench/seed_axes_h200.sh (PARTS "axes"): every value of every tune
 #      axis of the CUDA seeds judged for correctness.
 #   3. The README's main job (examples/gqa_attention, config_cuda.yaml, the
-#      five seeds on gqa_attention_search) with PARALLEL in flight, stopped
+#      six seeds on gqa_attention_search) with PARALLEL in flight, stopped
 #      with SIGINT after MINUTES (the evaluations in flight finish), then
 #      bench/main_job_stats.py on its store: children per minute, device
 #      held per child and the timed share of it, compile, prepare and wait,
 #      the share correct; then its best and its best seed judged again,
 #      REPEAT times each, alternately (quick, as the job judged them).
+#   4. PARTS "ref": bench/reference_f64_h200.sh, the tasks' float64
+#      reference against the one before it on every scenario and held-out
+#      shape (same values to 1e-9 of the scale, and the times).
+#   5. PARTS "decode": bench/gqa_flagship_h200.sh on the decode seeds'
+#      variants (DECODE_ONLY) beside PyTorch's cuDNN and flash, no harness.
 # Needs bench/device_pack.sh's .dev (carry it) with .dev/bin/kevolve-old.
 # Usage: bench/pipeline_h200.sh  (OUT, ROUNDS (2), RED, MINUTES (4),
-#        PARALLEL (12), ITER (400), REPEAT (3), PARTS ("judge job"))
+#        PARALLEL (12), ITER (400), REPEAT (3), PARTS ("judge job"),
+#        DECODE_ONLY)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -28,8 +34,16 @@ ITER=${ITER:-400}
 PARTS=${PARTS:-judge job}
 RED=${RED:-ctl_fp32 ctl_atomics late_stream replay_hash_cache replay_skip_written slow_baseline_stream outlive_setsid}
 mkdir -p "$OUT"
+case " $PARTS " in *" ref "*)
+    OUT=$OUT/ref bench/reference_f64_h200.sh ;;
+esac
 case " $PARTS " in *" judge "*)
     OUT=$OUT/judge RED=$RED bench/judge_in_place_h200.sh ;;
+esac
+case " $PARTS " in *" decode "*)
+    OUT=$OUT/decode HARNESS=0 DEADLINE=${DECODE_DEADLINE:-300} \
+        ONLY=${DECODE_ONLY:-"halfwarp split split_mg1 cluster cluster_c8 cluster_c16 cluster_w8 cluster_g1"} \
+        bench/gqa_flagship_h200.sh ;;
 esac
 case " $PARTS " in *" axes "*)
     OUT=$OUT/axes bench/seed_axes_h200.sh ;;

@@ -14,7 +14,7 @@ cd "$ROOT" || exit 1
 OUT=${OUT:-/tmp/kevolve_seed_axes}
 RANDOM_POINTS=${RANDOM_POINTS:-4}
 g=tasks/gqa_attention/cuda
-SEEDS=${SEEDS:-"$g/decode_halfwarp.cu $g/decode_split.cu $g/prefill_fa2.cu $g/prefill_hopper.cu $g/naive.cu"}
+SEEDS=${SEEDS:-"$g/decode_halfwarp.cu $g/decode_split.cu $g/decode_cluster.cu $g/prefill_fa2.cu $g/prefill_hopper.cu $g/naive.cu"}
 AXES=tests/tools/tune_axes.py
 export KEVOLVE_CACHE_DIR=$OUT/cache
 mkdir -p "$OUT/points"

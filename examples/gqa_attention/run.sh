@@ -21,7 +21,7 @@ fi
 # quick mode; twelve in flight, so their compiles and preparation overlap
 # it) and cost about 1 s on PoCL's small shapes (a later --iterations
 # given to this script wins).
-# CUDA starts from the five seeds of tasks/gqa_attention/cuda (config_cuda.yaml).
+# CUDA starts from the six seeds of tasks/gqa_attention/cuda (config_cuda.yaml).
 echo "gqa_attention example: backend $backend, task $task" >&2
 case $backend in
 cuda) KV_GQA_TASK=$task exec "$KV" run --config "$here/config_cuda.yaml" --iterations 160 "$@" ;;

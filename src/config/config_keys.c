@@ -436,9 +436,9 @@ const kv_key kv_config_key_table[] = {
      "and report the energy per call and the mean power from the device's energy counter "
      "(cuda: NVML); absent where the device has no counter."},
     {"evaluator", "screening", KV_KEY_BOOL, C(evaluator.screening), 0, "true", NULL,
-     "With evaluator.task: the harness times one scenario of each class first and stops a "
-     "child slower than evaluator.screen_keep times its parent there (its score is then the "
-     "parent's times that ratio, marked screened_out)."},
+     "With evaluator.task: the harness times one scenario of each class first, cheapest "
+     "first, and stops a child slower than evaluator.screen_keep times its parent there (its "
+     "score is then the parent's times that ratio, marked screened_out)."},
     {"evaluator", "screen_keep", KV_KEY_DOUBLE, C(evaluator.screen_keep), 0, "0", NULL,
      "With evaluator.screening: the least fraction of its parent's speed, on the "
      "representative scenarios, that a child needs to be evaluated in full; 0: the task's own "

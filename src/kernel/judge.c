@@ -481,35 +481,80 @@ static void time_against_baseline(judge *j, const kv_shape *sh, json_t *s, json_
     json_object_set_new(s, "speedup", json_real(bmed / med));
 }
 
-/* After stage 2: 1 when the child, on the representative scenarios (REP),
- * runs slower than its parent by more than the screen allows; RESULT then
- * says so ("screened": the ratio, the parent's score, the estimate). */
+/* The screen on the representative scenarios (REP) timed so far: the
+ * geometric mean of the child's speedups over its parent's, a scenario not
+ * yet timed counted as equal to the parent's (so the mean of all is the
+ * screen's estimate once every one is timed). 1 when that is below the
+ * keep: the child cannot beat its parent; RESULT then says so ("screened":
+ * the ratio, the parent's score, the scenarios timed and not). */
 static int screened_out(judge *j, json_t **summary, const int *rep, json_t *result)
 {
     /* The parent's speedups per scenario, from its rows in the store. */
     const json_t *parent = j->job->parent;
     const json_t *speedup = json_object_get(parent, "speedup");
     double logsum = 0;
-    int n = 0;
+    int n = 0, timed = 0;
     for (int i = 0; i < j->task->num_scenarios; i++) {
         if (!rep[i]) continue;
         double ps = json_number_value(json_object_get(speedup, j->task->scenarios[i].name));
         double cs = json_number_value(json_object_get(summary[i], "speedup"));
-        if (ps > 0 && cs > 0) {
+        if (!(ps > 0)) continue;
+        n++;
+        if (cs > 0) {
             logsum += log(cs / ps);
-            n++;
+            timed++;
         }
     }
-    if (n == 0) return 0; /* nothing to compare with: evaluate in full */
+    if (timed == 0) return 0; /* nothing to compare with: evaluate in full */
     /* The threshold: the config's (--screen-keep), else the task's own. */
     double ratio = exp(logsum / n), keep = j->job->screen_keep;
     if (!(keep > 0)) keep = j->task->screen_keep > 0 ? j->task->screen_keep : 0.95;
     double pscore = json_number_value(json_object_get(parent, "combined_score"));
-    json_t *info = json_pack("{s:f,s:f,s:i,s:b}", "ratio_to_parent", ratio, "keep", keep,
-                             "scenarios", n, "stopped", ratio < keep);
+    json_t *info = json_pack("{s:f,s:f,s:i,s:i,s:b}", "ratio_to_parent", ratio, "keep", keep,
+                             "scenarios", timed, "untimed", n - timed, "stopped", ratio < keep);
     if (pscore > 0) json_object_set_new(info, "parent_score", json_real(pscore));
     json_object_set_new(result, "screened", info);
     return ratio < keep;
+}
+
+/* The bytes of SH's tensors: what its checks cost (drawing, the reference,
+ * the comparisons all scale with them). */
+static double shape_bytes(const kv_task *t, const kv_shape *sh)
+{
+    double bytes = 0;
+    for (int i = 0; i < t->num_tensors; i++)
+        bytes +=
+            (double)kv_tensor_count(t, i, sh->syms) * (double)kv_dtype_size(t->tensors[i].dtype);
+    return bytes;
+}
+
+/* Screening, cheapest first: the representative scenarios (REP) checked
+ * and timed in order of their bytes, each a chance to stop a child that
+ * cannot beat its parent before the dearer ones; the last one is left to
+ * the screen's full verdict. 1 when the child stopped here. */
+static int screen_cheapest_first(judge *j, json_t **summary, const int *rep, json_t *baseline,
+                                 json_t *result)
+{
+    const kv_task *t = j->task;
+    int *order = kv_calloc((size_t)t->num_scenarios + 1, sizeof *order), n = 0;
+    for (int i = 0; i < t->num_scenarios; i++) {
+        if (!rep[i]) continue;
+        int k = n++;
+        for (; k > 0 &&
+               shape_bytes(t, &t->scenarios[order[k - 1]]) > shape_bytes(t, &t->scenarios[i]);
+             k--)
+            order[k] = order[k - 1];
+        order[k] = i;
+    }
+    int stopped = 0;
+    for (int k = 0; k + 1 < n && !stopped; k++) {
+        const kv_shape *sh = &t->scenarios[order[k]];
+        summary[order[k]] = check_shape(j, sh, 0);
+        time_against_baseline(j, sh, summary[order[k]], baseline);
+        stopped = screened_out(j, summary, rep, result);
+    }
+    free(order);
+    return stopped;
 }
 
 /* Ends the memcheck stage: the runner exits so compute-sanitizer reports;
@@ -563,17 +608,19 @@ void kv_judge_main(void *vctx)
     json_object_set_new(result, "ceiling_gbps", json_real(j.b->ceiling_gbps));
     json_t *baseline = ctx->base ? kept_or_timed_baseline(&j, result) : NULL;
     ready_runner(&j, cand, "candidate");
-    /* Stage 1: correctness on the held-out shapes and, when screening, on
-     * one scenario of each class; stage 2: those scenarios timed; a child
-     * that cannot beat its parent there stops; stage 3: the rest. */
+    /* Screening: one scenario of each class checked and timed, cheapest
+     * first, a child that cannot beat its parent stopping there; then the
+     * held-out shapes; then the rest of the scenarios, checked and timed. */
     int nsc = j.task->num_scenarios;
     json_t **summary = kv_calloc((size_t)nsc + 1, sizeof *summary);
     int *rep = kv_calloc((size_t)nsc + 1, sizeof *rep);
     int screening = ctx->job->parent && baseline && kv_judge_representatives(j.task, rep) > 0;
+    int stopped =
+        screening && !ctx->memcheck && screen_cheapest_first(&j, summary, rep, baseline, result);
     json_t *held = json_array();
     for (int stage = screening ? 0 : 1; stage < 2; stage++) {
         for (int i = 0; i < nsc; i++)
-            if (!summary[i] && (stage == 1 || rep[i]))
+            if (!summary[i] && (stage == 1 || (rep[i] && !stopped)))
                 summary[i] = check_shape(&j, &j.task->scenarios[i], 0);
         if (json_array_size(held) == 0)
             for (int i = 0; i < j.task->num_held_out; i++)
@@ -582,7 +629,7 @@ void kv_judge_main(void *vctx)
         for (int i = 0; baseline && i < nsc; i++)
             if (summary[i] && !json_object_get(summary[i], "median_us"))
                 time_against_baseline(&j, &j.task->scenarios[i], summary[i], baseline);
-        if (stage == 0 && screened_out(&j, summary, rep, result)) break;
+        if (stage == 0 && (stopped || screened_out(&j, summary, rep, result))) break;
     }
     if (ctx->memcheck) memcheck_verdict(&j, result);
     json_t *scen = json_array();

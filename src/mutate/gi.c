@@ -13,7 +13,8 @@
  *
  * Only whole statements move: a line that opens or closes a bracket, ends
  * in ':' ',' or '\\' (a label, a Python block, a list or a continued line),
- * is a preprocessor directive or a tune axis (tune's to change), or sits in
+ * is a preprocessor directive or a tune axis (tune's to change), synchronises
+ * threads or orders memory (a barrier, fence, wait: a race), or sits in
  * a block comment is left alone, and so are the head of a brace-less if,
  * else, for, while or do and its lone body; in a language of semicolons (C,
  * CUDA, OpenCL) so is a line that does not end a statement, follows a
@@ -101,6 +102,23 @@ static int holds(const char *p, size_t n, const char *word)
     return 0;
 }
 
+/* 1 when the line at P (N bytes) synchronises threads or orders memory: a
+ * barrier, fence, wait, arrive or commit (CUDA, OpenCL, C). Deleting or
+ * moving one makes a race, which the judge's checks catch only when the
+ * threads happen to interleave badly: on an H200 a child without the barrier
+ * after its mbarriers' initialisation, and one without a wgmma wait, were
+ * judged correct on every shape of the task (one crashed on another shape,
+ * bench/NOTES.md, 2026-12-02). gi leaves such lines alone. */
+static int synchronises(const char *p, size_t n)
+{
+    static const char *const words[] = {"__syncthreads", "__syncwarp", ".sync(", "barrier",
+                                        "fence",         "wait",       "arrive", "commit",
+                                        "mbar",          "Synchronize"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (holds(p, n, words[i])) return 1;
+    return 0;
+}
+
 /* 1 when the statement at P (N bytes, blanks skipped) declares something:
  * it opens with two words ("float sum", "const float *q", "int64_t B"),
  * the first not a keyword that starts a plain statement. A declaration
@@ -181,8 +199,9 @@ static void ctx_init(gi_ctx *c, const kv_lines *l)
         g->depth = depth;
         g->indent = (int)ind;
         g->editable = !l->line[i].marker && !started_in_comment && !in_comment && last[i] &&
-                      p[ind] != '#' && !holds(p, len, "kevolve:") && !net[0] && !net[1] &&
-                      !net[2] && last[i] != ':' && last[i] != ',' && last[i] != '\\';
+                      p[ind] != '#' && !holds(p, len, "kevolve:") && !synchronises(p, len) &&
+                      !net[0] && !net[1] && !net[2] && last[i] != ':' && last[i] != ',' &&
+                      last[i] != '\\';
         semis += last[i] == ';';
         colons += last[i] == ':';
         ends += last[i] && last[i] != '{' && last[i] != '}' && p[ind] != '#';

@@ -223,20 +223,20 @@ else
     echo "(no OpenCL platform: the OpenCL half skipped)"
 fi
 
-# CUDA without a GPU: the five seeds, each winning a scenario, as one source
+# CUDA without a GPU: the six seeds, each winning a scenario, as one source
 # that nvcc compiles for Hopper.
 nvcc=$(command -v nvcc || true)
 [ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || export PATH=/usr/local/cuda/bin:$PATH
 if command -v nvcc >/dev/null; then
     cp "$WORK/crun/run.db" "$WORK/curun.db"
     rows "$WORK/curun.db" gqa_attention_search cuda "NVIDIA H200" \
-        decode_16x8_b1_l128,decode_40x8_b8_l8192,decode_16x8_b32_l4096,chunked_16x8_q512_l8192,prefill_16x8_s2048 \
-        "$gqa"/cuda/{naive,decode_halfwarp,decode_split,prefill_fa2,prefill_hopper}.cu
+        decode_16x8_b1_l128,decode_40x8_b8_l8192,decode_16x8_b32_l4096,decode_40x8_b1_l1024,chunked_16x8_q512_l8192,prefill_16x8_s2048 \
+        "$gqa"/cuda/{naive,decode_halfwarp,decode_split,decode_cluster,prefill_fa2,prefill_hopper}.cu
     expect_exit 0 "$KV" export "$WORK/curun.db" -o "$WORK/culib" --compile-only --arch sm_90a --task gqa_attention
     python3 - "$WORK/culib/manifest.json" <<'PY' || fail "the CUDA export: $(head -c 800 "$WORK/culib/manifest.json")"
 import json, sys
 m = json.load(open(sys.argv[1]))
-assert m["task"] == "gqa_attention" and len(m["variants"]) == 5 and len(m["scenarios"]) == 20, m
+assert m["task"] == "gqa_attention" and len(m["variants"]) == 6 and len(m["scenarios"]) == 20, m
 by = {s["name"]: s for s in m["scenarios"]}
 assert by["prefill_16x8_s8192"]["served_by"] == "prefill_16x8_s2048"  # not timed: the nearest's
 assert m["check"]["compile_only"] is True

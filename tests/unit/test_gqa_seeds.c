@@ -49,8 +49,9 @@ static const char **seed_names(void)
 static void the_task_has_one_seed_per_design_and_the_naive_baseline(void **state)
 {
     (void)state;
-    static const char *const expected[] = {"naive.cu", "decode_halfwarp.cu", "decode_split.cu",
-                                           "prefill_fa2.cu", "prefill_hopper.cu"};
+    static const char *const expected[] = {"naive.cu",        "decode_halfwarp.cu",
+                                           "decode_split.cu", "decode_cluster.cu",
+                                           "prefill_fa2.cu",  "prefill_hopper.cu"};
     const char **names = seed_names();
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
         int found = 0;

@@ -483,18 +483,23 @@ static int count_of(const char *hay, const char *needle)
     return n;
 }
 
+/* REL in the source tree: $KV_SOURCE_DIR (ctest sets it), else this
+ * file's (malloc'd). */
+static char *source_path(const char *rel)
+{
+    const char *root = getenv("KV_SOURCE_DIR"), *here = __FILE__;
+    const char *cut = strstr(here, "tests/unit/");
+    return root ? kv_asprintf("%s/%s", root, rel)
+                : kv_asprintf("%.*s%s", cut ? (int)(cut - here) : 0, here, rel);
+}
+
 /* The lone body of a brace-less if, else or for stays with its head, in a
  * C file whose many multi-line signatures and loop heads end in ',' or ')'
  * (examples/matmul_c, where gi once copied an if's body before its else). */
 static void gi_keeps_the_lone_body_of_a_braceless_if_with_its_head(void **state)
 {
     (void)state;
-    /* The source tree: $KV_SOURCE_DIR (ctest sets it), else this file's. */
-    const char *root = getenv("KV_SOURCE_DIR"), *here = __FILE__;
-    const char *cut = strstr(here, "tests/unit/");
-    char *path = root ? kv_asprintf("%s/examples/matmul_c/initial_program.c", root)
-                      : kv_asprintf("%.*sexamples/matmul_c/initial_program.c",
-                                    cut ? (int)(cut - here) : 0, here);
+    char *path = source_path("examples/matmul_c/initial_program.c");
     char *src = kv_read_file(path, NULL);
     assert_non_null(src);
     static const char *const chains[] = {
@@ -530,6 +535,70 @@ static void gi_keeps_the_lone_body_of_a_braceless_if_with_its_head(void **state)
     assert_true(edits > 300); /* gi still finds statements to edit there */
     free(src);
     free(path);
+}
+
+/* The lines of SRC that hold one of the synchronisation constructs the
+ * seeds use, in order, joined (malloc'd). */
+static char *sync_lines(const char *src)
+{
+    static const char *const marks[] = {"__syncthreads()", "cluster.sync()", "gqa_wgmma_wait",
+                                        "gqa_mbar_",       "gqa_cp_commit",  "gqa_cp_wait",
+                                        "barrier("};
+    kv_buf b = KV_BUF_INIT;
+    for (const char *p = src; *p;) {
+        const char *end = strchr(p, '\n');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        char *line = kv_strndup(p, n);
+        for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++)
+            if (strstr(line, marks[k])) {
+                kv_buf_printf(&b, "%s\n", line);
+                break;
+            }
+        free(line);
+        p += n + (end != NULL);
+    }
+    return kv_buf_steal(&b);
+}
+
+/* gi never deletes, moves, copies or overwrites a line that synchronises
+ * threads or orders memory: without it a kernel races, and the judge sees
+ * a race only when the threads interleave badly (on an H200 two such
+ * children of the Hopper seed were judged correct). The seeds with
+ * barriers, mbarriers, wgmma waits, cp.async commits, cluster barriers and
+ * OpenCL barriers keep every such line, in order, in every child. */
+static void gi_leaves_synchronisation_alone(void **state)
+{
+    (void)state;
+    static const char *const seeds[] = {
+        "tasks/gqa_attention/cuda/prefill_hopper.cu", "tasks/gqa_attention/cuda/prefill_fa2.cu",
+        "tasks/gqa_attention/cuda/decode_cluster.cu", "tasks/gqa_attention/cuda/decode_split.cu",
+        "tasks/gqa_attention/opencl/naive.cl"};
+    for (size_t k = 0; k < sizeof seeds / sizeof seeds[0]; k++) {
+        char *path = source_path(seeds[k]);
+        char *src = kv_read_file(path, NULL);
+        assert_non_null(src);
+        char *want = sync_lines(src);
+        assert_true(strlen(want) > 0); /* the seed still holds what this test is about */
+        int edits = 0;
+        for (uint64_t seed = 0; seed < 300; seed++) {
+            kv_rng rng;
+            kv_rng_seed(&rng, seed);
+            kv_mutation m;
+            char *err = NULL;
+            if (kv_mutate_gi(src, &rng, &m, &err) != 0) continue;
+            edits++;
+            char *got = sync_lines(m.source);
+            if (strcmp(got, want) != 0)
+                fail_msg("%s: %s changed its synchronisation:\n%s\nnow:\n%s", seeds[k], m.summary,
+                         want, got);
+            free(got);
+            kv_mutation_free(&m);
+        }
+        assert_true(edits > 250); /* gi still edits the rest */
+        free(want);
+        free(src);
+        free(path);
+    }
 }
 
 static void gi_swap_summary_names_both_lines(void **state)
@@ -867,6 +936,7 @@ int main(void)
         cmocka_unit_test(gi_moves_whole_statements_within_their_scope),
         cmocka_unit_test(gi_keeps_the_lone_body_of_a_braceless_if_with_its_head),
         cmocka_unit_test(gi_returns_nothing_to_do_without_mutable_lines),
+        cmocka_unit_test(gi_leaves_synchronisation_alone),
         cmocka_unit_test(crossover_takes_blocks_from_both_parents),
         cmocka_unit_test(crossover_of_one_block_cuts_between_lines),
         cmocka_unit_test(crossover_mixes_nearby_lines_of_a_long_block),
