@@ -1,8 +1,9 @@
 // The gqa_attention float64 GPU reference, old against new, on one GPU
 // (bench/reference_f64_h200.sh builds and runs it). OLD_SRC and NEW_SRC name
-// the two reference_f64.cu files; each is compiled here inside a namespace
-// of its own with its kv_launch renamed, so both run in one process on the
-// same inputs.
+// the two reference_f64.cu files (with OLD_GENERAL, OLD_SRC is compiled with
+// REFERENCE_F64_GENERAL: its general kernel alone, the kernel before the
+// tiled one); each is compiled here inside a namespace of its own with its
+// kv_launch renamed, so both run in one process on the same inputs.
 //
 // For every shape (the 18 scenarios of gqa_attention_search, the two
 // 8192-row prefills of gqa_attention, every held-out shape, windowed shapes
@@ -34,7 +35,11 @@
 namespace ref_old
 {
 #define kv_launch kv_launch_old
+#ifdef OLD_GENERAL
+#define REFERENCE_F64_GENERAL
+#endif
 #include OLD_SRC
+#undef REFERENCE_F64_GENERAL
 #undef kv_launch
 } // namespace ref_old
 
@@ -45,14 +50,7 @@ namespace ref_new
 #undef kv_launch
 } // namespace ref_new
 
-#define CK(x)                                                                                      \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));    \
-            exit(2);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "gqa_bench.cuh" // CK
 
 struct Shape {
     const char *name;

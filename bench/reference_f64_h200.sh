@@ -9,9 +9,10 @@
 # times (median of 3 after a warm-up) and speedups. Exit status non-zero if
 # any shape differs (or on a build or CUDA error).
 # Usage: bench/reference_f64_h200.sh [--quick] [NAME_SUBSTRING...]   (repo root)
-#   OLD_SRC=FILE  the old reference (default: git show OLD_REV:..., else
-#                 bench/reference_f64_old.cu, the file as of bcf981e, for a
-#                 machine without the repository's history)
+#   OLD_SRC=FILE  the old reference (default: git show OLD_REV:..., else, on
+#                 a machine without the repository's history, this tree's
+#                 file compiled with REFERENCE_F64_GENERAL: its general
+#                 kernel, the one before the tiled kernel)
 #   OLD_REV=REV   default bcf981e (the last commit before the tiled kernel)
 # Writes $OUT/reference_f64.txt (the table) and $OUT/reference_f64_build.txt
 # (nvcc's ptxas report: registers and spills of both).
@@ -26,23 +27,19 @@ mkdir -p "$OUT" "$W"
 command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
 cd "$ROOT" || exit 2
 
+OLD_GENERAL=""
 if [ -n "${OLD_SRC:-}" ]; then
     cp "$OLD_SRC" "$W/reference_f64_old.cu" || exit 2
-elif git show "$OLD_REV:$REF" >"$W/reference_f64_old.cu" 2>/dev/null; then
-    :
-elif [ -f bench/reference_f64_old.cu ]; then
-    cp bench/reference_f64_old.cu "$W/reference_f64_old.cu"
-else
-    echo "no old reference: set OLD_SRC, or run where git has $OLD_REV" >&2
-    exit 2
+elif ! git show "$OLD_REV:$REF" >"$W/reference_f64_old.cu" 2>/dev/null; then
+    cp "$REF" "$W/reference_f64_old.cu"
+    OLD_GENERAL=-DOLD_GENERAL
+    echo "old: $REF's general kernel (no $OLD_REV here)"
 fi
 cp "$REF" "$W/reference_f64_new.cu"
-cmp -s "$W/reference_f64_old.cu" "$W/reference_f64_new.cu" &&
-    echo "warning: the old and new references are the same file"
 
 echo "== building ($(nvcc --version | tail -1))"
 if ! nvcc -O3 -std=c++17 -arch=sm_90a -lineinfo -Xptxas -v -Iinclude -Itasks \
-    -DOLD_SRC="\"$W/reference_f64_old.cu\"" -DNEW_SRC="\"$W/reference_f64_new.cu\"" \
+    -DOLD_SRC="\"$W/reference_f64_old.cu\"" -DNEW_SRC="\"$W/reference_f64_new.cu\"" ${OLD_GENERAL:+"$OLD_GENERAL"} \
     -o "$W/reference_f64_bench" bench/reference_f64_h200.cu >"$OUT/reference_f64_build.txt" 2>&1; then
     cat "$OUT/reference_f64_build.txt"
     exit 2

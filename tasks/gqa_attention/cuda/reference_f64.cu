@@ -40,6 +40,10 @@
 // a scratch buffer, and a second kernel rescales the parts to the row's
 // maximum and adds them (the same sums in another order).
 //
+// Compiled with REFERENCE_F64_GENERAL, kv_launch takes the general kernel
+// alone, as it did before the tiled one (bench/reference_f64_h200.sh
+// compares the two).
+//
 // kv_launch's tensors: q, k, v (bf16, the uploaded inputs), then o and o's
 // error scales as doubles: [B, HQ, SQ, D] each. Inputs are finite (the
 // judge's draws): in the tiled kernel a key outside a row's range but inside
@@ -550,13 +554,18 @@ template <int MT> static int launch_tiled(const kv_launch_args *a, int64_t W, cu
         if (rc) return rc;
     }
     size_t shared = sizeof(tiled::Shared<MT>);
-    cudaError_t e = cudaFuncSetAttribute(tiled::gqa_reference_f64_tiled<MT>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(tiled::gqa_reference_f64_tiled<MT>,
-                                 cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 cudaSharedmemCarveoutMaxShared);
-    if (e != cudaSuccess) return (int)e;
+    static bool configured; // the kernel's attributes, set at its first launch
+    if (!configured) {
+        cudaError_t e = cudaFuncSetAttribute(
+            tiled::gqa_reference_f64_tiled<MT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+            (int)shared);
+        if (e == cudaSuccess)
+            e = cudaFuncSetAttribute(tiled::gqa_reference_f64_tiled<MT>,
+                                     cudaFuncAttributePreferredSharedMemoryCarveout,
+                                     cudaSharedmemCarveoutMaxShared);
+        if (e != cudaSuccess) return (int)e;
+        configured = true;
+    }
     tiled::gqa_reference_f64_tiled<MT>
         <<<(unsigned)(blocks * splits), tiled::THREADS, shared, stream>>>(
             (const uint16_t *)a->tensors[0], (const uint16_t *)a->tensors[1],
@@ -577,6 +586,7 @@ extern "C" int kv_launch(const kv_launch_args *a)
     cudaStream_t stream = (cudaStream_t)a->stream;
     int64_t W = a->num_syms > W_ ? s[W_] : 0;
     device_info();
+#ifndef REFERENCE_F64_GENERAL
     if (D == tiled::D && cc_major >= 8 && s[HKV_] > 0 && s[HQ_] % s[HKV_] == 0 &&
         s[HQ_] / s[HKV_] * s[SQ_] <= 0x7fffffff) {
         // Up to 16 query vectors per (sequence, KV head) (decode of up to 16
@@ -584,6 +594,7 @@ extern "C" int kv_launch(const kv_launch_args *a)
         if (s[HQ_] / s[HKV_] * s[SQ_] <= 16) return launch_tiled<1>(a, W, stream);
         return launch_tiled<2>(a, W, stream);
     }
+#endif
 
     int nt = 128; // a multiple of 32; each thread owns up to 4 dimensions
     if (D > 4 * nt) return (int)cudaErrorInvalidValue;
