@@ -59,7 +59,7 @@ phase_evolve() {
     rm -rf "$run"
     echo "== evolve: examples/gqa_attention/run.sh for $MINUTES min (then SIGINT, $DRAIN s to drain)"
     local t0=$SECONDS
-    timeout -s INT -k "$DRAIN" "$((MINUTES * 60))" examples/gqa_attention/run.sh --output "$run" --force
+    timeout --foreground -s INT -k "$DRAIN" "$((MINUTES * 60))" examples/gqa_attention/run.sh --output "$run" --force
     echo "   exit $? after $((SECONDS - t0)) s"
     "$KV" status "$run" | head -60
     "$KV" status "$run" --json >"$OUT/run_status.json" || true

@@ -4,8 +4,11 @@
 # harness would (C: cc; OpenCL: the device part with clang's OpenCL C and
 # the host part with cc; CUDA: nvcc for sm_90a, with the task headers). Children that compile can still be wrong; ones
 # that do not are evaluations spent on nothing.
+# MODE=crossover: each child is a crossover of two variants of the seed
+# (two gi and two tune edits each), counted only where both parents
+# compile.
 # Usage (repository root, after `cmake --build build --target gi_yield`):
-#   bench/gi_yield.sh [N (200)] [SEED ...]
+#   [MODE=crossover] bench/gi_yield.sh [N (200)] [SEED ...]
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=${1:-200}
@@ -15,6 +18,7 @@ SEEDS=("$@")
     "$ROOT/tasks/gqa_attention/opencl/seed.cl")
 BIN=${BIN:-$ROOT/build/bench/gi_yield}
 OUT=${OUT:-/tmp/kevolve_gi_yield}
+MODE=${MODE:-gi}
 command -v nvcc >/dev/null || [ ! -x /usr/local/cuda/bin/nvcc ] || export PATH=/usr/local/cuda/bin:$PATH
 
 # compiles FILE: 0 when it compiles.
@@ -24,7 +28,7 @@ compiles() {
     *.cl) clang -x cl -cl-std=CL1.2 -fsyntax-only -Xclang -finclude-default-header \
         -D__OPENCL_VERSION__=120 "$1" 2>/dev/null &&
         cc -x c -std=gnu17 -fsyntax-only -I"$ROOT/include" "$1" 2>/dev/null ;;
-    *.cu) nvcc -arch=sm_90a -std=c++17 -c -o /dev/null -I"$ROOT/include" -I"$ROOT/tasks" \
+    *.cu) nvcc -gencode arch=compute_90a,code=sm_90a -std=c++17 -c -o /dev/null -I"$ROOT/include" -I"$ROOT/tasks" -x cu \
         "$1" >/dev/null 2>&1 ;;
     *) return 1 ;;
     esac
@@ -36,10 +40,14 @@ for seed in "${SEEDS[@]}"; do
     rm -rf "$dir"
     mkdir -p "$dir"
     compiles "$seed" || { echo "$seed does not compile itself: skipped" >&2; continue; }
-    "$BIN" "$seed" "$N" "$dir" >/dev/null || exit 1
+    "$BIN" "$seed" "$N" "$dir" "$MODE" >/dev/null || exit 1
     made=0 ok=0
     for child in "$dir"/child*; do
         [ -e "$child" ] || continue
+        if [ "$MODE" = crossover ]; then
+            k=${child##*/child}
+            compiles "$dir/parenta$k" && compiles "$dir/parentb$k" || continue
+        fi
         made=$((made + 1))
         if compiles "$child"; then
             ok=$((ok + 1))

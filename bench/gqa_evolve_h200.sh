@@ -73,7 +73,7 @@ evaluator:
 YAML
 secs=$((MINUTES * 60))
 t0=$(date +%s)
-timeout --signal=INT --kill-after="$DRAIN" "$secs" "$KV" run --config "$WORK/config.yaml" --output "$WORK/run"
+timeout --foreground --signal=INT --kill-after="$DRAIN" "$secs" "$KV" run --config "$WORK/config.yaml" --output "$WORK/run"
 echo "== kevolve run exited $? after $(($(date +%s) - t0)) s"
 "$KV" status "$WORK/run"
 "$KV" status "$WORK/run" --json >"$WORK/status.json" 2>/dev/null

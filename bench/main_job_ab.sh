@@ -58,7 +58,7 @@ for r in $(seq 1 "$REPEAT"); do
         export KEVOLVE_CACHE_DIR=$OUT/cache$which # each binary its own compile cache, warm from run 2
         t0=$(date +%s.%N)
         stop=""
-        [ "$LIMIT" != 0 ] && stop="timeout -s INT $LIMIT"
+        [ "$LIMIT" != 0 ] && stop="timeout --foreground -s INT $LIMIT"
         KV_GQA_PROGRAM=${program:+$ROOT/tasks/gqa_attention/$program} KV_GQA_TASK=$task \
             KV_GQA_PARALLEL=${par:-2} $stop "$bin" run --config "$ex/$config" --iterations "$ITER" \
             --seed "$SEED" --output "$dir" >"$dir.log" 2>&1

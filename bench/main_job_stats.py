@@ -7,7 +7,11 @@ stores: the judge's worker_seconds), the timed calls' share of that (the
 median over children timed in full, and over all held time), the median
 compile, prepare (contexts and the runner, before the device is held) and
 wait seconds, the device's busy share of the run, and the share of
-children correct (of those judged, and of all). Used by hand_sweep_table.py; alone:
+children correct (of those judged, and of all); then where the held
+seconds went (the judge's profile steps, summed over the children judged,
+as shares of all held time), and per mutator its children, those correct,
+beating their parent, and the failures by reason. Used by
+hand_sweep_table.py; alone:
 
 Usage: main_job_stats.py RUN_DB RUN_SECONDS
 """
@@ -73,6 +77,30 @@ def stats(db, run_s):
     held_all = sum(held_s.values())
     n = len(ids)
     judged = n - len(dup)
+    # Where the held seconds went: every step but those before the hold.
+    steps = {}
+    for i, p in prof.items():
+        for k, v in p.items():
+            if k not in ("prepare", "baseline"):
+                steps[k] = steps.get(k, 0.0) + float(v)
+    held_by_step = {k: v / held_all for k, v in sorted(steps.items(), key=lambda kv: -kv[1])
+                    } if held_all else {}
+    mutators = {}
+    for m, status, reason, correct_, fit, pfit in con.execute(
+            f"select coalesce(p.mutator, '?'), p.status, coalesce(p.status_reason, ''), "
+            f"json_extract(p.metrics, '$.correct'), p.fitness, q.fitness from programs p "
+            f"left join programs q on q.id = p.parent_id where {CHILD}"):
+        e = mutators.setdefault(m, {"children": 0, "correct": 0, "better": 0, "failed": {}})
+        e["children"] += 1
+        if status == "ok" and correct_ == 1:
+            e["correct"] += 1
+            e["better"] += int(fit is not None and pfit is not None and fit > pfit)
+        elif status != "duplicate":
+            # "rejected by the harness: CODE: detail" -> CODE.
+            parts = [x.strip() for x in reason.split(":")]
+            why = (parts[1] if parts[0].startswith("rejected") and len(parts) > 1
+                   else parts[0])[:40] or status
+            e["failed"][why] = e["failed"].get(why, 0) + 1
     return {
         "children": n,
         "judged": judged,
@@ -93,6 +121,8 @@ def stats(db, run_s):
         "screened": screened,
         "duplicates": len(dup),
         "timed_in_full": len(full),
+        "held_by_step": held_by_step,
+        "mutators": mutators,
     }
 
 
@@ -108,7 +138,12 @@ def lines(s):
         f"of the run; correct {s['correct']} ({s['correct_share_judged']:.0%} of those judged, "
         f"{s['correct_share']:.0%} of all); screened out "
         f"{s['screened']}; duplicates {s['duplicates']}",
-    ]
+        "  held time by step: " + ", ".join(f"{k} {v:.0%}" for k, v in s.get("held_by_step",
+                                                                              {}).items()),
+    ] + [f"  {m}: {e['children']} children, {e['correct']} correct, {e['better']} beat their "
+         f"parent; failed: " + (", ".join(f"{k} {v}" for k, v in sorted(
+             e['failed'].items(), key=lambda kv: -kv[1])) or "none")
+         for m, e in sorted(s.get("mutators", {}).items())]
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ evaluator:
   timeout: 300
   parallel_evaluations: 4
 YAML
-timeout -s INT "$LIMIT" "$KV" run --config "$OUT/config.yaml" --output "$OUT/run" >"$OUT/run.log" 2>&1
+timeout --foreground -s INT "$LIMIT" "$KV" run --config "$OUT/config.yaml" --output "$OUT/run" >"$OUT/run.log" 2>&1
 echo "run exit $? ($(grep -c 'iteration' "$OUT/run.log") progress lines)"
 "$KV" status "$OUT/run" | grep -E "^programs|^best|^pareto"
 "$KV" best "$OUT/run" --pareto

@@ -52,8 +52,12 @@ case " $PARTS " in *" job "*)
     echo "== main job: $PARALLEL in flight, stopped after $MINUTES min, $(date -u +%FT%TZ)"
     export KEVOLVE_CACHE_DIR=$OUT/job_cache
     t0=$(date +%s.%N)
+    # --foreground: the interrupt reaches kevolve alone, which finishes the
+    # evaluations in flight; sent to the whole group it also killed every
+    # worker at once, and one evaluation still timing saw a dozen contexts
+    # torn down around it (a kernel 40% faster than it is, 2026-12-02).
     (cd examples/gqa_attention && KV_GQA_PARALLEL=$PARALLEL \
-        timeout --signal=INT --kill-after=180 "$((MINUTES * 60))" \
+        timeout --foreground --signal=INT --kill-after=180 "$((MINUTES * 60))" \
         "$KV" run --config config_cuda.yaml --iterations "$ITER" --output "$OUT/run" \
         >"$OUT/run.log" 2>&1)
     run_s=$(python3 -c "import time; print(time.time() - $t0)")

@@ -34,7 +34,7 @@ part() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 t0=$(date +%s)
 for t in $tasks; do
     part evolve || break
-    timeout --signal=INT --kill-after="$DRAIN" "$LIMIT" "$KV" run \
+    timeout --foreground --signal=INT --kill-after="$DRAIN" "$LIMIT" "$KV" run \
         --config "examples/qwen3_ops/${t}_cuda.yaml" --output "$OUT/run_$t" >"$OUT/$t.log" 2>&1 &
     [ -n "${SEQUENTIAL:-}" ] && wait
 done

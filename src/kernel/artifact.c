@@ -39,6 +39,20 @@ static void hash_fatbin(const char *fb, size_t len, kv_buf *b)
     }
 }
 
+/* 1 when NAME is a cubin's debug information or its relocations
+ * (".rela.debug_line"): both move with every line above the code, so a
+ * deleted line that the preprocessor drops would make a new artifact of
+ * the same machine code (gi's deletions in an `#if 0` part were judged
+ * again as new programs on an H200, bench/NOTES.md, 2026-12-02). */
+static int is_debug(const char *name)
+{
+    if (kv_starts_with(name, ".rela"))
+        name += 5;
+    else if (kv_starts_with(name, ".rel"))
+        name += 4;
+    return kv_starts_with(name, ".debug") || kv_starts_with(name, ".nv_debug");
+}
+
 /* Hashes into B the contents of the loaded sections of the ELF file TEXT
  * (LEN bytes), but notes, with CUDA's fat binary by its machine code alone;
  * CUBIN: TEXT is a cubin, whose sections count but for debug information. */
@@ -61,8 +75,8 @@ static int hash_sections(const char *text, size_t len, int cubin, kv_buf *b)
         if (s->sh_offset > len || s->sh_size > len - s->sh_offset) return -1;
         const char *name =
             names->sh_offset + s->sh_name < len ? text + names->sh_offset + s->sh_name : "";
-        if (cubin && (kv_starts_with(name, ".debug") || kv_starts_with(name, ".nv_debug") ||
-                      strcmp(name, ".strtab") == 0 || strcmp(name, ".symtab") == 0))
+        if (cubin &&
+            (is_debug(name) || strcmp(name, ".strtab") == 0 || strcmp(name, ".symtab") == 0))
             continue;
         if (!cubin && strcmp(name, ".nv_fatbin") == 0) {
             hash_fatbin(text + s->sh_offset, s->sh_size, b);

@@ -179,6 +179,11 @@ struct kv_jdev {
     int (*sync)(kv_jdev *b, char **err);
     /* Evicts the caches (writes a buffer larger than the cache); may be NULL. */
     int (*flush)(kv_jdev *b, char **err);
+    /* The device's own clock over the judge's queued work: MARK(b, 0)
+     * before it, MARK(b, 1) after; once synced, ELAPSED puts the seconds
+     * between the two in *SECS. Both may be NULL. */
+    int (*mark)(kv_jdev *b, int end, char **err);
+    int (*elapsed)(kv_jdev *b, double *secs, char **err);
     /* Extra readings for the benchmark record (NVML), or NULL. */
     json_t *(*telemetry)(kv_jdev *b);
     /* The device's energy counter in joules (cuda: NVML's total energy since

@@ -22,9 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const prof_names[PROF_COUNT] = {"alloc",  "fill",   "upload", "reference",
-                                                   "run",    "check",  "timed",  "baseline",
-                                                   "energy", "prepare"};
+static const char *const prof_names[PROF_COUNT] = {
+    "alloc",    "fill",   "upload",  "reference", "run",  "check",   "timed",
+    "baseline", "energy", "prepare", "calibrate", "load", "measure", "stop"};
 
 static settings settings_for(const kv_job *o, const kv_backend *backend)
 {
@@ -319,7 +319,7 @@ static void ready_runner(judge *j, kv_runner *rn, const char *who)
     j->who = who;
     j->base_threads = kv_runner_threads(j->rn);
     if (j->ctx->base) kv_judge_calibrate(j); /* only timing needs it */
-    kv_judge_lap(j, PROF_ALLOC, &t0);
+    t0 = kv_now_s();
     kv_worker_phase("loading the %s", who);
     kv_rfail f;
     char *log = NULL, *err = NULL;
@@ -330,6 +330,7 @@ static void ready_runner(judge *j, kv_runner *rn, const char *who)
         kv_judge_fail(j, f.code, "%s%s%s", f.detail, log && *log ? ": " : "", log ? log : "");
     free(log);
     j->idle_cpu = kv_runner_cpu_seconds(j->rn);
+    kv_judge_lap(j, PROF_LOAD, &t0);
 }
 
 /* Waits for the device (device_hold.h; the wait is not the candidate's
@@ -345,10 +346,12 @@ static void hold_device(judge *j)
     json_object_set_new(j->extra, "device_wait_seconds", json_real(waited));
     if (j->lock < 0) kv_worker_fail("harness_error", j->extra, "%s", err);
     j->held_at = kv_now_s();
+    double t0 = j->held_at;
     kv_worker_phase("measuring the %s device %d", j->ctx->backend->name, j->ctx->device);
     if (j->b->measure && j->b->measure(j->b, &err) != 0)
         kv_worker_fail("harness_error", j->extra, "measuring the device: %s", err);
     if (j->job->ceiling_gbps > 0) j->b->ceiling_gbps = j->b->bandwidth_gbps = j->job->ceiling_gbps;
+    kv_judge_lap(j, PROF_MEASURE, &t0);
 }
 
 /* Lets go of the device once its work is done: the next evaluation, which
@@ -403,11 +406,13 @@ static json_t *time_baseline(judge *j)
 static json_t *kept_or_timed_baseline(judge *j, json_t *result)
 {
     const json_t *kept = j->ctx->baseline;
+    double t0 = kv_now_s();
     json_t *tele = j->b->telemetry ? j->b->telemetry(j->b) : NULL;
     const char *why = "none kept";
     if (kept && kv_baseline_still_valid(kept, j->b->device, tele, &why)) {
         if (tele) json_decref(tele);
         json_object_set_new(result, "baseline_kept", json_true());
+        kv_judge_lap(j, PROF_MEASURE, &t0);
         return json_incref(json_object_get(kept, "scenarios"));
     }
     json_t *scen = time_baseline(j);
@@ -588,7 +593,8 @@ void kv_judge_main(void *vctx)
     double t0 = kv_now_s();
     /* Prepared while another evaluation may hold the device: the judge's
      * context and kernels, the task's reference, the candidate's process
-     * (which runs none of its code before it is loaded). */
+     * (which runs none of its code before it is loaded), and on a device
+     * that is not the host the held-out shapes' inputs and CPU references. */
     kv_worker_phase("opening the %s device %d", ctx->backend->name, ctx->device);
     const char *fault = kv_device_fault(ctx->backend->name, ctx->device);
     if (fault) kv_worker_fail("no_device", NULL, "%s", fault);
@@ -600,6 +606,13 @@ void kv_judge_main(void *vctx)
                        "%s", err);
     if (ctx->ref) load_reference(&j, ctx->ref);
     kv_runner *cand = spawn_runner(&j, ctx->cand, ctx->device_src, "candidate");
+    if (kv_judge_can(&j, KV_CAP_DEVICE_INPUTS)) {
+        /* Host work, not the device's: its seconds count as preparing. */
+        double before[PROF_COUNT];
+        memcpy(before, j.prof, sizeof before);
+        kv_judge_held_prepare(&j);
+        memcpy(j.prof, before, sizeof before);
+    }
     kv_judge_lap(&j, PROF_PREPARE, &t0);
     hold_device(&j);
     json_t *result = json_object();
@@ -637,7 +650,9 @@ void kv_judge_main(void *vctx)
         if (summary[i]) json_array_append_new(scen, summary[i]);
     free(summary);
     free(rep);
+    t0 = kv_now_s();
     stop_runner(&j);
+    kv_judge_lap(&j, PROF_STOP, &t0);
     note_device_errors(&j, result);
     json_object_set_new(result, "device_held_seconds", json_real(let_go_device(&j)));
     json_object_set(result, "device_wait_seconds", json_object_get(j.extra, "device_wait_seconds"));

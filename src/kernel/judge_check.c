@@ -185,34 +185,44 @@ static void cross_check_reference(judge *j, shape_data *d, kv_arena *a, const la
     }
 }
 
-/* Draws inputs from DIST into D's images and values and writes them into A. */
-static void upload_inputs(judge *j, shape_data *d, kv_arena *a, const layout *l, kv_dist dist)
+void kv_judge_draw_inputs(judge *j, shape_data *d, kv_dist dist)
 {
+    double t0 = kv_now_s();
     for (int i = 0; i < j->task->num_tensors; i++) {
         if (j->task->tensors[i].role != KV_IN) continue;
-        double t0 = kv_now_s();
         uint64_t bound = 0;
         if (kv_judge_dist(j, i, d->shape->syms, dist, &bound) == KV_DIST_INDEX)
             kv_fill_index(&j->rng, d->count[i], (int64_t)bound, d->img[i], d->val[i]);
         else
             kv_fill_random(j->task->tensors[i].dtype, dist, &j->rng, d->count[i], d->img[i],
                            d->val[i]);
-        kv_judge_lap(j, PROF_FILL, &t0);
+    }
+    kv_judge_lap(j, PROF_FILL, &t0);
+}
+
+/* Writes D's input images into A. */
+static void upload_inputs(judge *j, shape_data *d, kv_arena *a, const layout *l)
+{
+    double t0 = kv_now_s();
+    for (int i = 0; i < j->task->num_tensors; i++) {
+        if (j->task->tensors[i].role != KV_IN) continue;
         char *err = NULL;
         if (j->b->write(j->b, a, l->off[i], d->img[i], d->bytes[i], &err) != 0)
             kv_judge_fail_err(j, err, "uploading inputs");
-        kv_judge_lap(j, PROF_UPLOAD, &t0);
     }
+    kv_judge_lap(j, PROF_UPLOAD, &t0);
 }
 
-/* The reference into D's val (outputs) and scale; CROSS_CHECK: with a device
+/* The reference into D's val (outputs) and scale, unless PREPARED (drawn
+ * with the inputs before the device was held); CROSS_CHECK: with a device
  * reference, compare it with the CPU's on this (held-out) shape. */
-static void compute_reference(judge *j, shape_data *d, kv_arena *a, const layout *l,
+static void compute_reference(judge *j, shape_data *d, kv_arena *a, const layout *l, int prepared,
                               int cross_check)
 {
     double t0 = kv_now_s();
-    kv_judge_reference(j, d->shape->syms, a, l, 0, d->val, d->val, d->scale,
-                       device_reference_for(j, d));
+    if (!prepared)
+        kv_judge_reference(j, d->shape->syms, a, l, 0, d->val, d->val, d->scale,
+                           device_reference_for(j, d));
     if (cross_check && j->ref && d->held) cross_check_reference(j, d, a, l);
     kv_judge_lap(j, PROF_REFERENCE, &t0);
 }
@@ -451,7 +461,9 @@ json_t *kv_judge_check_shape(judge *j, const kv_shape *sh, int held)
     size_t in_bytes = 0;
     for (int i = 0; i < t->num_tensors; i++)
         if (t->tensors[i].role == KV_IN) in_bytes += d.bytes[i];
-    int trials = kv_judge_trials(j, sh, held, in_bytes);
+    held_prep *prep =
+        held && j->held && j->held[sh - t->held_out].t ? &j->held[sh - t->held_out] : NULL;
+    int trials = prep ? prep->trials : kv_judge_trials(j, sh, held, in_bytes);
     for (int trial = 0; trial < trials; trial++) {
         kv_worker_phase("correctness %s trial %d", sh->name, trial + 1);
         t0 = kv_now_s();
@@ -468,8 +480,12 @@ json_t *kv_judge_check_shape(judge *j, const kv_shape *sh, int held)
                         memcpy(d.prev_scale[i], d.scale[i], d.count[i] * sizeof(double));
                     d.have_prev = 1;
                 }
-        upload_inputs(j, &d, &a, &l, (kv_dist)(trial % KV_DIST_COUNT));
-        compute_reference(j, &d, &a, &l, trial == 0);
+        if (prep)
+            kv_judge_held_take(j, &d, &prep->t[trial]);
+        else
+            kv_judge_draw_inputs(j, &d, (kv_dist)(trial % KV_DIST_COUNT));
+        upload_inputs(j, &d, &a, &l);
+        compute_reference(j, &d, &a, &l, prep != NULL, trial == 0);
         for (int runno = 0; runno < 2; runno++) {
             kv_judge_poison_outputs(j, &d, &a, &l);
             /* A driver may build a kernel for each new launch shape at its first call. */
@@ -488,6 +504,7 @@ json_t *kv_judge_check_shape(judge *j, const kv_shape *sh, int held)
                             "max_rel_err", d.max_rel, "rel_l2_err", d.rel_l2, "tol_ratio",
                             d.max_ratio, "trials", trials);
     kv_shape_data_free(&d, t);
+    if (prep) kv_judge_held_free(j, prep);
     return res;
 }
 

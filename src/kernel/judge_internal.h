@@ -40,6 +40,10 @@ enum prof_step {
     PROF_BASELINE,  /* timing the baseline (when it was not kept) */
     PROF_ENERGY,    /* the energy windows (evaluator.energy) */
     PROF_PREPARE,   /* before the device is held: contexts, the candidate's process */
+    PROF_CALIBRATE, /* the clock's fixed costs, against each runner (and again, never higher) */
+    PROF_LOAD,      /* loading the candidate's (or the baseline's) code in its runner */
+    PROF_MEASURE,   /* on taking the device: its bandwidth, the kept baseline's validity */
+    PROF_STOP,      /* stopping the runner before letting go */
     PROF_COUNT
 };
 
@@ -83,6 +87,19 @@ typedef struct layout {
     int nguards;
 } layout;
 
+/* One trial of a held-out shape, drawn before the device is held, in the
+ * judge's memory: its inputs' images and the CPU reference's outputs. */
+typedef struct held_trial {
+    void *img[KV_MAX_TENSORS];     /* inputs */
+    double *val[KV_MAX_TENSORS];   /* outputs: the reference */
+    double *scale[KV_MAX_TENSORS]; /* outputs: its error scales (NULL: none) */
+} held_trial;
+
+typedef struct held_prep {
+    int trials;
+    held_trial *t;
+} held_prep;
+
 typedef struct judge {
     double prof[PROF_COUNT];
     double prof_check[CHECK_STEPS];
@@ -115,6 +132,7 @@ typedef struct judge {
     double grace_s;   /* extra time for the next block (opencl: the driver's first build) */
     int trusted;      /* timing the task's own baseline: no need to check it in full */
     int recalibrated; /* the clock measured again after the code was loaded (never higher) */
+    held_prep *held;  /* per held-out shape, drawn before the hold (NULL: drawn during it) */
 } judge;
 
 /* Host-side images of one shape's tensors, for the correctness trials. */
@@ -243,9 +261,22 @@ void kv_judge_run_once(judge *j, shape_data *d, kv_arena *a, const layout *l);
 /* The number of correctness trials shape SH gets (HELD: held-out), for
  * inputs of IN_BYTES. */
 int kv_judge_trials(const judge *j, const kv_shape *sh, int held, size_t in_bytes);
+/* Draws inputs from DIST into D's images and values (on the host). */
+void kv_judge_draw_inputs(judge *j, shape_data *d, kv_dist dist);
 /* The correctness trials of shape SH (HELD: a held-out shape); returns its
  * summary ({"name", "max_abs_err", ..., "tol_ratio", "trials"}). */
 json_t *kv_judge_check_shape(judge *j, const kv_shape *sh, int held);
+
+/* ---- held-out shapes drawn before the hold (judge_held.c) ---- */
+
+/* Where the device is not the host's CPU: draws every trial's inputs of
+ * every held-out shape and computes their CPU reference into J->held, while
+ * another evaluation may hold the device (host work does not need it). */
+void kv_judge_held_prepare(judge *j);
+/* Makes trial T's inputs and reference D's (their buffers trade places). */
+void kv_judge_held_take(judge *j, shape_data *d, held_trial *t);
+/* Frees P's trials. */
+void kv_judge_held_free(judge *j, held_prep *p);
 
 /* ---- correctness where the data is (judge_check_in_place.c) ---- */
 

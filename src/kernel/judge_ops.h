@@ -56,12 +56,21 @@ KVJ_FN uint32_t kvj_mix32(uint32_t x)
  * a 32-bit hash, centred and scaled to variance 1 (Irwin-Hall), steps of
  * 0.0068. A timed block's inputs are drawn anew for every block and drawn
  * again to check them; Box-Muller's logarithm and cosine made that cost
- * the GPU more than the timed calls (bench/NOTES.md, issue 21). */
+ * the GPU more than the timed calls (bench/NOTES.md, issue 21). One hash
+ * per element (the seed and the index's high half folded into a key
+ * first) and the bytes summed in one instruction on the GPU: the draw was
+ * compute-bound at about 1 TB/s, so a long decode's window was mostly the
+ * judge's writes. */
 KVJ_FN float kvj_quick_at(uint64_t seed, uint64_t i)
 {
-    uint32_t h = kvj_mix32((uint32_t)i ^ (uint32_t)seed);
-    h = kvj_mix32(h ^ (uint32_t)(seed >> 32) ^ ((uint32_t)(i >> 32) * 0x9e3779b9u));
+    uint32_t key = (uint32_t)seed ^ ((uint32_t)(seed >> 32) * 0x85ebca6bu) ^
+                   ((uint32_t)(i >> 32) * 0xc2b2ae35u);
+    uint32_t h = kvj_mix32((uint32_t)i * 0x9e3779b9u + key);
+#ifdef __CUDA_ARCH__
+    int sum = (int)__dp4a(h, 0x01010101u, 0u);
+#else
     int sum = (int)(h & 255u) + (int)((h >> 8) & 255u) + (int)((h >> 16) & 255u) + (int)(h >> 24);
+#endif
     return ((float)sum - 510.0f) * (1.7320508f / 256.0f);
 }
 

@@ -103,6 +103,7 @@ static void record_calibration(judge *j)
 
 void kv_judge_calibrate(judge *j)
 {
+    double began = kv_now_s();
     kv_worker_phase("calibrating the judge's clock");
     memset(&j->c, 0, sizeof j->c);
     size_t big = j->b->backend->calib_bytes, small = 64u << 10;
@@ -142,6 +143,7 @@ void kv_judge_calibrate(judge *j)
     }
     kv_judge_arena_free(j, &a);
     record_calibration(j);
+    kv_judge_lap(j, PROF_CALIBRATE, &began);
 }
 
 /* Measures the clock again, after the candidate's code is loaded, keeping
@@ -176,8 +178,9 @@ typedef struct timing {
     double burst_cpu, burst_t0; /* the runner's CPU seconds, the time: inputs about to be shared */
     uint64_t seeds[KV_MAX_TENSORS]; /* cuda: this block's input seeds */
     unsigned char poison[KV_MAX_TENSORS][8];
-    kv_arena keep; /* the last call's outputs for the late-change look (judge only) */
-    int graph;     /* timed blocks replay the runner's graph of the block's calls */
+    kv_arena keep;  /* the last call's outputs for the late-change look (judge only) */
+    int graph;      /* timed blocks replay the runner's graph of the block's calls */
+    double write_s; /* cuda: this block's input writes and flush on the device's clock; -1 */
 } timing;
 
 /* 1 when the late-change look runs where the outputs are: the backend
@@ -286,11 +289,16 @@ static void prepare_block(judge *j, timing *tm, size_t n)
     kv_judge_lap(j, PROF_FILL, &t0);
 }
 
-/* On cuda, inside the window: the block's inputs, then a cold cache. */
+/* On cuda, inside the window: the block's inputs, then a cold cache, timed
+ * on the device's clock too (TM->write_s). */
 static void write_inputs_on_device(judge *j, timing *tm, size_t n)
 {
     const kv_task *t = j->task;
     char *err = NULL;
+    int marked = j->b->mark && j->b->elapsed && j->b->mark(j->b, 0, &err) == 0;
+    free(err);
+    err = NULL;
+    tm->write_s = -1;
     for (int i = 0; i < t->num_tensors; i++) {
         const kv_tensor_spec *ts = &t->tensors[i];
         if (ts->role != KV_IN) continue;
@@ -301,21 +309,41 @@ static void write_inputs_on_device(judge *j, timing *tm, size_t n)
                       tm->seeds[i], forced, &err) != 0)
             kv_judge_fail_err(j, err, "writing a timed block's inputs");
     }
-    if ((j->b->flush && j->b->flush(j->b, &err) != 0) || j->b->sync(j->b, &err) != 0)
+    if ((j->b->flush && j->b->flush(j->b, &err) != 0) ||
+        (marked && j->b->mark(j->b, 1, &err) != 0) || j->b->sync(j->b, &err) != 0)
         kv_judge_fail_err(j, err, "writing a timed block's inputs");
+    double secs = 0;
+    if (marked && j->b->elapsed(j->b, &secs, &err) == 0) tm->write_s = secs;
+    free(err);
+}
+
+/* The calibrated cost of a block's input writes and flush on cuda. */
+static double calibrated_writes(const judge *j, const timing *tm, size_t n)
+{
+    return j->c.per_byte_s * (double)(n * tm->in_bytes) + j->c.flush_s;
 }
 
 /* The part of a block's window that is not the candidate's: what the same
- * window costs with no call in it. */
-static double window_overhead(const judge *j, const timing *tm, size_t n)
+ * window costs with no call in it. On cuda the block's writes count at the
+ * lower of their calibrated cost and WRITE_S, their time on the device's
+ * clock (when known, >= 0): the writes dominate the window of a long
+ * decode (a generator at 1-1.4 TB/s against calls that read at 4), so a
+ * calibration a few percent high (another process's context torn down
+ * while it ran, a clock higher in the block than in it) took more off a
+ * block than its writes held, and a kernel looked up to 40% faster than it
+ * is (bench/NOTES.md, 2026-12-02). A write slowed by other work (the
+ * candidate's, late) is not taken off beyond its calibration: the lower of
+ * the two never shortens the candidate's time. */
+static double window_overhead(const judge *j, const timing *tm, size_t n, double write_s)
 {
     double o = j->c.round_trip_s;
-    if (kv_judge_can(j, KV_CAP_STAGED))
+    if (kv_judge_can(j, KV_CAP_STAGED)) {
         o += (double)n *
              (j->c.xfer_s + j->c.per_byte_s * 2.0 * (double)(tm->in_bytes + tm->out_bytes));
-    else if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS))
-        o += tm->n_inputs * j->c.xfer_s + j->c.per_byte_s * (double)(n * tm->in_bytes) +
-             j->c.flush_s;
+    } else if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) {
+        double w = calibrated_writes(j, tm, n);
+        o += tm->n_inputs * j->c.xfer_s + (write_s >= 0 && write_s < w ? write_s : w);
+    }
     return o;
 }
 
@@ -587,10 +615,11 @@ static void check_block(judge *j, timing *tm, size_t n, int full)
     }
 }
 
-/* The seconds per call of a block of N calls that took WINDOW seconds. */
-static double per_call(const judge *j, const timing *tm, size_t n, double window)
+/* The seconds per call of a block of N calls that took WINDOW seconds, its
+ * writes WRITE_S on the device's clock (-1: unknown). */
+static double per_call(const judge *j, const timing *tm, size_t n, double window, double write_s)
 {
-    double per = (window - window_overhead(j, tm, n)) / (double)n;
+    double per = (window - window_overhead(j, tm, n, write_s)) / (double)n;
     /* The clock cannot see below its own resolution: a floor of 1 ns. */
     return per > 1e-9 ? per : 1e-9;
 }
@@ -598,7 +627,7 @@ static double per_call(const judge *j, const timing *tm, size_t n, double window
 /* One timed block of N calls; returns the seconds per call (the judge's
  * clock, less the window's calibrated fixed cost). */
 static double timed_block(judge *j, timing *tm, size_t n, double *last_reply, int full,
-                          double *window_s)
+                          double *window_s, double *write_s)
 {
     prepare_block(j, tm, n);
     check_idle(j, tm, kv_now_s() - *last_reply);
@@ -624,7 +653,8 @@ static double timed_block(judge *j, timing *tm, size_t n, double *last_reply, in
     kv_judge_lap(j, PROF_TIMED, &t0);
     check_block(j, tm, n, full);
     if (window_s) *window_s = window;
-    return per_call(j, tm, n, window);
+    if (write_s) *write_s = tm->write_s;
+    return per_call(j, tm, n, window, tm->write_s);
 }
 
 /* Where the runner can (KV_CAP_GRAPH), has it record the N calls of TM's
@@ -844,6 +874,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
     timing tm;
     memset(&tm, 0, sizeof tm);
     tm.sh = sh;
+    tm.write_s = -1;
     double t0 = kv_now_s();
     size_t set_bytes = 0;
     for (int i = 0; i < t->num_tensors; i++) {
@@ -877,7 +908,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
         }
         kv_judge_lap(j, PROF_ALLOC, &t0);
         if (pass == 1) break;
-        est = timed_block(j, &tm, n, &last_reply, 0, NULL);
+        est = timed_block(j, &tm, n, &last_reply, 0, NULL, NULL);
         size_t want = (size_t)ceil(j->s.block_s / (est > 1e-7 ? est : 1e-7));
         size_t next = want < 1 ? 1 : want > nmax ? nmax : want;
         if (next == n) break; /* the sizing arena will do */
@@ -886,7 +917,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
         n = next;
     }
     double *samples = kv_malloc(4096 * sizeof *samples),
-           *windows = kv_malloc(4096 * sizeof *windows);
+           *windows = kv_malloc(4096 * sizeof *windows), *writes = kv_malloc(4096 * sizeof *writes);
     size_t ns = 0, reps = 0;
     json_t *tele0 = j->b->telemetry ? j->b->telemetry(j->b) : NULL;
     /* A block of the final size first, not counted (clocks, caches, the
@@ -897,7 +928,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
      * calls is checked in full, and the last is checked if none was: no
      * call can know it will not be. */
     record_graph(j, &tm, n, summary);
-    timed_block(j, &tm, n, &last_reply, 0, NULL);
+    timed_block(j, &tm, n, &last_reply, 0, NULL, NULL);
     double p = (double)j->s.checks_per_scenario / (double)j->s.min_blocks;
     int checked = 0;
     double start = kv_now_s();
@@ -908,7 +939,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
         if (done) break;
         kv_worker_phase("timing %s: block %zu of %zu calls", sh->name, ns + 1, n);
         int full = kv_rng_uniform(&j->rng) < p;
-        samples[ns] = timed_block(j, &tm, n, &last_reply, full, &windows[ns]) * 1e6;
+        samples[ns] = timed_block(j, &tm, n, &last_reply, full, &windows[ns], &writes[ns]) * 1e6;
         ns++;
         checked += full;
         reps += n;
@@ -935,11 +966,24 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
     if (!j->trusted && med < slack * floor_us && !j->recalibrated) {
         recalibrate_down(j);
         for (size_t i = 0; i < ns; i++)
-            samples[i] = per_call(j, &tm, n, windows[i]) * 1e6;
+            samples[i] = per_call(j, &tm, n, windows[i], writes[i]) * 1e6;
         kv_stats(samples, ns, &med, &iqr, &mn);
+    }
+    if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS) && ns > 0 && writes[0] >= 0) {
+        /* The block's writes: as calibrated, as the device's clock saw them,
+         * and in how many blocks the device's clock was the lower. */
+        size_t lower = 0;
+        double cal = calibrated_writes(j, &tm, n);
+        for (size_t i = 0; i < ns; i++)
+            lower += writes[i] < cal;
+        json_object_set_new(summary, "input_writes_us",
+                            json_pack("{s:f,s:f,s:I}", "calibrated", cal * 1e6, "device_median",
+                                      median_of(writes, ns) * 1e6, "device_lower_blocks",
+                                      (json_int_t)lower));
     }
     free(samples);
     free(windows);
+    free(writes);
     if (!j->trusted && med < slack * floor_us)
         kv_judge_fail(j, "faster_than_roofline",
                       "scenario %s: faster than the roofline allows: %.3f us < %.0f%% of the "

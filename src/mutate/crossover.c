@@ -4,9 +4,9 @@
  * keeps that fixed text and, when two or more blocks differ between the
  * parents, takes each differing block from one parent or the other, at least
  * one from each. When exactly one block differs (a file without markers is
- * one block), it does a one-point crossover inside that block: the first
- * lines of A up to a cut, then the lines of B after the matching cut. A child
- * equal to either parent is never returned. */
+ * one block), the parents' lines in it are aligned and the child takes each
+ * part where they differ from one parent or the other (cross_lines). A
+ * child equal to either parent is never returned. */
 #include "mutate/blocks.h"
 #include "mutate/lines.h"
 #include "mutate/mutator.h"
@@ -59,13 +59,13 @@ static int same_block(const kv_lines *la, const block_lines *ba, const kv_lines 
 }
 
 /* Builds the child: A's fixed lines, and for each block B's lines when
- * FROM_B[blk], else A's, except that block CUT_BLK (when >= 0) takes A's
- * first CUT_A lines and B's lines from CUT_B on. Returns malloc'd text. */
+ * FROM_B[blk], else A's, except that block SPAN_BLK (when >= 0) is the
+ * lines SPAN[0..NSPAN). Returns malloc'd text. */
 static char *assemble(const kv_lines *la, const block_lines *ba, const kv_lines *lb,
-                      const block_lines *bb, const int *from_b, long cut_blk, size_t cut_a,
-                      size_t cut_b)
+                      const block_lines *bb, const int *from_b, long span_blk, const kv_span *span,
+                      size_t nspan)
 {
-    kv_span *s = kv_malloc((la->n + lb->n + 1) * sizeof *s);
+    kv_span *s = kv_malloc((la->n + lb->n + nspan + 1) * sizeof *s);
     size_t n = 0, blk = 0;
     for (size_t i = 0; i <= la->n; i++) {
         int end_marker =
@@ -73,14 +73,12 @@ static char *assemble(const kv_lines *la, const block_lines *ba, const kv_lines 
             kv_marker_kind(la->src + la->line[i].off, la->line[i].len) == KV_MARKER_END;
         int at_block_end = end_marker || (i == la->n && la->whole_file);
         if (at_block_end) {
-            if ((long)blk == cut_blk) {
-                for (size_t k = 0; k < cut_a; k++)
-                    s[n++] = kv_lines_span(la, ba->first[blk] + k);
-                for (size_t k = cut_b; k < bb->count[blk]; k++)
-                    s[n++] = kv_lines_span(lb, bb->first[blk] + k);
+            if ((long)blk == span_blk) {
+                for (size_t k = 0; k < nspan; k++)
+                    s[n++] = span[k];
             } else {
-                const kv_lines *src = from_b[blk] ? lb : la;
-                const block_lines *bl = from_b[blk] ? bb : ba;
+                const kv_lines *src = from_b && from_b[blk] ? lb : la;
+                const block_lines *bl = from_b && from_b[blk] ? bb : ba;
                 for (size_t k = 0; k < bl->count[blk]; k++)
                     s[n++] = kv_lines_span(src, bl->first[blk] + k);
             }
@@ -137,7 +135,7 @@ static int cross_blocks(const kv_lines *la, const block_lines *ba, const kv_line
         size_t flip = diff[kv_rng_below(rng, nd)];
         from_b[flip] = !from_b[flip];
     }
-    out->source = assemble(la, ba, lb, bb, from_b, -1, 0, 0);
+    out->source = assemble(la, ba, lb, bb, from_b, -1, NULL, 0);
     char *ta = list_blocks(from_b, la->nblocks, 0, name_a);
     char *tb = list_blocks(from_b, la->nblocks, 1, name_b);
     out->summary = kv_asprintf("crossover: %s, %s", ta, tb);
@@ -147,56 +145,177 @@ static int cross_blocks(const kv_lines *la, const block_lines *ba, const kv_line
     return 0;
 }
 
-/* One-point crossover inside block BLK. The cut is drawn between the
- * parents' first and last differing lines (after their common prefix and
- * before their common suffix): a cut elsewhere gives back a parent, and
- * parameters declared on neighbouring lines of a long block (tune axes at
- * the top of a kernel) would almost never be mixed. Returns 0 with OUT
- * filled, or 1 when no cut makes a new child (one differing line). */
+/* A run of lines where the parents' block differs: A's lines A..A+NA-1
+ * stand where B has B..B+NB-1 (offsets within the block). */
+typedef struct hunk {
+    size_t a, na, b, nb;
+} hunk;
+
+/* Cells of the alignment's table at most: two blocks of 2,000 lines. */
+#define ALIGN_MAX_CELLS ((size_t)4 << 20)
+
+/* Aligns block BLK of the parents by the longest common subsequence of
+ * their lines and returns the hunks between the common lines (malloc'd
+ * into *OUT), with the count of common lines in *COMMON. A middle too long
+ * to align is one hunk. */
+static size_t align_hunks(const kv_lines *la, const block_lines *ba, const kv_lines *lb,
+                          const block_lines *bb, size_t blk, hunk **out, size_t *common)
+{
+    size_t na = ba->count[blk], nb = bb->count[blk], fa = ba->first[blk], fb = bb->first[blk];
+    size_t pre = 0, suf = 0;
+    while (pre < na && pre < nb && kv_lines_equal(la, fa + pre, lb, fb + pre))
+        pre++;
+    while (suf < na - pre && suf < nb - pre &&
+           kv_lines_equal(la, fa + na - 1 - suf, lb, fb + nb - 1 - suf))
+        suf++;
+    size_t ma = na - pre - suf, mb = nb - pre - suf; /* the middles */
+    hunk *h = kv_malloc((ma + mb + 1) * sizeof *h);
+    size_t nh = 0;
+    *common = pre + suf;
+    if (ma == 0 && mb == 0) {
+        *out = h;
+        return 0;
+    }
+    if ((ma + 1) * (mb + 1) > ALIGN_MAX_CELLS || ma == 0 || mb == 0) {
+        h[nh++] = (hunk){pre, ma, pre, mb};
+        *out = h;
+        return nh;
+    }
+    /* L[i][j]: the common subsequence of A's middle from i and B's from j. */
+    size_t w = mb + 1;
+    unsigned *L = kv_calloc((ma + 1) * w, sizeof *L);
+    for (size_t i = ma; i-- > 0;)
+        for (size_t j = mb; j-- > 0;)
+            L[i * w + j] = kv_lines_equal(la, fa + pre + i, lb, fb + pre + j)
+                               ? L[(i + 1) * w + j + 1] + 1
+                               : (L[(i + 1) * w + j] > L[i * w + j + 1] ? L[(i + 1) * w + j]
+                                                                        : L[i * w + j + 1]);
+    *common += L[0];
+    size_t i = 0, j = 0;
+    int open = 0;
+    while (i < ma || j < mb) {
+        int match = i < ma && j < mb && kv_lines_equal(la, fa + pre + i, lb, fb + pre + j) &&
+                    L[i * w + j] == L[(i + 1) * w + j + 1] + 1;
+        if (match) {
+            open = 0;
+            i++;
+            j++;
+            continue;
+        }
+        if (!open) {
+            h[nh++] = (hunk){pre + i, 0, pre + j, 0};
+            open = 1;
+        }
+        if (j == mb || (i < ma && L[(i + 1) * w + j] >= L[i * w + j + 1])) {
+            h[nh - 1].na++;
+            i++;
+        } else {
+            h[nh - 1].nb++;
+            j++;
+        }
+    }
+    free(L);
+    *out = h;
+    return nh;
+}
+
+/* Block BLK with its hunks taken from A or B (FROM_B[k]), as a list of
+ * spans into S (room for both blocks); returns the count. */
+static size_t hunk_spans(const kv_lines *la, const block_lines *ba, const kv_lines *lb,
+                         const block_lines *bb, size_t blk, const hunk *h, size_t nh,
+                         const int *from_b, kv_span *s)
+{
+    size_t n = 0, at = 0, fa = ba->first[blk], fb = bb->first[blk];
+    for (size_t k = 0; k <= nh; k++) {
+        size_t upto = k < nh ? h[k].a : ba->count[blk];
+        for (; at < upto; at++)
+            s[n++] = kv_lines_span(la, fa + at);
+        if (k == nh) break;
+        if (from_b[k])
+            for (size_t m = 0; m < h[k].nb; m++)
+                s[n++] = kv_lines_span(lb, fb + h[k].b + m);
+        else
+            for (size_t m = 0; m < h[k].na; m++)
+                s[n++] = kv_lines_span(la, fa + h[k].a + m);
+        at = h[k].a + h[k].na;
+    }
+    return n;
+}
+
+/* Crossover inside block BLK, the only one that differs. The parents'
+ * lines are aligned (their longest common subsequence), so that the child
+ * takes whole differing parts from one parent or the other and every line
+ * both share stays in its place: a cut at a mere fraction of each parent's
+ * lines drops or repeats a line wherever one parent has lines the other
+ * lacks, and such children of two variants of one kernel did not compile
+ * (16 of 40 crossovers on an H200, bench/NOTES.md). With two differing
+ * parts or more, each comes from either parent, at least one from each;
+ * parents that share less than half their lines are not variants of one
+ * program (nothing to cross: 1). With one part of the same length on both
+ * sides (neighbouring parameters), it is cut between two of its lines.
+ * Returns 0 with OUT filled, or 1 when no new child can be made. */
 static int cross_lines(const char *a, const char *b, const kv_lines *la, const block_lines *ba,
                        const kv_lines *lb, const block_lines *bb, size_t blk, kv_rng *rng,
                        const char *name_a, const char *name_b, kv_mutation *out)
 {
-    size_t na = ba->count[blk], nb = bb->count[blk];
-    size_t pre = 0, suf = 0;
-    while (pre < na && pre < nb &&
-           kv_lines_equal(la, ba->first[blk] + pre, lb, bb->first[blk] + pre))
-        pre++;
-    while (suf < na - pre && suf < nb - pre &&
-           kv_lines_equal(la, ba->first[blk] + na - 1 - suf, lb, bb->first[blk] + nb - 1 - suf))
-        suf++;
-    size_t mid_a = na - pre - suf, mid_b = nb - pre - suf; /* the differing middles */
-    if (mid_a < 2 && mid_b < 2) return 1;
-    int *from_b = kv_calloc(la->nblocks, sizeof *from_b);
+    hunk *h = NULL;
+    size_t common = 0, nh = align_hunks(la, ba, lb, bb, blk, &h, &common);
+    size_t longest = ba->count[blk] > bb->count[blk] ? ba->count[blk] : bb->count[blk];
+    kv_span *s = kv_malloc((ba->count[blk] + bb->count[blk] + 1) * sizeof *s);
+    int *from_b = kv_calloc(nh + 1, sizeof *from_b);
     int rc = 1;
-    for (int attempt = 0; attempt < CROSSOVER_ATTEMPTS && rc == 1; attempt++) {
-        /* A middle of two or more lines: a cut strictly inside it, and B's
-         * at the same fraction of its middle; a middle of one line or none:
-         * a cut on either side of it, and strictly inside B's middle. */
-        size_t ka, kb;
-        if (mid_a >= 2) {
-            ka = 1 + (size_t)kv_rng_below(rng, mid_a - 1);
-            kb = (ka * mid_b + mid_a / 2) / mid_a;
+    if (nh >= 2 && 2 * common >= longest) {
+        for (int attempt = 0; attempt < CROSSOVER_ATTEMPTS && rc == 1; attempt++) {
+            size_t nb = 0;
+            for (size_t k = 0; k < nh; k++)
+                nb += (size_t)(from_b[k] = (int)kv_rng_below(rng, 2));
+            if (nb == 0 || nb == nh) {
+                size_t flip = (size_t)kv_rng_below(rng, nh);
+                from_b[flip] = !from_b[flip];
+            }
+            size_t ns = hunk_spans(la, ba, lb, bb, blk, h, nh, from_b, s);
+            char *child = assemble(la, ba, lb, bb, NULL, (long)blk, s, ns);
+            if (strcmp(child, a) == 0 || strcmp(child, b) == 0) {
+                free(child);
+                continue;
+            }
+            kv_buf ta = KV_BUF_INIT, tb = KV_BUF_INIT;
+            for (size_t k = 0; k < nh; k++)
+                kv_buf_printf(from_b[k] ? &tb : &ta, "%s%zu",
+                              (from_b[k] ? tb.len : ta.len) ? "," : "", k + 1);
+            out->source = child;
+            out->summary = kv_asprintf("crossover: block %zu, %zu differing parts: %s from %s, %s "
+                                       "from %s",
+                                       blk + 1, nh, ta.data, name_a, tb.data, name_b);
+            kv_buf_free(&ta);
+            kv_buf_free(&tb);
+            rc = 0;
+        }
+    } else if (nh == 1 && h[0].na == h[0].nb && h[0].na >= 2) {
+        /* A's first K lines of the part, then B's from K on. */
+        size_t k = 1 + (size_t)kv_rng_below(rng, h[0].na - 1), n = 0;
+        size_t fa = ba->first[blk], fb = bb->first[blk];
+        for (size_t m = 0; m < h[0].a + k; m++)
+            s[n++] = kv_lines_span(la, fa + m);
+        for (size_t m = h[0].b + k; m < bb->count[blk]; m++)
+            s[n++] = kv_lines_span(lb, fb + m);
+        char *child = assemble(la, ba, lb, bb, NULL, (long)blk, s, n);
+        if (strcmp(child, a) != 0 && strcmp(child, b) != 0) {
+            char *pa = line_span_text(fa, h[0].a + k);
+            char *pb = line_span_text(fb + h[0].b + k, bb->count[blk] - h[0].b - k);
+            out->source = child;
+            out->summary = kv_asprintf("crossover: block %zu cut: %s from %s, then %s from %s",
+                                       blk + 1, pa, name_a, pb, name_b);
+            free(pa);
+            free(pb);
+            rc = 0;
         } else {
-            ka = (size_t)kv_rng_below(rng, mid_a + 1);
-            kb = 1 + (size_t)kv_rng_below(rng, mid_b - 1);
-        }
-        size_t ca = pre + ka, cb = pre + kb;
-        char *child = assemble(la, ba, lb, bb, from_b, (long)blk, ca, cb);
-        if (strcmp(child, a) == 0 || strcmp(child, b) == 0) {
             free(child);
-            continue;
         }
-        char *pa = line_span_text(ba->first[blk], ca);
-        char *pb = line_span_text(bb->first[blk] + cb, nb - cb);
-        out->source = child;
-        out->summary = kv_asprintf("crossover: block %zu cut: %s from %s, then %s from %s", blk + 1,
-                                   pa, name_a, pb, name_b);
-        free(pa);
-        free(pb);
-        rc = 0;
     }
     free(from_b);
+    free(s);
+    free(h);
     return rc;
 }
 

@@ -96,7 +96,8 @@ for keep in task 0.5; do
 done
 # CUDA, without a GPU: the artifact of a comment's change is the same (the
 # fat binary's line tables name the source's size and time, and are left
-# out), a change of code is not.
+# out, with their relocations: a line added above the code moves them), a
+# change of code is not.
 nvcc=$(command -v nvcc || true)
 [ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || nvcc=/usr/local/cuda/bin/nvcc
 # differing_sections A B: the names of the sections whose bytes differ.
@@ -112,9 +113,10 @@ if [ -n "$nvcc" ]; then
     cu="$KV_SOURCE_DIR/tasks/softmax/cuda/baseline.cu"
     cp "$cu" "$WORK/x.cu"
     { cat "$cu"; echo "// only a comment differs"; } >"$WORK/y.cu"
+    { echo "// a comment line above the code moves every line"; cat "$cu"; } >"$WORK/w.cu"
     sed 's/expf(/__expf(/' "$cu" >"$WORK/z.cu"
     cmp -s "$cu" "$WORK/z.cu" && fail "z.cu is not a change of code"
-    for f in x y z; do
+    for f in x y w z; do
         "$KV" eval --task softmax --backend cuda --arch sm_90a --compile-only "$WORK/$f.cu" \
             >"$WORK/$f.json" 2>"$WORK/$f.err" || fail "compile $f: $(cat "$WORK/$f.err")"
     done
@@ -125,8 +127,30 @@ if [ -n "$nvcc" ]; then
     [ "$hx" = "$hy" ] || fail "a comment changed the CUDA artifact ($hx, $hy); sections that differ:" \
         "$(differing_sections "$WORK/cache/$(json "$WORK/x.json" "d['artifacts']['cache_key']").so" \
             "$WORK/cache/$(json "$WORK/y.json" "d['artifacts']['cache_key']").so")"
+    hw=$(json "$WORK/w.json" "d['artifacts'].get('artifact_hash', d['artifacts'].get('artifact_hash_error'))")
+    [ "$hx" = "$hw" ] || fail "a line added above the code changed the CUDA artifact ($hx, $hw);" \
+        "sections that differ: $(differing_sections \
+            "$WORK/cache/$(json "$WORK/x.json" "d['artifacts']['cache_key']").so" \
+            "$WORK/cache/$(json "$WORK/w.json" "d['artifacts']['cache_key']").so")"
     [ "$hx" != "$(json "$WORK/z.json" "d['artifacts']['artifact_hash']")" ] ||
         fail "a change of code left the CUDA artifact as it was"
+    # Two lines deleted in a part the preprocessor drops (gi's children, on
+    # an H200): the line tables move, and with them their relocations
+    # (.rela.debug_line), in a file of several kernels; the code does not.
+    fa="$KV_SOURCE_DIR/tasks/gqa_attention/cuda/prefill_fa2.cu"
+    grep -q '^#define P_F16 0' "$fa" || fail "prefill_fa2.cu's P_F16 is no longer 0: pick other lines"
+    cp "$fa" "$WORK/fa.cu"
+    grep -v 'x\.[xw] = gqa_bf2h(x\.[xw]);' "$fa" >"$WORK/fb.cu"
+    [ "$(($(wc -l <"$WORK/fa.cu") - $(wc -l <"$WORK/fb.cu")))" = 2 ] || fail "fb.cu lacks its two lines"
+    for f in fa fb; do
+        "$KV" eval --task gqa_attention --backend cuda --arch sm_90a --compile-only "$WORK/$f.cu" \
+            >"$WORK/$f.json" 2>"$WORK/$f.err" || fail "compile $f: $(cat "$WORK/$f.err")"
+    done
+    [ "$(json "$WORK/fa.json" "d['artifacts']['artifact_hash']")" = \
+        "$(json "$WORK/fb.json" "d['artifacts']['artifact_hash']")" ] ||
+        fail "lines the preprocessor drops changed the CUDA artifact; sections that differ:" \
+            "$(differing_sections "$WORK/cache/$(json "$WORK/fa.json" "d['artifacts']['cache_key']").so" \
+                "$WORK/cache/$(json "$WORK/fb.json" "d['artifacts']['cache_key']").so")"
 else
     echo "(no nvcc: the CUDA artifact half skipped)"
 fi

@@ -741,9 +741,9 @@ static void crossover_of_one_block_cuts_between_lines(void **state)
     assert_true(seen[1] > 0 && seen[2] > 0 && seen[3] > 0);
 }
 
-/* Parameters on neighbouring lines of a long block (tune axes at the top of
- * a kernel): every crossover cuts between the two that differ, taking the
- * first parent's value of the one and the second's of the other. */
+/* Parameters a few lines apart in a long block (tune axes at the top of
+ * a kernel): every crossover takes one from each parent, both ways over
+ * the seeds, and keeps every line the parents share. */
 static void crossover_mixes_nearby_lines_of_a_long_block(void **state)
 {
     (void)state;
@@ -756,28 +756,88 @@ static void crossover_mixes_nearby_lines_of_a_long_block(void **state)
     }
     kv_buf_puts(&a, "// EVOLVE-BLOCK-END\nt\n");
     kv_buf_puts(&b, "// EVOLVE-BLOCK-END\nt\n");
+    int seen[2] = {0};
     for (uint64_t seed = 0; seed < 20; seed++) {
         kv_rng rng;
         kv_rng_seed(&rng, seed);
         kv_mutation m;
         char *err = NULL;
         assert_int_equal(kv_mutate_crossover(a.data, b.data, &rng, &m, &err), 0);
-        assert_non_null(strstr(m.source, "\nA10\n"));
-        assert_non_null(strstr(m.source, "\nB12\n"));
+        int a10 = strstr(m.source, "\nA10\nL11\n") != NULL;
+        assert_true(a10 ? strstr(m.source, "\nL11\nB12\n") != NULL
+                        : strstr(m.source, "\nB10\nL11\nA12\n") != NULL);
+        assert_non_null(strstr(m.source, "\nL9\n"));
         assert_non_null(strstr(m.source, "\nL999\n// EVOLVE-BLOCK-END"));
+        assert_true(kv_starts_with(m.summary, "crossover: block 1, 2 differing parts: "));
+        seen[a10]++;
         kv_mutation_free(&m);
     }
-    /* A middle of one line against one of three: the child mixes them. */
+    assert_true(seen[0] > 0 && seen[1] > 0);
+    kv_buf_free(&a);
+    kv_buf_free(&b);
+}
+
+/* Two variants of one kernel, one with a line deleted near the top and the
+ * other with a line copied further down (what gi makes): the child takes
+ * each change from one parent or the other and never drops or repeats a
+ * line the parents share, which a cut at the same fraction of each
+ * parent's lines did (its children of such parents did not compile). */
+static void crossover_aligns_parents_of_different_lengths(void **state)
+{
+    (void)state;
+    kv_buf base = KV_BUF_INIT, a = KV_BUF_INIT, b = KV_BUF_INIT;
+    for (int i = 0; i < 40; i++) {
+        kv_buf_printf(&base, "S%d;\n", i);
+        if (i != 5) kv_buf_printf(&a, "S%d;\n", i); /* A deleted S5 */
+        kv_buf_printf(&b, "S%d;\n", i);             /* B copied S30 */
+        if (i == 30) kv_buf_printf(&b, "S%d;\n", i);
+    }
+    char *pa = kv_asprintf("h\n// EVOLVE-BLOCK-START\n%s// EVOLVE-BLOCK-END\nt\n", a.data);
+    char *pb = kv_asprintf("h\n// EVOLVE-BLOCK-START\n%s// EVOLVE-BLOCK-END\nt\n", b.data);
+    int seen[2] = {0};
+    for (uint64_t seed = 0; seed < 30; seed++) {
+        kv_rng rng;
+        kv_rng_seed(&rng, seed);
+        kv_mutation m;
+        char *err = NULL;
+        assert_int_equal(kv_mutate_crossover(pa, pb, &rng, &m, &err), 0);
+        /* Either both changes or neither: that would be a parent. So the
+         * child is the base with S5 and one S30, or without S5 and two. */
+        int has5 = strstr(m.source, "\nS5;\n") != NULL;
+        char *want =
+            has5 ? kv_asprintf("h\n// EVOLVE-BLOCK-START\n%s// EVOLVE-BLOCK-END\nt\n", base.data)
+                 : NULL;
+        if (!has5) {
+            kv_buf c = KV_BUF_INIT;
+            for (int i = 0; i < 40; i++) {
+                if (i != 5) kv_buf_printf(&c, "S%d;\n", i);
+                if (i == 30) kv_buf_printf(&c, "S%d;\n", i);
+            }
+            want = kv_asprintf("h\n// EVOLVE-BLOCK-START\n%s// EVOLVE-BLOCK-END\nt\n", c.data);
+            kv_buf_free(&c);
+        }
+        assert_string_equal(m.source, want);
+        seen[has5]++;
+        free(want);
+        kv_mutation_free(&m);
+    }
+    assert_true(seen[0] > 0 && seen[1] > 0);
+    /* One differing part of unequal lengths: nothing to mix. */
     const char *c = "h\n// EVOLVE-BLOCK-START\nL0\nX\nL2\n// EVOLVE-BLOCK-END\nt\n";
     const char *d = "h\n// EVOLVE-BLOCK-START\nL0\nY1\nY2\nY3\nL2\n// EVOLVE-BLOCK-END\nt\n";
     kv_rng rng;
     kv_rng_seed(&rng, 7);
     kv_mutation m;
     char *err = NULL;
-    assert_int_equal(kv_mutate_crossover(c, d, &rng, &m, &err), 0);
-    assert_string_not_equal(m.source, c);
-    assert_string_not_equal(m.source, d);
-    kv_mutation_free(&m);
+    assert_int_equal(kv_mutate_crossover(c, d, &rng, &m, &err), 1);
+    /* Two rewrites that share under half their lines are not variants of
+     * one program: nothing to cross. */
+    const char *e = "h\n// EVOLVE-BLOCK-START\nP1\n}\nP2\n}\nP3\n}\nP4\n// EVOLVE-BLOCK-END\nt\n";
+    const char *f = "h\n// EVOLVE-BLOCK-START\nQ1\n}\nQ2\n}\nQ3\n}\nQ4\n// EVOLVE-BLOCK-END\nt\n";
+    assert_int_equal(kv_mutate_crossover(e, f, &rng, &m, &err), 1);
+    free(pa);
+    free(pb);
+    kv_buf_free(&base);
     kv_buf_free(&a);
     kv_buf_free(&b);
 }
@@ -878,8 +938,10 @@ static void every_mutator_child_passes_block_check(void **state)
             free(parent);
             free(other);
         }
+        /* Three lines, one of them a tune axis: two variants seldom differ
+         * in two places, and crossover mixes only whole differing parts. */
         for (size_t k = 0; k < NEDITS; k++)
-            if (made[k] < 50)
+            if (made[k] < (SAMPLES[s] == WHOLE_SRC && k == 2 ? 1 : 50))
                 fail_msg("%s made only %d children of sample %zu", EDITS[k].name, made[k], s);
     }
 }
@@ -940,6 +1002,7 @@ int main(void)
         cmocka_unit_test(crossover_takes_blocks_from_both_parents),
         cmocka_unit_test(crossover_of_one_block_cuts_between_lines),
         cmocka_unit_test(crossover_mixes_nearby_lines_of_a_long_block),
+        cmocka_unit_test(crossover_aligns_parents_of_different_lengths),
         cmocka_unit_test(crossover_needs_the_same_fixed_text),
         cmocka_unit_test(every_mutator_child_passes_block_check),
         cmocka_unit_test(same_seed_same_child),

@@ -327,6 +327,24 @@ static int cuda_flush(kv_jdev *b, char **err)
     return 0;
 }
 
+/* Events on the judge's stream: E0 and E1 also serve measure_copy, never
+ * at the same time. */
+static int cuda_mark(kv_jdev *b, int end, char **err)
+{
+    cu_state *s = b->state;
+    CHECK(s->cu.EventRecord(end ? s->e1 : s->e0, s->stream), "cuEventRecord");
+    return 0;
+}
+
+static int cuda_elapsed(kv_jdev *b, double *secs, char **err)
+{
+    cu_state *s = b->state;
+    float ms = 0;
+    CHECK(s->cu.EventElapsedTime(&ms, s->e0, s->e1), "cuEventElapsedTime");
+    *secs = ms * 1e-3;
+    return 0;
+}
+
 static json_t *cuda_telemetry(kv_jdev *b)
 {
     cu_state *s = b->state;
@@ -542,6 +560,8 @@ kv_jdev *kv_jdev_cuda_new(void)
     b->ptr = cuda_ptr;
     b->launch_local = cuda_launch_local;
     b->flush = cuda_flush;
+    b->mark = cuda_mark;
+    b->elapsed = cuda_elapsed;
     b->telemetry = cuda_telemetry;
     b->device_errors = cuda_device_errors;
     b->energy = cuda_energy;

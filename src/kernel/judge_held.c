@@ -1,0 +1,117 @@
+/* Held-out shapes drawn before the device is held (see judge_internal.h).
+ *
+ * Their inputs are drawn on the host and their reference is the CPU's (it
+ * also checks the device reference): seconds of host work on the big
+ * tasks' shapes (a chunk of 200 rows on 3000 keys), which the device lock
+ * need not cover. So where the device is not the host's CPU, every trial is
+ * drawn and its reference computed while the judge prepares, before it
+ * waits for the device; the trials then run as before, on these values.
+ * Nothing here is the candidate's: its code is loaded only once the device
+ * is held, and these buffers live in the judge's memory. */
+#include "kernel/judge_internal.h"
+#include "kernel/worker.h"
+#include "util/buf.h"
+#include "util/clock.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void prepare_all(judge *j);
+
+/* The drawing runs in a thread of the lowest priority (its reference's
+ * threads inherit it): it overlaps another child's timed blocks, whose
+ * judge must not wait for a core behind it. */
+static void *prepare_thread(void *arg)
+{
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+    prepare_all(arg);
+    return NULL;
+}
+
+void kv_judge_held_prepare(judge *j)
+{
+    pthread_t th;
+    if (pthread_create(&th, NULL, prepare_thread, j) != 0) {
+        prepare_all(j); /* no thread: at this thread's priority */
+        return;
+    }
+    pthread_join(th, NULL);
+}
+
+static void prepare_all(judge *j)
+{
+    const kv_task *t = j->task;
+    if (t->num_held_out <= 0) return;
+    j->held = kv_calloc((size_t)t->num_held_out, sizeof *j->held);
+    for (int s = 0; s < t->num_held_out; s++) {
+        const kv_shape *sh = &t->held_out[s];
+        kv_worker_phase("drawing held-out shape %s", sh->name);
+        shape_data d;
+        kv_shape_data_init(&d, t, sh, 1);
+        size_t in_bytes = 0;
+        for (int i = 0; i < t->num_tensors; i++)
+            if (t->tensors[i].role == KV_IN) in_bytes += d.bytes[i];
+        held_prep *p = &j->held[s];
+        p->trials = kv_judge_trials(j, sh, 1, in_bytes);
+        p->t = kv_calloc((size_t)p->trials, sizeof *p->t);
+        for (int trial = 0; trial < p->trials; trial++) {
+            kv_judge_draw_inputs(j, &d, (kv_dist)(trial % KV_DIST_COUNT));
+            double t0 = kv_now_s();
+            kv_judge_reference(j, sh->syms, NULL, NULL, 0, d.val, d.val, d.scale, 0);
+            kv_judge_lap(j, PROF_REFERENCE, &t0);
+            /* The trial keeps what was drawn; D gets fresh buffers. */
+            for (int i = 0; i < t->num_tensors; i++) {
+                held_trial *h = &p->t[trial];
+                if (t->tensors[i].role == KV_IN) {
+                    h->img[i] = d.img[i];
+                    d.img[i] = kv_malloc(d.bytes[i] + 8);
+                } else {
+                    h->val[i] = d.val[i];
+                    d.val[i] = kv_malloc((d.count[i] + 1) * sizeof(double));
+                    if (d.scale[i]) {
+                        h->scale[i] = d.scale[i];
+                        d.scale[i] = kv_malloc((d.count[i] + 1) * sizeof(double));
+                    }
+                }
+            }
+        }
+        kv_shape_data_free(&d, t);
+    }
+}
+
+static void swap_ptr(void **a, void **b)
+{
+    void *x = *a;
+    *a = *b;
+    *b = x;
+}
+
+void kv_judge_held_take(judge *j, shape_data *d, held_trial *h)
+{
+    const kv_task *t = j->task;
+    for (int i = 0; i < t->num_tensors; i++) {
+        if (t->tensors[i].role == KV_IN) {
+            swap_ptr(&d->img[i], &h->img[i]);
+        } else {
+            swap_ptr((void **)&d->val[i], (void **)&h->val[i]);
+            swap_ptr((void **)&d->scale[i], (void **)&h->scale[i]);
+        }
+    }
+}
+
+void kv_judge_held_free(judge *j, held_prep *p)
+{
+    for (int k = 0; k < p->trials; k++)
+        for (int i = 0; i < j->task->num_tensors; i++) {
+            free(p->t[k].img[i]);
+            free(p->t[k].val[i]);
+            free(p->t[k].scale[i]);
+        }
+    free(p->t);
+    p->t = NULL;
+    p->trials = 0;
+}
