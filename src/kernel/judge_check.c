@@ -425,8 +425,13 @@ static void check_run(judge *j, shape_data *d, kv_arena *a, const layout *l, int
     }
 }
 
-int kv_judge_trials(const judge *j, const kv_shape *sh, int held, size_t in_bytes)
+int kv_judge_trials(const judge *j, const shape_data *d)
 {
+    const kv_shape *sh = d->shape;
+    int held = d->held;
+    size_t in_bytes = 0;
+    for (int i = 0; i < j->task->num_tensors; i++)
+        if (j->task->tensors[i].role == KV_IN) in_bytes += d->bytes[i];
     int trials = held ? j->s.held_trials : j->s.trials;
     /* Quick runs give the full set of trials to the first scenario only; the
      * others still get the in-place refill (trial 2) with outliers, and their
@@ -458,12 +463,9 @@ json_t *kv_judge_check_shape(judge *j, const kv_shape *sh, int held)
     kv_judge_layout(j, sh->syms, 1, 1, &l);
     kv_arena a = {0};
     kv_judge_lap(j, PROF_ALLOC, &t0);
-    size_t in_bytes = 0;
-    for (int i = 0; i < t->num_tensors; i++)
-        if (t->tensors[i].role == KV_IN) in_bytes += d.bytes[i];
     held_prep *prep =
         held && j->held && j->held[sh - t->held_out].t ? &j->held[sh - t->held_out] : NULL;
-    int trials = prep ? prep->trials : kv_judge_trials(j, sh, held, in_bytes);
+    int trials = prep ? prep->trials : kv_judge_trials(j, &d);
     for (int trial = 0; trial < trials; trial++) {
         kv_worker_phase("correctness %s trial %d", sh->name, trial + 1);
         t0 = kv_now_s();

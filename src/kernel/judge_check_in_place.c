@@ -277,14 +277,10 @@ static void state_free(judge *j, trial_state *ts)
 
 json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh)
 {
-    const kv_task *t = j->task;
     trial_state *ts = kv_calloc(1, sizeof *ts);
     double t0 = kv_now_s();
     state_init(j, ts, sh);
-    size_t in_bytes = 0;
-    for (int i = 0; i < t->num_tensors; i++)
-        if (t->tensors[i].role == KV_IN) in_bytes += ts->d.bytes[i];
-    int trials = kv_judge_trials(j, sh, 0, in_bytes);
+    int trials = kv_judge_trials(j, &ts->d);
     kv_judge_lap(j, PROF_ALLOC, &t0);
     for (int trial = 0; trial < trials; trial++) {
         kv_worker_phase("correctness %s trial %d", sh->name, trial + 1);

@@ -11,7 +11,6 @@
 #include "kernel/judge_internal.h"
 #include "kernel/worker.h"
 #include "util/buf.h"
-#include "util/clock.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -52,17 +51,12 @@ static void prepare_all(judge *j)
         kv_worker_phase("drawing held-out shape %s", sh->name);
         shape_data d;
         kv_shape_data_init(&d, t, sh, 1);
-        size_t in_bytes = 0;
-        for (int i = 0; i < t->num_tensors; i++)
-            if (t->tensors[i].role == KV_IN) in_bytes += d.bytes[i];
         held_prep *p = &j->held[s];
-        p->trials = kv_judge_trials(j, sh, 1, in_bytes);
+        p->trials = kv_judge_trials(j, &d);
         p->t = kv_calloc((size_t)p->trials, sizeof *p->t);
         for (int trial = 0; trial < p->trials; trial++) {
             kv_judge_draw_inputs(j, &d, (kv_dist)(trial % KV_DIST_COUNT));
-            double t0 = kv_now_s();
             kv_judge_reference(j, sh->syms, NULL, NULL, 0, d.val, d.val, d.scale, 0);
-            kv_judge_lap(j, PROF_REFERENCE, &t0);
             /* The trial keeps what was drawn; D gets fresh buffers. */
             for (int i = 0; i < t->num_tensors; i++) {
                 held_trial *h = &p->t[trial];

@@ -258,9 +258,9 @@ void kv_judge_values(judge *j, shape_data *d, int i, const kv_check *c, int cach
 void kv_judge_poison_outputs(judge *j, shape_data *d, kv_arena *a, const layout *l);
 /* One call of the candidate on A, to its end. */
 void kv_judge_run_once(judge *j, shape_data *d, kv_arena *a, const layout *l);
-/* The number of correctness trials shape SH gets (HELD: held-out), for
- * inputs of IN_BYTES. */
-int kv_judge_trials(const judge *j, const kv_shape *sh, int held, size_t in_bytes);
+/* The number of correctness trials D's shape gets (held-out or not, by
+ * its inputs' bytes). */
+int kv_judge_trials(const judge *j, const shape_data *d);
 /* Draws inputs from DIST into D's images and values (on the host). */
 void kv_judge_draw_inputs(judge *j, shape_data *d, kv_dist dist);
 /* The correctness trials of shape SH (HELD: a held-out shape); returns its
