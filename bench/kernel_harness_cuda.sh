@@ -62,7 +62,10 @@ for k in baseline fast; do
   done
 done
 
-# Red team: correctness stage only; each must be rejected for its reason.
+# Red team: correctness stage only; each must be rejected for its reason,
+# but own_stream: another stream of the same context is no hiding place (the
+# judge's clock runs until the runner's whole context is idle), so it passes,
+# its work timed (test_kernel_cuda.c expects the same).
 while read -r name want; do
   j="$OUT/red_$name.json"
   timeout 300 "$KV" eval --task softmax --backend cuda --stage 1 --kernel-timeout 5 "$ROOT/tests/data/kernels/cuda/$name.cu" > "$j" 2> "$OUT/red_$name.log"
@@ -75,7 +78,7 @@ stale_output stale_or_unwritten_output
 partial stale_or_unwritten_output
 writes_input input_modified
 cache_by_pointer result_cached_across_calls
-own_stream async_work_outside_harness_stream
+own_stream accepted
 hang timeout
 out_of_bounds out_of_bounds_write
 illegal_address illegal_address

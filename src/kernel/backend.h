@@ -64,6 +64,9 @@ enum {
     /* The runner records a block's calls into a graph and replays it
      * (KV_RUN_CAPTURE, KV_RUN_REPLAY): timed blocks are the graph's. */
     KV_CAP_GRAPH = 1u << 7,
+    /* The runner maps a part of an arena it already holds (kv_rmsg_map's
+     * PARENT): the judge shares one allocation and hands out parts of it. */
+    KV_CAP_ARENA_PARTS = 1u << 8,
 };
 
 /* How a backend's sources are compiled (compile.c). */
@@ -135,6 +138,8 @@ typedef struct kv_arena {
     uint64_t dptr;         /* cuda: the address in the judge's context */
     int fd;                /* cpu, opencl: the memfd handed to the runner; else -1 */
     unsigned char ipc[64]; /* cuda: the IPC handle handed to the runner */
+    uint32_t parent;       /* a part: the id of the arena it lies in, else 0 */
+    size_t parent_off;     /* a part: where it starts in that arena */
 } kv_arena;
 
 /* 0 when N bytes at OFF lie inside A; else -1 with *ERR (a harness error). */

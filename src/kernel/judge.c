@@ -7,6 +7,7 @@
 #include "kernel/device_check.h"
 #include "kernel/device_hold.h"
 #include "kernel/dtype.h"
+#include "kernel/memcheck_log.h"
 #include "kernel/tasks.h"
 #include "kernel/tool.h"
 #include "kernel/worker.h"
@@ -85,7 +86,7 @@ void kv_judge_lap(judge *j, enum prof_step step, double *t0)
 static void stop_runner(judge *j)
 {
     if (!j->rn) return;
-    kv_judge_arena_pool_drain(j);
+    kv_judge_arena_drop_slab(j);
     char *out = kv_runner_output(j->rn, 4000);
     if (*out) json_object_set_new(j->extra, "runner_output", json_string(out));
     free(out);
@@ -108,10 +109,35 @@ static void note_device_errors(judge *j, json_t *out)
     if (errors) json_object_set_new(out, "device_errors", errors);
 }
 
+/* Under memcheck, a call that failed (a wild write ends the launch before
+ * the stage's verdict) is memcheck's error when the tool reported one: its
+ * line names the access. B: the failure's detail, prefixed with it. */
+static const char *memcheck_failure(judge *j, const char *code, kv_buf *b)
+{
+    if (!j->ctx->memcheck || !j->rn || strcmp(code, "harness_error") == 0 ||
+        strcmp(code, "memcheck_error") == 0)
+        return code;
+    kv_runner_quit(j->rn, 30); /* the tool reports as the runner ends */
+    char *out = kv_runner_output(j->rn, 20000);
+    char *line = kv_memcheck_first_error(out);
+    if (line) {
+        json_object_set_new(j->extra, "memcheck_log", json_string(out));
+        kv_buf m = KV_BUF_INIT;
+        kv_buf_printf(&m, "%s (the run: %s: %s)", line, code, b->data ? b->data : "");
+        kv_buf_free(b);
+        *b = m;
+        code = "memcheck_error";
+    }
+    free(line);
+    free(out);
+    return code;
+}
+
 static _Noreturn void vfail(judge *j, const char *code, const char *fmt, va_list ap)
 {
     kv_buf b = KV_BUF_INIT;
     kv_buf_vprintf(&b, fmt, ap);
+    code = memcheck_failure(j, code, &b);
     stop_runner(j);
     note_device_errors(j, j->extra);
     if (j->lock >= 0)
@@ -569,11 +595,9 @@ static void memcheck_verdict(judge *j, json_t *result)
     kv_runner_quit(j->rn, 60);
     char *out = kv_runner_output(j->rn, 20000);
     json_object_set_new(result, "memcheck_log", json_string(out));
-    const char *first = strstr(out, "========= Invalid");
-    if (!first) first = strstr(out, "========= Program hit");
-    if (first || (strstr(out, "ERROR SUMMARY:") && !strstr(out, "ERROR SUMMARY: 0 errors"))) {
+    char *line = kv_memcheck_first_error(out);
+    if (line) {
         json_object_set_new(j->extra, "memcheck_log", json_string(out));
-        char *line = kv_strndup(first ? first : strstr(out, "ERROR SUMMARY:"), 300);
         free(out);
         kv_judge_fail(j, "memcheck_error", "%s", line);
     }
@@ -669,7 +693,8 @@ void kv_judge_main(void *vctx)
     static const char *const check_names[CHECK_STEPS] = {
         "keep",       "settle",         "quiet",       "tolerance",     "inputs",
         "canaries",   "runs",           "block_write", "block_written", "block_inputs",
-        "block_late", "block_canaries", "block_full"};
+        "block_late", "block_canaries", "block_full",  "alloc_device",  "alloc_map",
+        "alloc_part", "alloc_release",  "alloc_own"};
     json_t *steps = json_object();
     for (int i = 0; i < CHECK_STEPS; i++)
         json_object_set_new(steps, check_names[i], json_real(j.prof_check[i]));

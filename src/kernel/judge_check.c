@@ -92,8 +92,7 @@ void kv_judge_reference_arena(judge *j, const int64_t *syms, kv_arena *a, const 
         total += (count + 32) * sizeof(double);
     }
     char *err = NULL;
-    if (out->bytes == 0 && j->b->arena_new(j->b, total ? total : 64, 0, out, &err) != 0)
-        kv_judge_fail_err(j, err, "device reference");
+    if (out->bytes == 0) kv_judge_own_new(j, total, out, "device reference");
     if (out->bytes < total) kv_judge_fail(j, "harness_error", "device reference: arena too small");
     int n = t->num_tensors;
     for (int i = 0; i < t->num_tensors; i++) {
@@ -129,7 +128,7 @@ static void device_reference(judge *j, const int64_t *syms, kv_arena *a, const l
              j->b->read(j->b, &out, where[i][1], scale[i], count * sizeof(double), &err) != 0))
             kv_judge_fail_err(j, err, "device reference: reading back");
     }
-    j->b->arena_free(j->b, &out);
+    kv_judge_own_free(j, &out);
 }
 
 void kv_judge_reference(judge *j, const int64_t *syms, kv_arena *a, const layout *l, size_t set,
@@ -470,8 +469,9 @@ json_t *kv_judge_check_shape(judge *j, const kv_shape *sh, int held)
         kv_worker_phase("correctness %s trial %d", sh->name, trial + 1);
         t0 = kv_now_s();
         if (trial != 1) {
-            kv_judge_arena_free(j, &a);
+            kv_arena old = a; /* the new one made first: other addresses */
             kv_judge_arena_new(j, &l, &a);
+            kv_judge_arena_free(j, &old);
         }
         kv_judge_lap(j, PROF_ALLOC, &t0);
         if (trial > 0)

@@ -260,18 +260,16 @@ static void state_init(judge *j, trial_state *ts, const kv_shape *sh)
             d->prev_scale[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
         }
     }
-    char *err = NULL;
-    if (j->b->arena_new(j->b, keep ? keep : 64, 0, &ts->keep, &err) != 0)
-        kv_judge_fail_err(j, err, "an arena for the judge's copies");
+    kv_judge_own_new(j, keep, &ts->keep, "an arena for the judge's copies");
     kv_judge_layout(j, sh->syms, 1, 1, &ts->l);
 }
 
 static void state_free(judge *j, trial_state *ts)
 {
     kv_judge_arena_free(j, &ts->a);
-    j->b->arena_free(j->b, &ts->keep);
+    kv_judge_own_free(j, &ts->keep);
     for (int r = 0; r < 2; r++)
-        if (ts->ref[r].bytes) j->b->arena_free(j->b, &ts->ref[r]);
+        kv_judge_own_free(j, &ts->ref[r]);
     kv_shape_data_free(&ts->d, j->task);
 }
 
@@ -287,8 +285,9 @@ json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh)
         t0 = kv_now_s();
         /* Trial 1 refills the same arena in place; later ones move. */
         if (trial != 1) {
-            kv_judge_arena_free(j, &ts->a);
+            kv_arena old = ts->a; /* the new one made first: other addresses */
             kv_judge_arena_new(j, &ts->l, &ts->a);
+            kv_judge_arena_free(j, &old);
         }
         kv_judge_lap(j, PROF_ALLOC, &t0);
         ts->dist = (kv_dist)(trial % KV_DIST_COUNT);

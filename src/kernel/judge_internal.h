@@ -4,6 +4,7 @@
 #ifndef KV_KERNEL_JUDGE_INTERNAL_H
 #define KV_KERNEL_JUDGE_INTERNAL_H
 
+#include "kernel/arena_parts.h"
 #include "kernel/backend.h"
 #include "kernel/check.h"
 #include "kernel/judge.h"
@@ -15,7 +16,6 @@
 
 #define KV_CANARY 0xc3
 /* Arenas kept for reuse on cuda (judge_layout.c). */
-#define KV_JUDGE_POOL 4
 
 typedef struct settings {
     int trials, held_trials;
@@ -47,8 +47,9 @@ enum prof_step {
     PROF_COUNT
 };
 
-/* PROF_CHECK of the in-place path, by step (judge_check_in_place.c), and
- * the timed blocks' checks and input writes by step (judge_time.c). */
+/* PROF_CHECK of the in-place path, by step (judge_check_in_place.c), the
+ * timed blocks' checks and input writes by step (judge_time.c), and the
+ * arenas' costs by step (judge_layout.c). */
 enum check_step {
     CHECK_KEEP,      /* the outputs copied aside, unwritten ones counted */
     CHECK_SETTLE,    /* the pause, then the outputs compared with the copy */
@@ -63,6 +64,11 @@ enum check_step {
     BLOCK_LATE,      /* what is left of the settle, the late-change look */
     BLOCK_CANARIES,  /* the bytes around each tensor */
     BLOCK_FULL,      /* one call checked in full, its reference included */
+    ALLOC_DEVICE,    /* shared arenas: the device's allocation, every byte a canary */
+    ALLOC_MAP,       /* shared arenas: the runner's mapping of them */
+    ALLOC_PART,      /* shared arenas as parts of the slab: canaries, the runner told */
+    ALLOC_RELEASE,   /* shared arenas: unmapped from the runner and freed */
+    ALLOC_OWN,       /* the judge's own arenas (copies, references): made and freed */
     CHECK_STEPS
 };
 
@@ -126,8 +132,11 @@ typedef struct judge {
     kv_rng rng;
     json_t *extra; /* sent with a failure: build log, isolation */
     uint32_t next_arena;
-    kv_arena pool[KV_JUDGE_POOL]; /* arenas given back, still mapped in the runner */
-    int npool;
+    /* KV_CAP_ARENA_PARTS: one allocation mapped into the runner in use, of
+     * which each shared arena is a part. */
+    kv_arena slab;
+    kv_parts parts;
+    int slab_refused; /* the device had no room for it: arenas of their own */
     const char *who;  /* "candidate" or "baseline": the runner in use */
     double grace_s;   /* extra time for the next block (opencl: the driver's first build) */
     int trusted;      /* timing the task's own baseline: no need to check it in full */
@@ -209,14 +218,19 @@ const char *kv_judge_coords(const kv_task *t, int ti, const int64_t *syms, size_
  * (each tensor's sets packed back to back, margins around them). */
 void kv_judge_layout(const judge *j, const int64_t *syms, size_t nsets, int one_set_guarded,
                      layout *l);
-/* An arena for L, every byte a canary, mapped into the runner: a new one,
- * or one given back earlier in this runner's life (cuda). */
+/* The input sets a timed block of shape SYMS may use at most. */
+size_t kv_judge_timing_sets(const judge *j, const int64_t *syms);
+/* An arena for L, every byte a canary, mapped into the runner: a part of
+ * the slab where the backend can (KV_CAP_ARENA_PARTS), else its own. */
 void kv_judge_arena_new(judge *j, const layout *l, kv_arena *a);
-/* Gives A back: kept for reuse, else unmapped from the runner and freed. */
+/* Gives A back: a part to the slab, else unmapped from the runner and freed. */
 void kv_judge_arena_free(judge *j, kv_arena *a);
-/* Frees the arenas kept for reuse, not unmapping them: the runner in use
- * is about to stop. */
-void kv_judge_arena_pool_drain(judge *j);
+/* An arena of BYTES (zeroed) only the judge sees, and its freeing (WHAT
+ * names it in an error). */
+void kv_judge_own_new(judge *j, size_t bytes, kv_arena *a, const char *what);
+void kv_judge_own_free(judge *j, kv_arena *a);
+/* Frees the slab, not unmapping it: the runner in use is about to stop. */
+void kv_judge_arena_drop_slab(judge *j);
 /* Fails (out_of_bounds_write) when a canary of A around a tensor of L
  * changed; D names the shape. */
 void kv_judge_check_canaries(judge *j, const shape_data *d, kv_arena *a, const layout *l);

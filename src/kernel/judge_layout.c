@@ -5,6 +5,7 @@
 #include "kernel/tasks.h"
 #include "kernel/worker.h"
 #include "util/buf.h"
+#include "util/clock.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,16 @@ void kv_judge_layout(const judge *j, const int64_t *syms, size_t nsets, int one_
     l->bytes = round_up(cursor ? cursor : 1, ps);
 }
 
+size_t kv_judge_timing_sets(const judge *j, const int64_t *syms)
+{
+    const kv_task *t = j->task;
+    size_t set_bytes = 0;
+    for (int i = 0; i < t->num_tensors; i++)
+        set_bytes += kv_tensor_count(t, i, syms) * kv_dtype_size(t->tensors[i].dtype);
+    size_t n = j->s.budget_bytes / (set_bytes ? set_bytes : 1);
+    return n < 1 ? 1 : n > 1024 ? 1024 : n;
+}
+
 /* The runner's CPU for a request of the judge's own (mapping or unmapping
  * an arena: unmapping the long decode's 130 MB takes milliseconds of kernel
  * time) is not the candidate's work between calls: the idle check counts
@@ -75,52 +86,122 @@ static void forgive_request_cpu(judge *j)
     if (j->rn) j->idle_cpu = kv_runner_cpu_seconds(j->rn);
 }
 
-/* On cuda, arenas given back are kept for the next (a device allocation
- * and the runner's mapping of it cost milliseconds each, and an evaluation
- * makes about five a scenario); every byte is a canary again before reuse,
- * so nothing of an earlier scenario is left in it. Not where an arena's
- * mapping depends on its layout (cpu: page guards; opencl: the runner's
- * device buffers per tensor, made on first use and freed with the arena). */
-static int pooled(const judge *j)
+/* On cuda (KV_CAP_ARENA_PARTS) the arenas shared with the runner are parts
+ * of one device allocation, the slab, which the runner maps once: mapping
+ * each arena of its own (cuIpcOpenMemHandle) and releasing it took 0.43 s
+ * of a fast child's 2.35 s hold (bench/NOTES.md, session 14). Every byte of
+ * a part is a canary before it is handed out, so nothing of an earlier
+ * part is left in it; the judge's own arenas are never in the slab. */
+static int parted(const judge *j)
 {
-    return kv_judge_can(j, KV_CAP_DEVICE_INPUTS) && j->rn != NULL;
+    /* Under memcheck every arena is its own allocation: an access past one
+     * is then outside any allocation, which is what memcheck reports. */
+    return kv_judge_can(j, KV_CAP_ARENA_PARTS) && j->rn != NULL && !j->ctx->memcheck;
 }
 
-/* A kept arena of at least BYTES (and not four times more), into *A. */
-static int from_pool(judge *j, size_t bytes, kv_arena *a)
+#define PART_ALIGN ((size_t)2 << 20) /* a large page: parts never share one */
+
+/* The bytes the runner's arenas need at most at once: the largest timing
+ * layout (kv_judge_time_shape), or two correctness layouts (a trial that
+ * moves its tensors holds the old arena while it makes the new), or the
+ * clock's calibration, with one more correctness layout to spare. */
+static size_t slab_bytes(const judge *j)
 {
-    int best = -1;
-    for (int i = 0; i < j->npool; i++)
-        if (j->pool[i].bytes >= bytes && j->pool[i].bytes <= 4 * bytes + (64u << 20) &&
-            (best < 0 || j->pool[i].bytes < j->pool[best].bytes))
-            best = i;
-    if (best < 0) return 0;
-    *a = j->pool[best];
-    j->pool[best] = j->pool[--j->npool];
+    const kv_task *t = j->task;
+    size_t timing = 2 * j->b->backend->calib_bytes, check = 0;
+    for (int k = 0; k < t->num_scenarios + t->num_held_out; k++) {
+        const kv_shape *sh =
+            k < t->num_scenarios ? &t->scenarios[k] : &t->held_out[k - t->num_scenarios];
+        layout l;
+        kv_judge_layout(j, sh->syms, 1, 1, &l);
+        if (l.bytes > check) check = l.bytes;
+        if (k >= t->num_scenarios) continue;
+        kv_judge_layout(j, sh->syms, kv_judge_timing_sets(j, sh->syms), 0, &l);
+        if (l.bytes > timing) timing = l.bytes;
+    }
+    check = round_up(check, PART_ALIGN);
+    timing = round_up(timing, PART_ALIGN);
+    return (timing > 2 * check ? timing : 2 * check) + check;
+}
+
+/* A part of BYTES from the slab (made on first use), into *A; 0 when none
+ * fits (the caller makes an arena of its own). */
+static int slab_part(judge *j, size_t bytes, kv_arena *a)
+{
     char *err = NULL;
+    if (j->slab_refused) return 0;
+    if (!j->slab.bytes) {
+        if (j->b->arena_new(j->b, slab_bytes(j), KV_CANARY, &j->slab, &err) != 0) {
+            free(err); /* no room for it: arenas of their own, as before */
+            j->slab_refused = 1;
+            return 0;
+        }
+        j->slab.id = ++j->next_arena;
+        kv_rfail f;
+        int rc = kv_runner_map(j->rn, &j->slab, NULL, 0, 60, &f, &err);
+        if (rc < 0) kv_judge_fail_err(j, err, "sharing tensors");
+        if (rc > 0) kv_judge_fail_runner(j, &f, "sharing tensors");
+        forgive_request_cpu(j);
+    }
+    size_t at = 0;
+    j->parts.total = j->slab.bytes;
+    if (kv_parts_take(&j->parts, round_up(bytes, PART_ALIGN), &at) != 0) return 0;
+    *a = (kv_arena){.id = ++j->next_arena,
+                    .bytes = bytes,
+                    .dptr = j->slab.dptr + at,
+                    .fd = -1,
+                    .parent = j->slab.id,
+                    .parent_off = at};
     unsigned char canary = KV_CANARY;
-    if (j->b->fill(j->b, a, 0, a->bytes, &canary, 1, &err) != 0 || j->b->sync(j->b, &err) != 0)
-        kv_judge_fail_err(j, err, "reusing an arena");
+    if (j->b->fill(j->b, a, 0, bytes, &canary, 1, &err) != 0 || j->b->sync(j->b, &err) != 0)
+        kv_judge_fail_err(j, err, "a part of the tensors' arena");
     return 1;
 }
 
 void kv_judge_arena_new(judge *j, const layout *l, kv_arena *a)
 {
-    if (pooled(j) && from_pool(j, l->bytes, a)) return;
+    double t0 = kv_now_s();
     char *err = NULL;
+    kv_rfail f;
+    if (parted(j) && slab_part(j, l->bytes, a)) {
+        /* Known to the runner as a part of the slab, under its own id. */
+        int rc = kv_runner_map(j->rn, a, NULL, 0, 60, &f, &err);
+        if (rc < 0) kv_judge_fail_err(j, err, "sharing tensors");
+        if (rc > 0) kv_judge_fail_runner(j, &f, "sharing tensors");
+        forgive_request_cpu(j);
+        kv_judge_check_lap(j, ALLOC_PART, &t0);
+        return;
+    }
     if (j->b->arena_new(j->b, l->bytes, KV_CANARY, a, &err) != 0)
         kv_judge_fail_err(j, err, "allocating tensors");
+    kv_judge_check_lap(j, ALLOC_DEVICE, &t0);
     a->id = ++j->next_arena;
-    kv_rfail f;
     int rc = kv_runner_map(j->rn, a, l->guards, l->nguards, 60, &f, &err);
     if (rc < 0) kv_judge_fail_err(j, err, "sharing tensors");
     if (rc > 0) kv_judge_fail_runner(j, &f, "sharing tensors");
     forgive_request_cpu(j);
+    kv_judge_check_lap(j, ALLOC_MAP, &t0);
+}
+
+void kv_judge_own_new(judge *j, size_t bytes, kv_arena *a, const char *what)
+{
+    double t0 = kv_now_s();
+    char *err = NULL;
+    if (j->b->arena_new(j->b, bytes ? bytes : 64, 0, a, &err) != 0) kv_judge_fail_err(j, err, what);
+    kv_judge_check_lap(j, ALLOC_OWN, &t0);
+}
+
+void kv_judge_own_free(judge *j, kv_arena *a)
+{
+    double t0 = kv_now_s();
+    if (a->bytes) j->b->arena_free(j->b, a);
+    kv_judge_check_lap(j, ALLOC_OWN, &t0);
 }
 
 /* Unmaps A from the runner (when one is in use) and frees it. */
 static void arena_release(judge *j, kv_arena *a)
 {
+    double t0 = kv_now_s();
     kv_rfail f;
     char *err = NULL;
     /* An unmap that fails leaves the runner's mapping, not the judge's memory. */
@@ -128,25 +209,38 @@ static void arena_release(judge *j, kv_arena *a)
     free(err);
     j->b->arena_free(j->b, a);
     forgive_request_cpu(j);
+    kv_judge_check_lap(j, ALLOC_RELEASE, &t0);
 }
 
 void kv_judge_arena_free(judge *j, kv_arena *a)
 {
     if (!a->bytes) return;
-    if (pooled(j) && j->npool < KV_JUDGE_POOL) {
-        j->pool[j->npool++] = *a;
-        memset(a, 0, sizeof *a);
-        a->fd = -1;
+    if (!a->parent) {
+        arena_release(j, a);
         return;
     }
-    arena_release(j, a);
+    double t0 = kv_now_s();
+    kv_rfail f;
+    char *err = NULL;
+    /* The runner forgets the part's id (a graph recorded on it goes too). */
+    if (j->rn) kv_runner_unmap(j->rn, a->id, 60, &f, &err);
+    free(err);
+    kv_parts_give(&j->parts, a->parent_off);
+    forgive_request_cpu(j);
+    memset(a, 0, sizeof *a);
+    a->fd = -1;
+    kv_judge_check_lap(j, ALLOC_PART, &t0);
 }
 
-void kv_judge_arena_pool_drain(judge *j)
+void kv_judge_arena_drop_slab(judge *j)
 {
     /* The runner stops next: its mappings go with it. */
-    while (j->npool > 0)
-        j->b->arena_free(j->b, &j->pool[--j->npool]);
+    double t0 = kv_now_s();
+    if (j->slab.bytes) j->b->arena_free(j->b, &j->slab);
+    memset(&j->slab, 0, sizeof j->slab);
+    j->slab.fd = -1;
+    memset(&j->parts, 0, sizeof j->parts);
+    kv_judge_check_lap(j, ALLOC_RELEASE, &t0);
 }
 
 /* 1 when the N bytes at OFF of A are all canaries. BUF: scratch. */

@@ -417,7 +417,7 @@ static void check_in_full_in_place(judge *j, timing *tm, size_t s)
             kv_judge_fail_err(j, err, "checking a timed call's output");
         fail_timed_output(j, tm, s, i, &c);
     }
-    j->b->arena_free(j->b, &ref);
+    kv_judge_own_free(j, &ref);
     kv_judge_lap(j, PROF_CHECK, &t0);
 }
 
@@ -485,9 +485,8 @@ static void check_written(judge *j, timing *tm, size_t n, unsigned char *last)
     char *err = NULL;
     size_t at = 0;
     int in_place = late_look_in_place(j);
-    if (in_place && !tm->keep.bytes &&
-        j->b->arena_new(j->b, tm->out_bytes + 64, 0, &tm->keep, &err) != 0)
-        kv_judge_fail_err(j, err, "an arena for the judge's copies");
+    if (in_place && !tm->keep.bytes)
+        kv_judge_own_new(j, tm->out_bytes + 64, &tm->keep, "an arena for the judge's copies");
     for (int i = 0; i < t->num_tensors; i++) {
         const kv_tensor_spec *ts = &t->tensors[i];
         if (ts->role != KV_OUT) continue;
@@ -876,10 +875,8 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
     tm.sh = sh;
     tm.write_s = -1;
     double t0 = kv_now_s();
-    size_t set_bytes = 0;
     for (int i = 0; i < t->num_tensors; i++) {
         size_t b = kv_tensor_count(t, i, sh->syms) * kv_dtype_size(t->tensors[i].dtype);
-        set_bytes += b;
         if (t->tensors[i].role == KV_OUT)
             tm.out_bytes += b;
         else {
@@ -887,9 +884,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
             tm.n_inputs++;
         }
     }
-    size_t nmax = j->s.budget_bytes / (set_bytes ? set_bytes : 1);
-    if (nmax < 1) nmax = 1;
-    if (nmax > 1024) nmax = 1024;
+    size_t nmax = kv_judge_timing_sets(j, sh->syms);
     /* A short block first, in an arena of its own, to size the others:
      * their arena holds just the sets a block needs. */
     double last_reply = kv_now_s();
@@ -1014,7 +1009,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
     if (j->job->energy && !j->trusted) measure_energy(j, &tm, n, med, &last_reply, summary);
     t0 = kv_now_s();
     kv_judge_arena_free(j, &tm.a);
-    if (tm.keep.bytes) j->b->arena_free(j->b, &tm.keep);
+    kv_judge_own_free(j, &tm.keep);
     free(tm.copy);
     kv_judge_lap(j, PROF_ALLOC, &t0);
 }

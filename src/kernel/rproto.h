@@ -52,6 +52,11 @@ typedef struct kv_rmsg_map {
     uint32_t num_guards; /* cpu only */
     uint64_t bytes;
     unsigned char ipc[64]; /* cuda: the CUipcMemHandle of the allocation */
+    /* Nonzero: the arena is BYTES at OFFSET of arena PARENT, already mapped
+     * (a part of the judge's slab; no handle, no descriptor). */
+    uint32_t parent;
+    uint32_t pad;
+    uint64_t offset;
     kv_rguard guards[KV_RMAX_GUARDS];
 } kv_rmsg_map;
 

@@ -284,6 +284,8 @@ int kv_runner_map(kv_runner *r, const kv_arena *a, const kv_rguard *guards, int 
     m->h.type = KV_RMSG_MAP;
     m->arena = a->id;
     m->bytes = a->bytes;
+    m->parent = a->parent;
+    m->offset = a->parent_off;
     memcpy(m->ipc, a->ipc, sizeof m->ipc);
     m->num_guards = (uint32_t)(nguards < KV_RMAX_GUARDS ? nguards : KV_RMAX_GUARDS);
     for (uint32_t i = 0; i < m->num_guards; i++)

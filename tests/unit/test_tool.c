@@ -1,7 +1,8 @@
 /* Tests of kernel/tool: compilers and other tools run by the harness go
  * through the one spawning path, so they end within their time limit with
  * everything they started, and report their status the way compile.c and
- * eval.c read it. */
+ * eval.c read it; compute-sanitizer's report is read for its first error. */
+#include "kernel/memcheck_log.h"
 #include "kernel/tool.h"
 #include "util/buf.h"
 
@@ -81,6 +82,40 @@ static void a_tool_runs_in_its_own_group_under_a_supervisor(void **state)
     free(out);
 }
 
+/* What compute-sanitizer 13 printed for tests/data/kernels/cuda/
+ * illegal_address.cu, abridged, and a clean run's end. */
+static void memchecks_first_error_is_read_from_its_report(void **state)
+{
+    (void)state;
+    const char *wild = "========= COMPUTE-SANITIZER\n"
+                       "kevolve runner: ready\n"
+                       "========= Invalid __global__ write of size 4 bytes\n"
+                       "=========     at wild(float *)+0x70\n"
+                       "=========     Address 0x7f0000000000 is out of bounds\n"
+                       "========= ERROR SUMMARY: 1 error\n";
+    char *line = kv_memcheck_first_error(wild);
+    assert_non_null(line);
+    assert_true(strncmp(line, "========= Invalid __global__ write of size 4", 44) == 0);
+    free(line);
+    /* A summary alone still counts; a clean run has nothing to say. */
+    line = kv_memcheck_first_error("========= ERROR SUMMARY: 3 errors\n");
+    assert_non_null(line);
+    assert_string_equal(line, "ERROR SUMMARY: 3 errors\n");
+    free(line);
+    assert_null(kv_memcheck_first_error("========= COMPUTE-SANITIZER\n"
+                                        "========= ERROR SUMMARY: 0 errors\n"));
+    assert_null(kv_memcheck_first_error("the runner's own output, no tool\n"));
+    assert_null(kv_memcheck_first_error(NULL));
+    /* At most 300 bytes of a long report. */
+    char big[1000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    memcpy(big, "========= Program hit", 21);
+    line = kv_memcheck_first_error(big);
+    assert_int_equal(strlen(line), 300);
+    free(line);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -89,6 +124,7 @@ int main(void)
         cmocka_unit_test(a_missing_tool_is_minus_one_with_the_reason),
         cmocka_unit_test(a_hung_tool_times_out_with_what_it_started),
         cmocka_unit_test(a_tool_runs_in_its_own_group_under_a_supervisor),
+        cmocka_unit_test(memchecks_first_error_is_read_from_its_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

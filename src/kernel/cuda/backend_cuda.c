@@ -581,6 +581,8 @@ kv_jdev *kv_jdev_cuda_new(void)
 typedef struct cu_rarena {
     uint32_t id;
     CUdeviceptr base;
+    uint64_t bytes;
+    uint32_t parent; /* a part of arena PARENT: nothing of its own to close */
 } cu_rarena;
 
 typedef struct cu_rstate {
@@ -632,28 +634,42 @@ static int cuda_map(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err)
         *err = kv_strdup("harness_error: too many arenas");
         return -1;
     }
+    if (m->parent) { /* a part of an arena mapped before: no handle to open */
+        const cu_rarena *in = NULL;
+        for (int i = 0; i < 64 && !in; i++)
+            if (r->arenas[i].base && r->arenas[i].id == m->parent && !r->arenas[i].parent)
+                in = &r->arenas[i];
+        if (!in || m->offset > in->bytes || m->bytes > in->bytes - m->offset) {
+            *err = kv_strdup("harness_error: a part outside the arena it names");
+            return -1;
+        }
+        *slot = (cu_rarena){
+            .id = m->arena, .base = in->base + m->offset, .bytes = m->bytes, .parent = m->parent};
+        return 0;
+    }
     CUipcMemHandle h;
     memcpy(h.reserved, m->ipc, sizeof h.reserved);
     CUdeviceptr p = 0;
     CHECK(s->cu.IpcOpenMemHandle(&p, h, 1 /* CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS */),
           "cuIpcOpenMemHandle");
-    slot->id = m->arena;
-    slot->base = p;
+    *slot = (cu_rarena){.id = m->arena, .base = p, .bytes = m->bytes};
     return 0;
 }
 
 static void cuda_unmap(kv_rdev *b, uint32_t id)
 {
     cu_rstate *r = b->state;
-    if (r->exec && r->exec_arena == id) { /* its pointers are about to go */
-        r->c.cu.GraphExecDestroy(r->exec);
-        r->exec = NULL;
-    }
-    for (int i = 0; i < 64; i++)
-        if (r->arenas[i].base && r->arenas[i].id == id) {
-            r->c.cu.IpcCloseMemHandle(r->arenas[i].base);
-            memset(&r->arenas[i], 0, sizeof r->arenas[i]);
+    /* The arena ID and the parts of it. */
+    for (int i = 0; i < 64; i++) {
+        cu_rarena *a = &r->arenas[i];
+        if (!a->base || (a->id != id && a->parent != id)) continue;
+        if (r->exec && r->exec_arena == a->id) { /* its pointers are about to go */
+            r->c.cu.GraphExecDestroy(r->exec);
+            r->exec = NULL;
         }
+        if (!a->parent) r->c.cu.IpcCloseMemHandle(a->base);
+        memset(a, 0, sizeof *a);
+    }
 }
 
 static int cuda_load(kv_rdev *b, const char *lib, const char *device_src, char **log, char **err)
