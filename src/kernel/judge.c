@@ -117,9 +117,16 @@ static const char *memcheck_failure(judge *j, const char *code, kv_buf *b)
     if (!j->ctx->memcheck || !j->rn || strcmp(code, "harness_error") == 0 ||
         strcmp(code, "memcheck_error") == 0)
         return code;
-    kv_runner_quit(j->rn, 30); /* the tool reports as the runner ends */
     char *out = kv_runner_output(j->rn, 20000);
     char *line = kv_memcheck_first_error(out);
+    /* Not yet said: the tool reports as the runner ends (a hung one is not
+     * waited for). */
+    if (!line && strcmp(code, "timeout") != 0) {
+        free(out);
+        kv_runner_quit(j->rn, 10);
+        out = kv_runner_output(j->rn, 20000);
+        line = kv_memcheck_first_error(out);
+    }
     if (line) {
         json_object_set_new(j->extra, "memcheck_log", json_string(out));
         kv_buf m = KV_BUF_INIT;

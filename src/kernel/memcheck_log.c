@@ -11,5 +11,6 @@ char *kv_memcheck_first_error(const char *log)
     if (!first) first = strstr(log, "========= Program hit");
     const char *summary = strstr(log, "ERROR SUMMARY:");
     if (!first && summary && !strstr(summary, "ERROR SUMMARY: 0 errors")) first = summary;
-    return first ? kv_strndup(first, 300) : NULL;
+    /* At most 300 bytes, never past the log's end. */
+    return first ? kv_strndup(first, strnlen(first, 300)) : NULL;
 }
