@@ -15,7 +15,6 @@
 #include <stdarg.h>
 
 #define KV_CANARY 0xc3
-/* Arenas kept for reuse on cuda (judge_layout.c). */
 
 typedef struct settings {
     int trials, held_trials;

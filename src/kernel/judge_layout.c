@@ -225,7 +225,8 @@ void kv_judge_arena_free(judge *j, kv_arena *a)
     /* The runner forgets the part's id (a graph recorded on it goes too). */
     if (j->rn) kv_runner_unmap(j->rn, a->id, 60, &f, &err);
     free(err);
-    kv_parts_give(&j->parts, a->parent_off);
+    if (a->parent == j->slab.id) /* not a part of a slab gone with its runner */
+        kv_parts_give(&j->parts, a->parent_off);
     forgive_request_cpu(j);
     memset(a, 0, sizeof *a);
     a->fd = -1;
