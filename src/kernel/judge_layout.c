@@ -86,6 +86,29 @@ static void forgive_request_cpu(judge *j)
     if (j->rn) j->idle_cpu = kv_runner_cpu_seconds(j->rn);
 }
 
+/* Maps A into the runner in use (with L's guards where given). */
+static void share(judge *j, const kv_arena *a, const layout *l)
+{
+    kv_rfail f;
+    char *err = NULL;
+    int rc = kv_runner_map(j->rn, a, l ? l->guards : NULL, l ? l->nguards : 0, 60, &f, &err);
+    if (rc < 0) kv_judge_fail_err(j, err, "sharing tensors");
+    if (rc > 0) kv_judge_fail_runner(j, &f, "sharing tensors");
+    forgive_request_cpu(j);
+}
+
+/* Has the runner in use, if any, forget arena ID (and a graph recorded on
+ * it). An unmap that fails leaves the runner's mapping, not the judge's
+ * memory. */
+static void unshare(judge *j, uint32_t id)
+{
+    kv_rfail f;
+    char *err = NULL;
+    if (j->rn) kv_runner_unmap(j->rn, id, 60, &f, &err);
+    free(err);
+    forgive_request_cpu(j);
+}
+
 /* On cuda (KV_CAP_ARENA_PARTS) the arenas shared with the runner are parts
  * of one device allocation, the slab, which the runner maps once: mapping
  * each arena of its own (cuIpcOpenMemHandle) and releasing it took 0.43 s
@@ -137,14 +160,10 @@ static int slab_part(judge *j, size_t bytes, kv_arena *a)
             return 0;
         }
         j->slab.id = ++j->next_arena;
-        kv_rfail f;
-        int rc = kv_runner_map(j->rn, &j->slab, NULL, 0, 60, &f, &err);
-        if (rc < 0) kv_judge_fail_err(j, err, "sharing tensors");
-        if (rc > 0) kv_judge_fail_runner(j, &f, "sharing tensors");
-        forgive_request_cpu(j);
+        j->parts.total = j->slab.bytes;
+        share(j, &j->slab, NULL);
     }
     size_t at = 0;
-    j->parts.total = j->slab.bytes;
     if (kv_parts_take(&j->parts, round_up(bytes, PART_ALIGN), &at) != 0) return 0;
     *a = (kv_arena){.id = ++j->next_arena,
                     .bytes = bytes,
@@ -161,25 +180,17 @@ static int slab_part(judge *j, size_t bytes, kv_arena *a)
 void kv_judge_arena_new(judge *j, const layout *l, kv_arena *a)
 {
     double t0 = kv_now_s();
-    char *err = NULL;
-    kv_rfail f;
     if (parted(j) && slab_part(j, l->bytes, a)) {
-        /* Known to the runner as a part of the slab, under its own id. */
-        int rc = kv_runner_map(j->rn, a, NULL, 0, 60, &f, &err);
-        if (rc < 0) kv_judge_fail_err(j, err, "sharing tensors");
-        if (rc > 0) kv_judge_fail_runner(j, &f, "sharing tensors");
-        forgive_request_cpu(j);
+        share(j, a, NULL); /* known to the runner as a part of the slab, under its own id */
         kv_judge_check_lap(j, ALLOC_PART, &t0);
         return;
     }
+    char *err = NULL;
     if (j->b->arena_new(j->b, l->bytes, KV_CANARY, a, &err) != 0)
         kv_judge_fail_err(j, err, "allocating tensors");
     kv_judge_check_lap(j, ALLOC_DEVICE, &t0);
     a->id = ++j->next_arena;
-    int rc = kv_runner_map(j->rn, a, l->guards, l->nguards, 60, &f, &err);
-    if (rc < 0) kv_judge_fail_err(j, err, "sharing tensors");
-    if (rc > 0) kv_judge_fail_runner(j, &f, "sharing tensors");
-    forgive_request_cpu(j);
+    share(j, a, l);
     kv_judge_check_lap(j, ALLOC_MAP, &t0);
 }
 
@@ -198,36 +209,18 @@ void kv_judge_own_free(judge *j, kv_arena *a)
     kv_judge_check_lap(j, ALLOC_OWN, &t0);
 }
 
-/* Unmaps A from the runner (when one is in use) and frees it. */
-static void arena_release(judge *j, kv_arena *a)
-{
-    double t0 = kv_now_s();
-    kv_rfail f;
-    char *err = NULL;
-    /* An unmap that fails leaves the runner's mapping, not the judge's memory. */
-    if (j->rn) kv_runner_unmap(j->rn, a->id, 60, &f, &err);
-    free(err);
-    j->b->arena_free(j->b, a);
-    forgive_request_cpu(j);
-    kv_judge_check_lap(j, ALLOC_RELEASE, &t0);
-}
-
 void kv_judge_arena_free(judge *j, kv_arena *a)
 {
     if (!a->bytes) return;
+    double t0 = kv_now_s();
+    unshare(j, a->id);
     if (!a->parent) {
-        arena_release(j, a);
+        j->b->arena_free(j->b, a);
+        kv_judge_check_lap(j, ALLOC_RELEASE, &t0);
         return;
     }
-    double t0 = kv_now_s();
-    kv_rfail f;
-    char *err = NULL;
-    /* The runner forgets the part's id (a graph recorded on it goes too). */
-    if (j->rn) kv_runner_unmap(j->rn, a->id, 60, &f, &err);
-    free(err);
     if (a->parent == j->slab.id) /* not a part of a slab gone with its runner */
         kv_parts_give(&j->parts, a->parent_off);
-    forgive_request_cpu(j);
     memset(a, 0, sizeof *a);
     a->fd = -1;
     kv_judge_check_lap(j, ALLOC_PART, &t0);
