@@ -14,7 +14,7 @@
 #      (run.sh's: config.yaml from the C or OpenCL seed on
 #      gqa_attention_small for ITERATIONS children, default 80; on cuda
 #      config_cuda.yaml from the six seeds on gqa_attention_search, default
-#      340), stopped gracefully after MINUTES when given;
+#      400), stopped gracefully after MINUTES when given;
 #   3. both bests, and the job's best seed, judged again, REPEAT times
 #      each, alternately, so the kernels are compared on the same machine
 #      state (the best of a search is also the luckiest of its noisy
@@ -91,7 +91,7 @@ for backend in $BACKENDS; do
         seeds=("$gqa/cuda/naive.cu" "$gqa/cuda/decode_halfwarp.cu" "$gqa/cuda/decode_split.cu"
             "$gqa/cuda/decode_cluster.cu"
             "$gqa/cuda/prefill_fa2.cu" "$gqa/cuda/prefill_hopper.cu")
-        ext=cu task=gqa_attention_search config=config_cuda.yaml iter=340 ;;
+        ext=cu task=gqa_attention_search config=config_cuda.yaml iter=400 ;;
     *) echo "unknown backend $backend" >&2; exit 2 ;;
     esac
     [ -n "$ITER" ] && iter=$ITER

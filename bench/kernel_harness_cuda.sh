@@ -102,7 +102,8 @@ else
 fi
 
 # The same promises as a unit test.
-"${KV_TEST_CUDA:-$BUILD/tests/test_kernel_cuda}" > "$OUT/test_kernel_cuda.log" 2>&1
+# Its runners re-execute kevolve (KV_BINARY), not the test.
+KV_BINARY=$KV "${KV_TEST_CUDA:-$BUILD/tests/test_kernel_cuda}" > "$OUT/test_kernel_cuda.log" 2>&1
 rc=$?
 row "unit/test_kernel_cuda" "exit 0" "exit $rc"
 

@@ -24,7 +24,7 @@ fi
 # CUDA starts from the six seeds of tasks/gqa_attention/cuda (config_cuda.yaml).
 echo "gqa_attention example: backend $backend, task $task" >&2
 case $backend in
-cuda) KV_GQA_TASK=$task exec "$KV" run --config "$here/config_cuda.yaml" --iterations 340 "$@" ;;
+cuda) KV_GQA_TASK=$task exec "$KV" run --config "$here/config_cuda.yaml" --iterations 400 "$@" ;;
 opencl) program=opencl/seed.cl iterations=80 ;;
 *) program=cpu/seed.c iterations=80 ;;
 esac

@@ -67,6 +67,11 @@ enum {
     /* The runner maps a part of an arena it already holds (kv_rmsg_map's
      * PARENT): the judge shares one allocation and hands out parts of it. */
     KV_CAP_ARENA_PARTS = 1u << 8,
+    /* The runner replies only once its whole device context is idle, and
+     * the judge's copies run at once on an idle device: a copy made right
+     * after the reply is the outputs as the reply left them (reply_probe.h),
+     * and the checks need no settle to see them. */
+    KV_CAP_IDLE_REPLY = 1u << 9,
 };
 
 /* How a backend's sources are compiled (compile.c). */
@@ -223,7 +228,10 @@ struct kv_jdev {
      * check: COUNT elements of DT at OFF against REF and SCALE (pointers as
      * ptr gives them; SCALE may be NULL), POISON the unwritten pattern (NULL:
      * none), into *OUT as kv_check_output.
-     * compare: as kv_compare_runs (A at OFF against C at COFF). */
+     * compare: as kv_compare_runs (A at OFF against C at COFF).
+     * count_spans: bytes other than BYTE in the N spans of A at OFF[k], LEN[k]
+     * bytes each (N <= KVJ_MAX_SPANS), *FIRST the first span holding one;
+     * may be NULL (the judge reads the spans). */
     int (*gen)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist, size_t count,
                uint64_t seed, uint64_t forced, char **err);
     int (*count_poison)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count, size_t sets,
@@ -240,6 +248,8 @@ struct kv_jdev {
     int (*compare)(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff, kv_dtype dt,
                    size_t count, const double *ref, const double *scale, kv_tolerance tol,
                    size_t *differ, size_t *first, char **err);
+    int (*count_spans)(kv_jdev *b, kv_arena *a, const size_t *off, const size_t *len, int n,
+                       unsigned char byte, size_t *bad, size_t *first, char **err);
 };
 
 /* The judge's half of backend B for its device INDEX, ready for open, or

@@ -143,11 +143,21 @@ static json_t *accepted(int stage, json_t *res, json_t *artifacts)
         json_object_set_new(metrics, "memcheck_clean", json_integer(1));
     if (timed) json_object_set_new(metrics, "speedup", json_real(exp(logsum / wsum)));
     json_object_set_new(artifacts, "verdict", json_string("correct"));
-    static const char *copy[] = {
-        "scenarios",           "held_out",           "device",        "profile_seconds",
-        "isolation",           "baseline",           "baseline_kept", "runner_output",
-        "memcheck_log",        "screened",           "device_errors", "profile_check_seconds",
-        "device_held_seconds", "device_wait_seconds"};
+    static const char *copy[] = {"scenarios",
+                                 "held_out",
+                                 "device",
+                                 "profile_seconds",
+                                 "isolation",
+                                 "baseline",
+                                 "baseline_kept",
+                                 "runner_output",
+                                 "memcheck_log",
+                                 "screened",
+                                 "device_errors",
+                                 "profile_check_seconds",
+                                 "device_held_seconds",
+                                 "device_wait_seconds",
+                                 "late_looks"};
     for (size_t k = 0; k < sizeof copy / sizeof copy[0]; k++) {
         json_t *v = json_object_get(res, copy[k]);
         if (v) json_object_set(artifacts, copy[k], v);

@@ -259,6 +259,22 @@ static int host_compare(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t
     return 0;
 }
 
+static int host_count_spans(kv_jdev *b, kv_arena *a, const size_t *off, const size_t *len, int n,
+                            unsigned char byte, size_t *bad, size_t *first, char **err)
+{
+    (void)b;
+    *bad = *first = 0;
+    for (int i = 0; i < n; i++) {
+        if (kv_arena_check(a, off[i], len[i], err) != 0) return -1;
+        size_t k = 0;
+        for (size_t e = 0; e < len[i]; e++)
+            k += a->host[off[i] + e] != byte;
+        if (k && !*bad) *first = (size_t)i;
+        *bad += k;
+    }
+    return 0;
+}
+
 void kv_host_judge_ops(kv_jdev *b)
 {
     b->gen = host_gen;
@@ -268,4 +284,5 @@ void kv_host_judge_ops(kv_jdev *b)
     b->copy = host_copy;
     b->check = host_check;
     b->compare = host_compare;
+    b->count_spans = host_count_spans;
 }

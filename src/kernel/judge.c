@@ -8,6 +8,7 @@
 #include "kernel/device_hold.h"
 #include "kernel/dtype.h"
 #include "kernel/memcheck_log.h"
+#include "kernel/reply_probe.h"
 #include "kernel/tasks.h"
 #include "kernel/tool.h"
 #include "kernel/worker.h"
@@ -24,8 +25,8 @@
 #include <unistd.h>
 
 static const char *const prof_names[PROF_COUNT] = {
-    "alloc",    "fill",   "upload",  "reference", "run",  "check",   "timed",
-    "baseline", "energy", "prepare", "calibrate", "load", "measure", "stop"};
+    "alloc",  "fill",    "upload",    "reference", "run",     "check", "timed", "baseline",
+    "energy", "prepare", "calibrate", "load",      "measure", "stop",  "record"};
 
 static settings settings_for(const kv_job *o, const kv_backend *backend)
 {
@@ -249,6 +250,7 @@ double kv_judge_run_block(judge *j, const kv_rmsg_run *m, const char *context)
     char *err = NULL;
     double secs = 0;
     int rc = kv_runner_run(j->rn, m, limit + grace, &secs, &f, &err);
+    j->replied_at = kv_now_s();
     if (rc < 0) kv_judge_fail_err(j, err, context);
     if (rc > 0 && grace > 0 && strcmp(f.code, "timeout") == 0)
         kv_judge_fail(j, "timeout",
@@ -256,8 +258,22 @@ double kv_judge_run_block(judge *j, const kv_rmsg_run *m, const char *context)
                       "of it) during %s",
                       context, limit, grace, kv_worker_current_phase());
     if (rc > 0) kv_judge_fail_runner(j, &f, context);
-    j->idle_cpu = kv_runner_cpu_seconds(j->rn);
+    kv_judge_note_idle_cpu(j);
     return secs;
+}
+
+int kv_judge_look_at_once(judge *j, size_t bytes)
+{
+    double waited = kv_now_s() - j->replied_at;
+    if (j->n_look_waits < (int)(sizeof j->look_wait_us / sizeof j->look_wait_us[0]))
+        j->look_wait_us[j->n_look_waits++] = (float)(waited * 1e6);
+    int idle = kv_judge_can(j, KV_CAP_IDLE_REPLY) &&
+               kv_reply_was_idle(waited, j->c.copy_s, j->c.per_byte_s, bytes);
+    if (idle)
+        j->looks_at_once++;
+    else
+        j->looks_settled++;
+    return idle;
 }
 
 void kv_judge_check_quiet(judge *j, const shape_data *d, const char *context)
@@ -362,7 +378,7 @@ static void ready_runner(judge *j, kv_runner *rn, const char *who)
     if (rc > 0)
         kv_judge_fail(j, f.code, "%s%s%s", f.detail, log && *log ? ": " : "", log ? log : "");
     free(log);
-    j->idle_cpu = kv_runner_cpu_seconds(j->rn);
+    kv_judge_note_idle_cpu(j);
     kv_judge_lap(j, PROF_LOAD, &t0);
 }
 
@@ -413,6 +429,8 @@ static json_t *time_baseline(judge *j)
 {
     double t0 = kv_now_s(), before[PROF_COUNT];
     memcpy(before, j->prof, sizeof before);
+    long at_once = j->looks_at_once, settled = j->looks_settled;
+    int waits = j->n_look_waits;
     ready_runner(j, spawn_runner(j, j->ctx->base, j->ctx->base_device_src, "baseline"), "baseline");
     j->trusted = 1;
     json_t *out = json_object();
@@ -429,6 +447,9 @@ static json_t *time_baseline(judge *j)
     j->trusted = 0;
     /* Its steps count as the baseline's, not as the candidate's. */
     memcpy(j->prof, before, sizeof before);
+    j->looks_at_once = at_once;
+    j->looks_settled = settled;
+    j->n_look_waits = waits;
     j->prof[PROF_BASELINE] += kv_now_s() - t0;
     return out;
 }
@@ -595,6 +616,30 @@ static int screen_cheapest_first(judge *j, json_t **summary, const int *rep, jso
     return stopped;
 }
 
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* How the late looks went: how many at once and after the settle, and the
+ * waits from the reply to the copies (microseconds: min, median, 90th
+ * percentile, max of the first ones) that decided it. */
+static json_t *late_looks(judge *j)
+{
+    json_t *o = json_pack("{s:I,s:I,s:f}", "at_once", (json_int_t)j->looks_at_once, "after_settle",
+                          (json_int_t)j->looks_settled, "limit_small_us",
+                          kv_reply_probe_limit(j->c.copy_s, j->c.per_byte_s, 0) * 1e6);
+    int n = j->n_look_waits;
+    if (n > 0) {
+        qsort(j->look_wait_us, (size_t)n, sizeof j->look_wait_us[0], cmp_float);
+        json_object_set_new(o, "wait_us",
+                            json_pack("[f,f,f,f]", j->look_wait_us[0], j->look_wait_us[n / 2],
+                                      j->look_wait_us[n * 9 / 10], j->look_wait_us[n - 1]));
+    }
+    return o;
+}
+
 /* Ends the memcheck stage: the runner exits so compute-sanitizer reports;
  * an error it reports fails the candidate. */
 static void memcheck_verdict(judge *j, json_t *result)
@@ -706,6 +751,7 @@ void kv_judge_main(void *vctx)
     for (int i = 0; i < CHECK_STEPS; i++)
         json_object_set_new(steps, check_names[i], json_real(j.prof_check[i]));
     json_object_set_new(result, "profile_check_seconds", steps);
+    json_object_set_new(result, "late_looks", late_looks(&j));
     if (baseline) json_decref(baseline);
     kv_worker_phase("done");
     kv_worker_result(result);

@@ -122,14 +122,18 @@ static void reference(judge *j, trial_state *ts, int trial)
 }
 
 /* Fails unless the outputs stay as run RUNNO left them once a moment has
- * passed; UNWRITTEN: some were still poisoned, so look longer. */
-static void check_settled(judge *j, trial_state *ts, int runno, int unwritten)
+ * passed (none where AT_ONCE: the copies showed the device idle at the
+ * reply); UNWRITTEN: some were still poisoned, so look longer. */
+static void check_settled(judge *j, trial_state *ts, int runno, int unwritten, int at_once)
 {
     const kv_task *t = j->task;
     char *err = NULL;
     int looks = unwritten ? 20 : 1;
     for (int look = 0; look < looks; look++) {
-        kv_sleep_s(unwritten ? 0.02 * (look + 1) : j->s.settle_s); /* up to 4 s in all */
+        if (unwritten)
+            kv_sleep_s(0.02 * (look + 1)); /* up to 4 s in all */
+        else if (!at_once)
+            kv_sleep_s(j->s.settle_s);
         for (int i = 0; i < t->num_tensors; i++) {
             if (t->tensors[i].role != KV_OUT) continue;
             size_t changed = 0, first = 0;
@@ -154,12 +158,18 @@ static void check_run(judge *j, trial_state *ts, int runno)
     shape_data *d = &ts->d;
     char *err = NULL;
     double t0 = kv_now_s();
-    /* The outputs as the run left them, in the judge's own arena. */
-    for (int i = 0; i < t->num_tensors; i++)
-        if (t->tensors[i].role == KV_OUT &&
-            j->b->copy(j->b, &ts->a, ts->l.off[i], &ts->keep, ts->keep_off[runno][i], d->bytes[i],
+    /* The outputs as the run left them, in the judge's own arena: every
+     * check of them reads these copies. */
+    size_t copied = 0;
+    for (int i = 0; i < t->num_tensors; i++) {
+        if (t->tensors[i].role != KV_OUT) continue;
+        if (j->b->copy(j->b, &ts->a, ts->l.off[i], &ts->keep, ts->keep_off[runno][i], d->bytes[i],
                        &err) != 0)
             kv_judge_fail_err(j, err, "keeping outputs");
+        copied += d->bytes[i];
+    }
+    if (j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "keeping outputs");
+    int at_once = kv_judge_look_at_once(j, copied);
     size_t unwritten = 0;
     for (int i = 0; i < t->num_tensors && !unwritten; i++) {
         size_t first = 0;
@@ -169,7 +179,7 @@ static void check_run(judge *j, trial_state *ts, int runno)
             kv_judge_fail_err(j, err, "checking outputs");
     }
     kv_judge_check_lap(j, CHECK_KEEP, &t0);
-    check_settled(j, ts, runno, unwritten != 0);
+    check_settled(j, ts, runno, unwritten != 0, at_once);
     kv_judge_check_lap(j, CHECK_SETTLE, &t0);
     kv_judge_check_quiet(j, d, "when kv_launch returned");
     kv_judge_check_lap(j, CHECK_QUIET, &t0);

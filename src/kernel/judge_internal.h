@@ -43,6 +43,7 @@ enum prof_step {
     PROF_LOAD,      /* loading the candidate's (or the baseline's) code in its runner */
     PROF_MEASURE,   /* on taking the device: its bandwidth, the kept baseline's validity */
     PROF_STOP,      /* stopping the runner before letting go */
+    PROF_RECORD,    /* the runner recording a timed block's calls into a graph */
     PROF_COUNT
 };
 
@@ -79,6 +80,7 @@ typedef struct calib {
     double round_trip_s;
     double xfer_s, per_byte_s;
     double flush_s;
+    double copy_s; /* KV_CAP_IDLE_REPLY: a small copy on the judge's stream and its wait */
 } calib;
 
 /* A tensor's place in an arena: set S of tensor T starts at
@@ -135,12 +137,18 @@ typedef struct judge {
      * which each shared arena is a part. */
     kv_arena slab;
     kv_parts parts;
-    int slab_refused; /* the device had no room for it: arenas of their own */
-    const char *who;  /* "candidate" or "baseline": the runner in use */
-    double grace_s;   /* extra time for the next block (opencl: the driver's first build) */
-    int trusted;      /* timing the task's own baseline: no need to check it in full */
-    int recalibrated; /* the clock measured again after the code was loaded (never higher) */
-    held_prep *held;  /* per held-out shape, drawn before the hold (NULL: drawn during it) */
+    int slab_refused;  /* the device had no room for it: arenas of their own */
+    const char *who;   /* "candidate" or "baseline": the runner in use */
+    double grace_s;    /* extra time for the next block (opencl: the driver's first build) */
+    int trusted;       /* timing the task's own baseline: no need to check it in full */
+    int recalibrated;  /* the clock measured again after the code was loaded (never higher) */
+    held_prep *held;   /* per held-out shape, drawn before the hold (NULL: drawn during it) */
+    double replied_at; /* when the runner's last reply came */
+    /* Late looks at outputs: done at once (the copies showed an idle
+     * device, KV_CAP_IDLE_REPLY), or after the settle. */
+    long looks_at_once, looks_settled;
+    float look_wait_us[1024]; /* the first looks' waits from the reply to the copies done */
+    int n_look_waits;
 } judge;
 
 /* Host-side images of one shape's tensors, for the correctness trials. */
@@ -208,6 +216,19 @@ const char *kv_judge_shape_label(const kv_task *t, const kv_shape *sh, char *buf
 /* Row-major coordinates of flat index IDX of tensor TI as "[r, c]". */
 const char *kv_judge_coords(const kv_task *t, int ti, const int64_t *syms, size_t idx, char *buf,
                             size_t cap);
+
+/* Notes the runner's CPU seconds now (J->idle_cpu) where the backend's
+ * idle check between timed blocks reads them (no device inputs): on cuda
+ * the read (a file of /proc) would only delay the look at the outputs. */
+static inline void kv_judge_note_idle_cpu(judge *j)
+{
+    if (!kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) j->idle_cpu = kv_runner_cpu_seconds(j->rn);
+}
+
+/* 1 when the copies the judge made of a reply's outputs, done now, show
+ * the device was idle at the reply (reply_probe.h): the late look then
+ * needs no settle. BYTES: what was copied. Counts the look either way. */
+int kv_judge_look_at_once(judge *j, size_t bytes);
 
 /* ---- arenas (judge_layout.c) ---- */
 

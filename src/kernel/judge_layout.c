@@ -83,7 +83,7 @@ size_t kv_judge_timing_sets(const judge *j, const int64_t *syms)
  * from its reply. No block's inputs exist while such a request runs. */
 static void forgive_request_cpu(judge *j)
 {
-    if (j->rn) j->idle_cpu = kv_runner_cpu_seconds(j->rn);
+    if (j->rn) kv_judge_note_idle_cpu(j);
 }
 
 /* Maps A into the runner in use (with L's guards where given). */
@@ -253,26 +253,45 @@ static int canaries_intact(judge *j, kv_arena *a, size_t off, size_t n, unsigned
     return 1;
 }
 
-void kv_judge_check_canaries(judge *j, const shape_data *d, kv_arena *a, const layout *l)
+/* The first tensor of A whose canaries are damaged, or -1: every span in
+ * one pass where the backend counts them where they are, else read back. */
+static int damaged_canaries(judge *j, kv_arena *a, const layout *l)
 {
     const kv_task *t = j->task;
+    if (j->b->count_spans) {
+        size_t off[2 * KV_MAX_TENSORS], len[2 * KV_MAX_TENSORS], bad = 0, first = 0;
+        int n = 0;
+        for (int i = 0; i < t->num_tensors; i++)
+            for (int k = 0; k < 2; k++) {
+                off[n] = l->canary_off[i][k];
+                len[n++] = l->canary_len[i][k];
+            }
+        char *err = NULL;
+        if (j->b->count_spans(j->b, a, off, len, n, KV_CANARY, &bad, &first, &err) != 0)
+            kv_judge_fail_err(j, err, "checking canaries");
+        return bad ? (int)(first / 2) : -1;
+    }
     unsigned char *buf = NULL;
     size_t cap = 0;
-    for (int i = 0; i < t->num_tensors; i++) {
-        int ok = 1;
-        for (int k = 0; k < 2 && ok; k++)
-            ok = canaries_intact(j, a, l->canary_off[i][k], l->canary_len[i][k], &buf, &cap);
-        if (ok) continue;
-        free(buf);
-        if (d)
-            kv_judge_fail_shape(j, d, "out_of_bounds_write",
-                                "bytes next to tensor %s were overwritten (canary damaged)",
-                                t->tensors[i].name);
-        kv_judge_fail(j, "out_of_bounds_write",
-                      "bytes next to tensor %s were overwritten (canary damaged)",
-                      t->tensors[i].name);
-    }
+    int hit = -1;
+    for (int i = 0; i < t->num_tensors && hit < 0; i++)
+        for (int k = 0; k < 2 && hit < 0; k++)
+            if (!canaries_intact(j, a, l->canary_off[i][k], l->canary_len[i][k], &buf, &cap))
+                hit = i;
     free(buf);
+    return hit;
+}
+
+void kv_judge_check_canaries(judge *j, const shape_data *d, kv_arena *a, const layout *l)
+{
+    int i = damaged_canaries(j, a, l);
+    if (i < 0) return;
+    const char *name = j->task->tensors[i].name;
+    if (d)
+        kv_judge_fail_shape(j, d, "out_of_bounds_write",
+                            "bytes next to tensor %s were overwritten (canary damaged)", name);
+    kv_judge_fail(j, "out_of_bounds_write",
+                  "bytes next to tensor %s were overwritten (canary damaged)", name);
 }
 
 void kv_judge_block(const judge *j, const kv_arena *a, const layout *l, const int64_t *syms,

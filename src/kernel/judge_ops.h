@@ -183,4 +183,7 @@ KVJ_FN void kvj_part_merge(kvj_part *a, const kvj_part *b)
 /* The device check's parts, at most (one per block). */
 #define KVJ_MAX_PARTS 1024
 
+/* The canary spans of one arena checked in one launch (two per tensor). */
+#define KVJ_MAX_SPANS 32
+
 #endif

@@ -13,11 +13,13 @@
  * (kv_judge_calibrate), is taken off, and the rest divided by N is one
  * sample.
  *
- * After each block the judge checks every output was written, every input
- * is unchanged, the last output stays put once a moment has passed, nothing
- * of the candidate runs on, the canaries hold, and a few of the block's
- * outputs, chosen after it with the judge's own generator, match the
- * reference in full. */
+ * After each block the judge copies the last call's outputs, and those of
+ * a call drawn then with its own generator for a full check, the moment
+ * the runner replies; then it checks every output was written, every input
+ * is unchanged, the last output stays put once a moment has passed (at
+ * once where the copies showed an idle device: reply_probe.h), nothing of
+ * the candidate runs on, the canaries hold, and the drawn call's copy
+ * matches the reference in full. */
 #include "kernel/judge_internal.h"
 #include "kernel/device_check.h"
 #include "kernel/dtype.h"
@@ -95,10 +97,11 @@ static double time_gen(judge *j, kv_arena *a, size_t bytes)
 static void record_calibration(judge *j)
 {
     json_object_set_new(j->extra, "clock_calibration",
-                        json_pack("{s:f,s:f,s:f,s:f,s:b}", "round_trip_us", j->c.round_trip_s * 1e6,
-                                  "transfer_us", j->c.xfer_s * 1e6, "per_mb_us",
-                                  j->c.per_byte_s * 1e6 * (1 << 20), "flush_us", j->c.flush_s * 1e6,
-                                  "recalibrated", j->recalibrated));
+                        json_pack("{s:f,s:f,s:f,s:f,s:f,s:b}", "round_trip_us",
+                                  j->c.round_trip_s * 1e6, "transfer_us", j->c.xfer_s * 1e6,
+                                  "per_mb_us", j->c.per_byte_s * 1e6 * (1 << 20), "flush_us",
+                                  j->c.flush_s * 1e6, "copy_us", j->c.copy_s * 1e6, "recalibrated",
+                                  j->recalibrated));
 }
 
 void kv_judge_calibrate(judge *j)
@@ -141,6 +144,18 @@ void kv_judge_calibrate(judge *j)
         }
         j->c.flush_s = median_of(v + 1, 7);
     }
+    if (kv_judge_can(j, KV_CAP_IDLE_REPLY) && j->b->copy) {
+        /* The idle device's answer to the copies a reply is probed with. */
+        double v[8];
+        char *err = NULL;
+        for (int i = 0; i < 8; i++) {
+            double t0 = kv_now_s();
+            if (j->b->copy(j->b, &a, 0, &a, big, small, &err) != 0 || j->b->sync(j->b, &err) != 0)
+                kv_judge_fail_err(j, err, "calibrating the judge's clock");
+            v[i] = kv_now_s() - t0;
+        }
+        j->c.copy_s = median_of(v + 1, 7);
+    }
     kv_judge_arena_free(j, &a);
     record_calibration(j);
     kv_judge_lap(j, PROF_CALIBRATE, &began);
@@ -160,6 +175,7 @@ static void recalibrate_down(judge *j)
     j->c.xfer_s = fmin(before.xfer_s, j->c.xfer_s);
     j->c.per_byte_s = fmin(before.per_byte_s, j->c.per_byte_s);
     j->c.flush_s = fmin(before.flush_s, j->c.flush_s);
+    j->c.copy_s = fmin(before.copy_s, j->c.copy_s);
     j->recalibrated = 1;
     record_calibration(j);
 }
@@ -396,8 +412,10 @@ static void fail_timed_output(judge *j, const timing *tm, size_t s, int i, const
 }
 
 /* check_in_full with the device reference, where the block's data is:
- * nothing but the check's summary comes back. */
-static void check_in_full_in_place(judge *j, timing *tm, size_t s)
+ * nothing but the check's summary comes back. KEPT: the outputs are read
+ * from the copy made at the reply (TM's keep arena, after the last set's),
+ * else from the arena. */
+static void check_in_full_in_place(judge *j, timing *tm, size_t s, int kept)
 {
     const kv_task *t = j->task;
     double t0 = kv_now_s();
@@ -406,27 +424,32 @@ static void check_in_full_in_place(judge *j, timing *tm, size_t s)
     kv_judge_reference_arena(j, tm->sh->syms, &tm->a, &tm->l, s, &ref, where);
     kv_judge_lap(j, PROF_REFERENCE, &t0);
     char *err = NULL;
+    size_t at = tm->out_bytes;
     for (int i = 0; i < t->num_tensors; i++) {
         const kv_tensor_spec *ts = &t->tensors[i];
         if (ts->role != KV_OUT) continue;
         kv_check c;
-        if (j->b->check(j->b, &tm->a, tm->l.off[i] + s * tm->l.stride[i], ts->dtype,
-                        tm->l.len[i] / kv_dtype_size(ts->dtype), j->b->ptr(j->b, &ref, where[i][0]),
+        kv_arena *from = kept ? &tm->keep : &tm->a;
+        size_t off = kept ? at : tm->l.off[i] + s * tm->l.stride[i];
+        if (j->b->check(j->b, from, off, ts->dtype, tm->l.len[i] / kv_dtype_size(ts->dtype),
+                        j->b->ptr(j->b, &ref, where[i][0]),
                         t->reference_scale ? j->b->ptr(j->b, &ref, where[i][1]) : NULL,
                         tm->poison[i], t->tol[ts->dtype], &c, &err) != 0)
             kv_judge_fail_err(j, err, "checking a timed call's output");
         fail_timed_output(j, tm, s, i, &c);
+        at += tm->l.len[i];
     }
     kv_judge_own_free(j, &ref);
     kv_judge_lap(j, PROF_CHECK, &t0);
 }
 
-/* The reference of set S of the block and the check of its output. */
-static void check_in_full(judge *j, timing *tm, size_t s)
+/* The reference of set S of the block and the check of its output (KEPT:
+ * as copied at the reply, where the late look runs in place). */
+static void check_in_full(judge *j, timing *tm, size_t s, int kept)
 {
     const kv_task *t = j->task;
     if (j->ref && kv_judge_in_place(j)) {
-        check_in_full_in_place(j, tm, s);
+        check_in_full_in_place(j, tm, s, kept && late_look_in_place(j));
         return;
     }
     double *in[KV_MAX_TENSORS] = {0}, *val[KV_MAX_TENSORS] = {0}, *scale[KV_MAX_TENSORS] = {0};
@@ -476,25 +499,47 @@ static void check_in_full(judge *j, timing *tm, size_t s)
     kv_judge_lap(j, PROF_CHECK, &t0);
 }
 
+/* Where the late look runs in place: the last set's outputs copied into
+ * TM's keep arena and, when FULL_SET < N, that set's after them (the call
+ * checked in full is read from there), all at once after the reply. 1 when
+ * the copies show the device idle at the reply (kv_judge_look_at_once). */
+static int keep_outputs(judge *j, timing *tm, size_t n, size_t full_set)
+{
+    const kv_task *t = j->task;
+    char *err = NULL;
+    size_t at = 0, copied = 0;
+    for (int i = 0; i < t->num_tensors; i++) {
+        if (t->tensors[i].role != KV_OUT) continue;
+        size_t last_off = tm->l.off[i] + (n - 1) * tm->l.stride[i];
+        if (j->b->copy(j->b, &tm->a, last_off, &tm->keep, at, tm->l.len[i], &err) != 0 ||
+            (full_set < n && j->b->copy(j->b, &tm->a, tm->l.off[i] + full_set * tm->l.stride[i],
+                                        &tm->keep, tm->out_bytes + at, tm->l.len[i], &err) != 0))
+            kv_judge_fail_err(j, err, "keeping a timed call's output");
+        copied += tm->l.len[i] * (full_set < n ? 2 : 1);
+        at += tm->l.len[i];
+    }
+    if (j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "keeping a timed call's output");
+    return kv_judge_look_at_once(j, copied);
+}
+
 /* Every output of the block's N calls written; keeps the last set's
  * outputs for the late-change look: in TM's keep arena where the look runs
- * in place, else in LAST (host). */
-static void check_written(judge *j, timing *tm, size_t n, unsigned char *last)
+ * in place (with set FULL_SET's, keep_outputs), else in LAST (host). 1 when
+ * the look needs no settle. */
+static int check_written(judge *j, timing *tm, size_t n, unsigned char *last, size_t full_set)
 {
     const kv_task *t = j->task;
     char *err = NULL;
     size_t at = 0;
     int in_place = late_look_in_place(j);
-    if (in_place && !tm->keep.bytes)
-        kv_judge_own_new(j, tm->out_bytes + 64, &tm->keep, "an arena for the judge's copies");
+    int at_once = in_place ? keep_outputs(j, tm, n, full_set) : 0;
     for (int i = 0; i < t->num_tensors; i++) {
         const kv_tensor_spec *ts = &t->tensors[i];
         if (ts->role != KV_OUT) continue;
         size_t es = kv_dtype_size(ts->dtype), count = tm->l.len[i] / es;
         /* The last call first: it is the one a lying "done" would leave unfinished. */
         size_t last_off = tm->l.off[i] + (n - 1) * tm->l.stride[i];
-        if (in_place ? j->b->copy(j->b, &tm->a, last_off, &tm->keep, at, tm->l.len[i], &err)
-                     : j->b->read(j->b, &tm->a, last_off, last + at, tm->l.len[i], &err))
+        if (!in_place && j->b->read(j->b, &tm->a, last_off, last + at, tm->l.len[i], &err) != 0)
             kv_judge_fail_err(j, err, "keeping a timed call's output");
         size_t bad = 0, first = 0, where_set = 0;
         if (j->b->count_poison) {
@@ -521,6 +566,7 @@ static void check_written(judge *j, timing *tm, size_t n, unsigned char *last)
                           tm->sh->name, ts->name, where_set);
         at += tm->l.len[i];
     }
+    return at_once;
 }
 
 /* Every input of the block's N calls as the judge wrote it. */
@@ -563,7 +609,9 @@ static void check_block(judge *j, timing *tm, size_t n, int full)
     unsigned char *last = host_look ? kv_malloc(tm->out_bytes + 8) : NULL,
                   *again = host_look ? kv_malloc(tm->out_bytes + 8) : NULL;
     double t1 = t0;
-    check_written(j, tm, n, last);
+    /* Which call is checked in full is drawn after the block. */
+    size_t full_set = full ? (size_t)kv_rng_below(&j->rng, n) : n;
+    int at_once = check_written(j, tm, n, last, j->trusted ? n : full_set);
     kv_judge_check_lap(j, BLOCK_WRITTEN, &t1);
     double kept_at = t1;
     if (j->trusted) { /* the task's own baseline: written outputs are all its timing needs */
@@ -575,10 +623,11 @@ static void check_block(judge *j, timing *tm, size_t n, int full)
     check_inputs(j, tm, n);
     kv_judge_check_lap(j, BLOCK_INPUTS, &t1);
     kv_judge_check_quiet(j, NULL, "after a timed block");
-    /* The late look comes a settle after the outputs were kept: the input
-     * checks above count toward it. */
+    /* The late look comes a settle after the outputs were kept (the input
+     * checks above count toward it), or at once where the copies showed the
+     * device idle at the reply. */
     double since = kv_now_s() - kept_at;
-    if (since < j->s.settle_s) kv_sleep_s(j->s.settle_s - since);
+    if (!at_once && since < j->s.settle_s) kv_sleep_s(j->s.settle_s - since);
     char *err = NULL;
     size_t at = 0, changed = 0;
     for (int i = 0; i < t->num_tensors; i++) {
@@ -607,9 +656,8 @@ static void check_block(judge *j, timing *tm, size_t n, int full)
     kv_judge_check_canaries(j, NULL, &tm->a, &tm->l);
     kv_judge_check_lap(j, BLOCK_CANARIES, &t1);
     kv_judge_lap(j, PROF_CHECK, &t0);
-    /* Which call is checked in full is drawn after the block. */
     if (full) {
-        check_in_full(j, tm, (size_t)kv_rng_below(&j->rng, n));
+        check_in_full(j, tm, full_set, 1);
         kv_judge_check_lap(j, BLOCK_FULL, &t1);
     }
 }
@@ -645,10 +693,10 @@ static double timed_block(judge *j, timing *tm, size_t n, double *last_reply, in
     if (limit > 120 + j->s.kernel_timeout_s) limit = 120 + j->s.kernel_timeout_s;
     int rc = kv_runner_run(j->rn, &m, limit, &secs, &f, &err);
     double window = kv_now_s() - t0;
-    *last_reply = kv_now_s();
+    *last_reply = j->replied_at = kv_now_s();
     if (rc < 0) kv_judge_fail_err(j, err, ctx);
     if (rc > 0) kv_judge_fail_runner(j, &f, ctx);
-    j->idle_cpu = kv_runner_cpu_seconds(j->rn);
+    kv_judge_note_idle_cpu(j);
     kv_judge_lap(j, PROF_TIMED, &t0);
     check_block(j, tm, n, full);
     if (window_s) *window_s = window;
@@ -818,8 +866,8 @@ static void measure_energy(judge *j, timing *tm, size_t n, double median_us, dou
     pthread_mutex_unlock(&p.mu);
     pthread_join(th, NULL);
     pthread_mutex_destroy(&p.mu);
-    *last_reply = kv_now_s();
-    j->idle_cpu = kv_runner_cpu_seconds(j->rn);
+    *last_reply = j->replied_at = nb ? b1[nb - 1] : kv_now_s();
+    kv_judge_note_idle_cpu(j);
     kv_judge_lap(j, PROF_ENERGY, &t0);
     /* A set's in-out tensors were worked on again and again here: only a
      * task without them has a reference for the last block's calls. */
@@ -885,6 +933,10 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
         }
     }
     size_t nmax = kv_judge_timing_sets(j, sh->syms);
+    /* The copies made at each reply: the last set's outputs and the one
+     * checked in full (made now, not in the first block's look). */
+    if (late_look_in_place(j))
+        kv_judge_own_new(j, 2 * tm.out_bytes + 64, &tm.keep, "an arena for the judge's copies");
     /* A short block first, in an arena of its own, to size the others:
      * their arena holds just the sets a block needs. */
     double last_reply = kv_now_s();
@@ -922,7 +974,9 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
      * Then the timed blocks: after each, with probability P, one of its
      * calls is checked in full, and the last is checked if none was: no
      * call can know it will not be. */
+    t0 = kv_now_s();
     record_graph(j, &tm, n, summary);
+    kv_judge_lap(j, PROF_RECORD, &t0);
     timed_block(j, &tm, n, &last_reply, 0, NULL, NULL);
     double p = (double)j->s.checks_per_scenario / (double)j->s.min_blocks;
     int checked = 0;
@@ -941,7 +995,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
     }
     if (!checked && !j->trusted) {
         double tf = kv_now_s();
-        check_in_full(j, &tm, (size_t)kv_rng_below(&j->rng, n));
+        check_in_full(j, &tm, (size_t)kv_rng_below(&j->rng, n), 0);
         kv_judge_check_lap(j, BLOCK_FULL, &tf);
     }
     json_t *tele1 = j->b->telemetry ? j->b->telemetry(j->b) : NULL;

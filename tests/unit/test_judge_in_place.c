@@ -185,6 +185,35 @@ static size_t agree(kv_arena *a, const double *want, const double *scale, const 
     return here.worst;
 }
 
+/* The canaries of an arena in one pass: intact spans count nothing, a
+ * damaged byte is counted in the first span that holds it, and an empty
+ * span is skipped. */
+static void damaged_canaries_are_counted_with_their_span(void **state)
+{
+    (void)state;
+    kv_arena a;
+    arena(&a, 4096);
+    size_t off[3] = {0, 1000, 3000}, len[3] = {64, 0, 96}, bad = 9, first = 9;
+    char *err = NULL;
+    assert_int_equal(dev.count_spans(&dev, &a, off, len, 3, 0xc3, &bad, &first, &err), 0);
+    assert_int_equal(bad, 0);
+    a.host[3000 + 95] = 0;
+    a.host[1000] = 0; /* in the empty span: not a canary */
+    assert_int_equal(dev.count_spans(&dev, &a, off, len, 3, 0xc3, &bad, &first, &err), 0);
+    assert_int_equal(bad, 1);
+    assert_int_equal(first, 2);
+    a.host[10] = 7;
+    assert_int_equal(dev.count_spans(&dev, &a, off, len, 3, 0xc3, &bad, &first, &err), 0);
+    assert_int_equal(bad, 2);
+    assert_int_equal(first, 0);
+    /* a span past the arena is the judge's error, not a count */
+    size_t past[1] = {4000}, plen[1] = {200};
+    assert_int_equal(dev.count_spans(&dev, &a, past, plen, 1, 0xc3, &bad, &first, &err), -1);
+    assert_non_null(err);
+    free(err);
+    kv_memfd_arena_free(&a);
+}
+
 static void the_check_from_parts_gives_the_hosts_verdict(void **state)
 {
     (void)state;
@@ -247,6 +276,7 @@ int main(void)
         cmocka_unit_test(poison_is_counted_over_sets_in_one_pass),
         cmocka_unit_test(each_distribution_looks_as_it_says),
         cmocka_unit_test(the_check_from_parts_gives_the_hosts_verdict),
+        cmocka_unit_test(damaged_canaries_are_counted_with_their_span),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

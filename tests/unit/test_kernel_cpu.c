@@ -90,6 +90,13 @@ static void baseline_is_correct_with_every_scenario_metric_and_a_time_profile(vo
     assert_true(json_number_value(json_object_get(prof, "fill")) > 0);
     assert_true(json_number_value(json_object_get(prof, "timed")) > 0);
     assert_true(sum <= json_number_value(json_object_get(art, "worker_seconds")));
+    /* On cpu a thread of the candidate's may run on after its call: every
+     * look for late changes waits the settle (only a device that the
+     * runner leaves idle at its reply may skip it, reply_probe.h). */
+    json_t *looks = json_object_get(art, "late_looks");
+    assert_int_equal(json_integer_value(json_object_get(looks, "at_once")), 0);
+    assert_true(json_integer_value(json_object_get(looks, "after_settle")) > 0);
+    assert_true(json_array_size(json_object_get(looks, "wait_us")) == 4);
     json_decref(res);
 }
 

@@ -48,6 +48,9 @@ typedef int (*check_fn)(void *, const void *, int, const double *, const double 
                         unsigned long long, unsigned int, int, double, double, double, kvj_part *,
                         int *);
 
+typedef int (*count_spans_fn)(void *, const unsigned long long *, const unsigned long long *, int,
+                              unsigned int, unsigned long long *);
+
 typedef struct cu_state {
     kv_cu cu;
     CUdevice dev;
@@ -66,6 +69,7 @@ typedef struct cu_state {
     count_diff_fn count_diff;
     compare_fn compare;
     check_fn check;
+    count_spans_fn count_spans;
     CUdeviceptr parts; /* kvj_check's parts, KVJ_MAX_PARTS */
 } cu_state;
 
@@ -153,7 +157,8 @@ static int load_helpers(cu_state *s, const char *helpers, char **err)
                    {"kvj_count_changed", offsetof(cu_state, count_changed)},
                    {"kvj_count_diff", offsetof(cu_state, count_diff)},
                    {"kvj_compare", offsetof(cu_state, compare)},
-                   {"kvj_check", offsetof(cu_state, check)}};
+                   {"kvj_check", offsetof(cu_state, check)},
+                   {"kvj_count_spans", offsetof(cu_state, count_spans)}};
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
         void *f = dlsym(s->helpers, entries[i].name);
         if (!f) {
@@ -481,6 +486,34 @@ static int cuda_compare(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t
     return read_counters(s, differ, first, err);
 }
 
+static int cuda_count_spans(kv_jdev *b, kv_arena *a, const size_t *off, const size_t *len, int n,
+                            unsigned char byte, size_t *bad, size_t *first, char **err)
+{
+    cu_state *s = b->state;
+    unsigned long long at[KVJ_MAX_SPANS], bytes[KVJ_MAX_SPANS];
+    if (n > KVJ_MAX_SPANS) {
+        *err = kv_asprintf("harness_error: %d canary spans (at most %d)", n, KVJ_MAX_SPANS);
+        return -1;
+    }
+    size_t which[KVJ_MAX_SPANS];
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (!len[i]) continue;
+        if (kv_arena_check(a, off[i], len[i], err) != 0) return -1;
+        at[k] = a->dptr + off[i];
+        bytes[k] = len[i];
+        which[k++] = (size_t)i;
+    }
+    if (helper_rc(s->count_spans(s->stream, at, bytes, k, byte,
+                                 (unsigned long long *)(uintptr_t)s->counters),
+                  "canary", err) != 0)
+        return -1;
+    size_t span = 0;
+    if (read_counters(s, bad, &span, err) != 0) return -1;
+    *first = *bad && span < (size_t)k ? which[span] : 0;
+    return 0;
+}
+
 static int cuda_check(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
                       const double *ref, const double *scale, const void *poison, kv_tolerance tol,
                       kv_check *out, char **err)
@@ -573,6 +606,7 @@ kv_jdev *kv_jdev_cuda_new(void)
     b->copy = cuda_copy;
     b->check = cuda_check;
     b->compare = cuda_compare;
+    b->count_spans = cuda_count_spans;
     return b;
 }
 

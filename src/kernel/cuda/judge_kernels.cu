@@ -240,6 +240,44 @@ extern "C" int kvj_count_equal(void *stream, const void *p, int esize, unsigned 
     return (int)cudaGetLastError();
 }
 
+// Spans of bytes that should all be BYTE (the canaries around an arena's
+// tensors), passed by value: one launch and one answer for all of them.
+struct kvj_spans {
+    unsigned long long at[KVJ_MAX_SPANS], len[KVJ_MAX_SPANS];
+    int n;
+};
+
+// res[0]: bytes of the spans that are not BYTE; res[1]: the first span
+// holding one. A block per span.
+__global__ void spans_kernel(kvj_spans sp, unsigned int byte, unsigned long long *res)
+{
+    const unsigned char *p = (const unsigned char *)(uintptr_t)sp.at[blockIdx.x];
+    unsigned long long mine = 0, first = ~0ull;
+    for (unsigned long long i = threadIdx.x; i < sp.len[blockIdx.x]; i += blockDim.x)
+        if (p[i] != byte) {
+            mine++;
+            first = blockIdx.x;
+        }
+    add_count(mine, first, res);
+}
+
+extern "C" int kvj_count_spans(void *stream, const unsigned long long *at,
+                               const unsigned long long *len, int n, unsigned int byte,
+                               unsigned long long *res)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    reset(s, res);
+    if (n < 1) return 0;
+    kvj_spans sp;
+    sp.n = n > KVJ_MAX_SPANS ? KVJ_MAX_SPANS : n;
+    for (int i = 0; i < sp.n; i++) {
+        sp.at[i] = at[i];
+        sp.len[i] = len[i];
+    }
+    spans_kernel<<<sp.n, 256, 0, s>>>(sp, byte, res);
+    return (int)cudaGetLastError();
+}
+
 // res[0]: elements of P that differ from their draw; res[1]: the first.
 __global__ void changed_kernel(const void *p, int dt, int dist, uint64_t n, uint64_t seed,
                                uint64_t forced, unsigned long long *res)
