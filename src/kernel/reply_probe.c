@@ -5,9 +5,9 @@
  * 165 (the GPU switching from the runner's context to the judge's; the
  * copies themselves take about 10 us; bench/NOTES.md, 2026-12-02). Work
  * left running at the reply delays the copies by its own length, so what
- * could hide under this floor is about 100 us a block: a few percent of
- * the shortest blocks, where the judge before it saw none of what finished
- * before its copy ran. */
+ * could hide under the limit (about 280 us there) is about 130 us a
+ * block: a few percent of the shortest blocks, where the judge before it
+ * saw none of what finished before its copy ran. */
 #define PROBE_FLOOR_S 250e-6
 
 double kv_reply_probe_limit(double copy_s, double per_byte_s, size_t bytes)
