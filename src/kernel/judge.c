@@ -264,15 +264,16 @@ double kv_judge_run_block(judge *j, const kv_rmsg_run *m, const char *context)
 
 int kv_judge_look_at_once(judge *j, size_t bytes)
 {
+    late_looks *l = &j->looks;
     double waited = kv_now_s() - j->replied_at;
-    if (j->n_look_waits < (int)(sizeof j->look_wait_us / sizeof j->look_wait_us[0]))
-        j->look_wait_us[j->n_look_waits++] = (float)(waited * 1e6);
+    if (l->n_waits < (int)(sizeof l->wait_us / sizeof l->wait_us[0]))
+        l->wait_us[l->n_waits++] = (float)(waited * 1e6);
     int idle = kv_judge_can(j, KV_CAP_IDLE_REPLY) &&
                kv_reply_was_idle(waited, j->c.copy_s, j->c.per_byte_s, bytes);
     if (idle)
-        j->looks_at_once++;
+        l->at_once++;
     else
-        j->looks_settled++;
+        l->settled++;
     return idle;
 }
 
@@ -429,8 +430,7 @@ static json_t *time_baseline(judge *j)
 {
     double t0 = kv_now_s(), before[PROF_COUNT];
     memcpy(before, j->prof, sizeof before);
-    long at_once = j->looks_at_once, settled = j->looks_settled;
-    int waits = j->n_look_waits;
+    late_looks looks = j->looks;
     ready_runner(j, spawn_runner(j, j->ctx->base, j->ctx->base_device_src, "baseline"), "baseline");
     j->trusted = 1;
     json_t *out = json_object();
@@ -445,11 +445,9 @@ static json_t *time_baseline(judge *j)
     json_object_del(j->extra, "build_log");
     j->who = NULL;
     j->trusted = 0;
-    /* Its steps count as the baseline's, not as the candidate's. */
+    /* Its steps and looks count as the baseline's, not as the candidate's. */
     memcpy(j->prof, before, sizeof before);
-    j->looks_at_once = at_once;
-    j->looks_settled = settled;
-    j->n_look_waits = waits;
+    j->looks = looks;
     j->prof[PROF_BASELINE] += kv_now_s() - t0;
     return out;
 }
@@ -625,17 +623,18 @@ static int cmp_float(const void *a, const void *b)
 /* How the late looks went: how many at once and after the settle, and the
  * waits from the reply to the copies (microseconds: min, median, 90th
  * percentile, max of the first ones) that decided it. */
-static json_t *late_looks(judge *j)
+static json_t *late_looks_json(judge *j)
 {
-    json_t *o = json_pack("{s:I,s:I,s:f}", "at_once", (json_int_t)j->looks_at_once, "after_settle",
-                          (json_int_t)j->looks_settled, "limit_small_us",
+    late_looks *l = &j->looks;
+    json_t *o = json_pack("{s:I,s:I,s:f}", "at_once", (json_int_t)l->at_once, "after_settle",
+                          (json_int_t)l->settled, "limit_small_us",
                           kv_reply_probe_limit(j->c.copy_s, j->c.per_byte_s, 0) * 1e6);
-    int n = j->n_look_waits;
+    int n = l->n_waits;
     if (n > 0) {
-        qsort(j->look_wait_us, (size_t)n, sizeof j->look_wait_us[0], cmp_float);
+        qsort(l->wait_us, (size_t)n, sizeof l->wait_us[0], cmp_float);
         json_object_set_new(o, "wait_us",
-                            json_pack("[f,f,f,f]", j->look_wait_us[0], j->look_wait_us[n / 2],
-                                      j->look_wait_us[n * 9 / 10], j->look_wait_us[n - 1]));
+                            json_pack("[f,f,f,f]", l->wait_us[0], l->wait_us[n / 2],
+                                      l->wait_us[n * 9 / 10], l->wait_us[n - 1]));
     }
     return o;
 }
@@ -751,7 +750,7 @@ void kv_judge_main(void *vctx)
     for (int i = 0; i < CHECK_STEPS; i++)
         json_object_set_new(steps, check_names[i], json_real(j.prof_check[i]));
     json_object_set_new(result, "profile_check_seconds", steps);
-    json_object_set_new(result, "late_looks", late_looks(&j));
+    json_object_set_new(result, "late_looks", late_looks_json(&j));
     if (baseline) json_decref(baseline);
     kv_worker_phase("done");
     kv_worker_result(result);

@@ -107,6 +107,15 @@ typedef struct held_prep {
     held_trial *t;
 } held_prep;
 
+/* Late looks at a reply's outputs: done at once (the copies showed an idle
+ * device, KV_CAP_IDLE_REPLY), or after the settle; the first looks' waits
+ * from the reply to the copies done. */
+typedef struct late_looks {
+    long at_once, settled;
+    float wait_us[1024];
+    int n_waits;
+} late_looks;
+
 typedef struct judge {
     double prof[PROF_COUNT];
     double prof_check[CHECK_STEPS];
@@ -144,11 +153,7 @@ typedef struct judge {
     int recalibrated;  /* the clock measured again after the code was loaded (never higher) */
     held_prep *held;   /* per held-out shape, drawn before the hold (NULL: drawn during it) */
     double replied_at; /* when the runner's last reply came */
-    /* Late looks at outputs: done at once (the copies showed an idle
-     * device, KV_CAP_IDLE_REPLY), or after the settle. */
-    long looks_at_once, looks_settled;
-    float look_wait_us[1024]; /* the first looks' waits from the reply to the copies done */
-    int n_look_waits;
+    late_looks looks;
 } judge;
 
 /* Host-side images of one shape's tensors, for the correctness trials. */

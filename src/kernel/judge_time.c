@@ -75,17 +75,33 @@ static void null_block(const kv_arena *a, size_t bytes, uint32_t ncalls, kv_rmsg
     m->is_output[1] = 1;
 }
 
-/* The judge's own in-window steps on cuda: writing N inputs and flushing
- * the cache. Seconds of a write of BYTES in one launch, and of a flush. */
-static double time_gen(judge *j, kv_arena *a, size_t bytes)
+/* One of the judge's own steps on arena A: BYTES written as inputs (SEED
+ * their draw), the cache flushed, or BYTES copied within A (the copies a
+ * reply is probed with). 0, or -1 with *ERR. */
+enum own_step { STEP_GEN, STEP_FLUSH, STEP_COPY };
+
+static int own_step_once(judge *j, enum own_step step, kv_arena *a, size_t bytes, uint64_t seed,
+                         char **err)
+{
+    switch (step) {
+    case STEP_GEN:
+        return j->b->gen(j->b, a, 0, KV_BF16, TIMED_DIST, bytes / 2, seed, ~0ull, err);
+    case STEP_FLUSH:
+        return j->b->flush ? j->b->flush(j->b, err) : 0;
+    default:
+        return j->b->copy(j->b, a, 0, a, bytes, bytes, err);
+    }
+}
+
+/* The median seconds of STEP on BYTES and the wait for it, over seven
+ * runs after a first one not counted (its launch loads the module). */
+static double time_own_step(judge *j, enum own_step step, kv_arena *a, size_t bytes)
 {
     double v[8];
     char *err = NULL;
-    /* The first launch loads the module (lazy loading): not counted. */
     for (int i = 0; i < 8; i++) {
         double t0 = kv_now_s();
-        if (j->b->gen(j->b, a, 0, KV_BF16, TIMED_DIST, bytes / 2, (uint64_t)i + 1, ~0ull, &err) !=
-                0 ||
+        if (own_step_once(j, step, a, bytes, (uint64_t)i + 1, &err) != 0 ||
             j->b->sync(j->b, &err) != 0)
             kv_judge_fail_err(j, err, "calibrating the judge's clock");
         v[i] = kv_now_s() - t0;
@@ -131,31 +147,17 @@ void kv_judge_calibrate(judge *j)
         double per_call = fmax(0, (t_many - t_small) / 15.0 - 4.0 * small * j->c.per_byte_s);
         j->c.xfer_s = per_call; /* per call, beside the bytes */
     } else if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS) && j->b->gen) {
-        double t_small = time_gen(j, &a, small), t_big = time_gen(j, &a, big);
+        /* The judge's in-window steps on cuda: a block's input writes in one
+         * launch, and the cache's flush. */
+        double t_small = time_own_step(j, STEP_GEN, &a, small);
+        double t_big = time_own_step(j, STEP_GEN, &a, big);
         j->c.per_byte_s = fmax(0, (t_big - t_small) / (double)(big - small));
         j->c.xfer_s = fmax(0, t_small - small * j->c.per_byte_s); /* per launch */
-        double v[8];
-        char *err = NULL;
-        for (int i = 0; i < 8; i++) {
-            double t0 = kv_now_s();
-            if ((j->b->flush && j->b->flush(j->b, &err) != 0) || j->b->sync(j->b, &err) != 0)
-                kv_judge_fail_err(j, err, "calibrating the judge's clock");
-            v[i] = kv_now_s() - t0;
-        }
-        j->c.flush_s = median_of(v + 1, 7);
+        j->c.flush_s = time_own_step(j, STEP_FLUSH, &a, 0);
     }
-    if (kv_judge_can(j, KV_CAP_IDLE_REPLY) && j->b->copy) {
-        /* The idle device's answer to the copies a reply is probed with. */
-        double v[8];
-        char *err = NULL;
-        for (int i = 0; i < 8; i++) {
-            double t0 = kv_now_s();
-            if (j->b->copy(j->b, &a, 0, &a, big, small, &err) != 0 || j->b->sync(j->b, &err) != 0)
-                kv_judge_fail_err(j, err, "calibrating the judge's clock");
-            v[i] = kv_now_s() - t0;
-        }
-        j->c.copy_s = median_of(v + 1, 7);
-    }
+    /* The idle device's answer to the copies a reply is probed with. */
+    if (kv_judge_can(j, KV_CAP_IDLE_REPLY) && j->b->copy)
+        j->c.copy_s = time_own_step(j, STEP_COPY, &a, small);
     kv_judge_arena_free(j, &a);
     record_calibration(j);
     kv_judge_lap(j, PROF_CALIBRATE, &began);
@@ -444,12 +446,12 @@ static void check_in_full_in_place(judge *j, timing *tm, size_t s, int kept)
 }
 
 /* The reference of set S of the block and the check of its output (KEPT:
- * as copied at the reply, where the late look runs in place). */
+ * as copied at the reply, keep_outputs, where the check runs in place). */
 static void check_in_full(judge *j, timing *tm, size_t s, int kept)
 {
     const kv_task *t = j->task;
     if (j->ref && kv_judge_in_place(j)) {
-        check_in_full_in_place(j, tm, s, kept && late_look_in_place(j));
+        check_in_full_in_place(j, tm, s, kept); /* in place: the copies are made */
         return;
     }
     double *in[KV_MAX_TENSORS] = {0}, *val[KV_MAX_TENSORS] = {0}, *scale[KV_MAX_TENSORS] = {0};
