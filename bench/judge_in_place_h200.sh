@@ -54,11 +54,17 @@ w = a.get("worker_seconds", 0)
 h = a.get("device_held_seconds", w)
 print(f"{name:10s} exit {rc} wall {int(wall) / 1000:5.1f} s worker {w:5.1f} s held {h:5.2f} s score {m.get('combined_score', 0):7.2f} "
       f"{a.get('verdict')} {a.get('reason', '')} | " + " ".join(f"{k} {v:.2f}" for k, v in p.items())
-      + f" | timed share of held {p.get('timed', 0) / h if h else 0:.0%}")
+      + f" | timed share of held {p.get('timed', 0) / h if h else 0:.0%}"
+      # The calls alone: the timed windows less the judge's input writes in them.
+      + f" (calls {(p.get('timed', 0) - a.get('profile_check_seconds', {}).get('block_write', 0)) / h if h else 0:.0%})")
 looks = a.get("late_looks")
 if looks:
     print(f"{'':10s} late looks: at once {looks.get('at_once', 0)}, after the settle {looks.get('after_settle', 0)}; "
           f"waits (us, min/median/p90/max) {looks.get('wait_us')}, limit {looks.get('limit_small_us', 0):.0f} us and more for bytes")
+cal = a.get("clock_calibration")
+if cal:
+    print(f"{'':10s} calibration: " + " ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}"
+                                            for k, v in cal.items()))
 c = a.get("profile_check_seconds")
 if c:
     print(f"{'':10s} check by step: " + " ".join(f"{k} {v:.2f}" for k, v in c.items()))

@@ -50,6 +50,10 @@ def stats(db, run_s):
     held = artifact(con, "device_held_seconds")
     worker = artifact(con, "worker_seconds")
     prof = artifact(con, "profile_seconds")
+    # The judge's input writes inside the timed windows: the calls alone are
+    # the windows less these.
+    writes = {i: float((c or {}).get("block_write", 0)) if isinstance(c, dict) else 0.0
+              for i, c in artifact(con, "profile_check_seconds").items()}
     # A duplicate (the same source, or the same compiled artifact, as a
     # program judged already) repeats that verdict: it held nothing.
     dup = set(artifact(con, "duplicate_of_artifact")) | {
@@ -73,6 +77,7 @@ def stats(db, run_s):
     full = [i for i in ids if i in prof and i in ok and held_s[i] > 0 and
             float(prof[i].get("timed", 0)) > 0]
     shares = [float(prof[i]["timed"]) / held_s[i] for i in full]
+    call_shares = [(float(prof[i]["timed"]) - writes.get(i, 0.0)) / held_s[i] for i in full]
     timed_all = sum(float(prof[i].get("timed", 0)) for i in ids if i in prof)
     held_all = sum(held_s.values())
     n = len(ids)
@@ -111,6 +116,7 @@ def stats(db, run_s):
         "held_full_median_s": med([held_s[i] for i in full]),
         "timed_share_full_median": med(shares),
         "timed_share_all": timed_all / held_all if held_all else 0.0,
+        "calls_share_full_median": med(call_shares),
         "compile_median_s": med([float(v) for v in artifact(con, "compile_seconds").values()]),
         "wait_median_s": med([float(v) for v in wait.values()]),
         "prepare_median_s": med([float(p.get("prepare", 0)) for p in prof.values()]),
@@ -132,7 +138,8 @@ def lines(s):
         f"judged on the device, duplicates aside: {s['judged_per_minute']:.1f}); "
         f"device held per child, median {s['held_median_s']:.2f} s (timed in full: "
         f"{s['held_full_median_s']:.2f} s, {s['timed_in_full']} children), timed calls "
-        f"{s['timed_share_full_median']:.0%} of it (of all held time: {s['timed_share_all']:.0%})",
+        f"{s['timed_share_full_median']:.0%} of it (of all held time: {s['timed_share_all']:.0%}; "
+        f"the calls alone, the judge's input writes aside: {s.get('calls_share_full_median', 0):.0%})",
         f"  compile {s['compile_median_s']:.1f} s, prepare {s['prepare_median_s']:.2f} s, wait "
         f"{s['wait_median_s']:.1f} s per child (medians); device busy {s['device_busy']:.0%} "
         f"of the run; correct {s['correct']} ({s['correct_share_judged']:.0%} of those judged, "

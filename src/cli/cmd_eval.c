@@ -179,10 +179,15 @@ static void print_verdict(const json_t *result)
             /* The device's share: what the next evaluation waits for. */
             double held = json_number_value(json_object_get(a, "device_held_seconds"));
             double timed = json_number_value(json_object_get(prof, "timed"));
+            /* On cuda the timed windows hold the judge's input writes too. */
+            double writes = json_number_value(
+                json_object_get(json_object_get(a, "profile_check_seconds"), "block_write"));
             if (held > 0)
-                fprintf(stderr, "  device held %.2f s (waited %.2f s), timed calls %.0f%% of it\n",
+                fprintf(stderr,
+                        "  device held %.2f s (waited %.2f s), timed windows %.0f%% of it (the "
+                        "calls alone, the judge's input writes aside: %.0f%%)\n",
                         held, json_number_value(json_object_get(a, "device_wait_seconds")),
-                        100.0 * timed / held);
+                        100.0 * timed / held, 100.0 * (timed - writes) / held);
         }
     } else {
         fprintf(stderr, "verdict: rejected (%s): %s\n",

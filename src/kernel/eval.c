@@ -157,7 +157,8 @@ static json_t *accepted(int stage, json_t *res, json_t *artifacts)
                                  "profile_check_seconds",
                                  "device_held_seconds",
                                  "device_wait_seconds",
-                                 "late_looks"};
+                                 "late_looks",
+                                 "clock_calibration"};
     for (size_t k = 0; k < sizeof copy / sizeof copy[0]; k++) {
         json_t *v = json_object_get(res, copy[k]);
         if (v) json_object_set(artifacts, copy[k], v);

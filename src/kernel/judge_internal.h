@@ -80,7 +80,8 @@ typedef struct calib {
     double round_trip_s;
     double xfer_s, per_byte_s;
     double flush_s;
-    double copy_s; /* KV_CAP_IDLE_REPLY: a small copy on the judge's stream and its wait */
+    double copy_s;   /* KV_CAP_IDLE_REPLY: a small copy on the judge's stream and its wait */
+    double switch_s; /* KV_CAP_SWITCH: the device's switch to the runner in a window */
 } calib;
 
 /* A tensor's place in an arena: set S of tensor T starts at

@@ -109,15 +109,46 @@ static double time_own_step(judge *j, enum own_step step, kv_arena *a, size_t by
     return median_of(v + 1, 7);
 }
 
+/* The device's switch from the judge's context to the runner's inside a
+ * window (KV_CAP_SWITCH), as a timed block has it: the judge's writes (its
+ * context the device's last), then the runner's work. A null block that
+ * touches the device against one that does not, each after the judge's
+ * own write of BYTES inside the window and with one more before it (so
+ * neither starts with the device in the runner's context): the median
+ * difference. Uncalibrated, the switch (0.15 ms and more on an H200) was
+ * charged to the candidate's calls: a block of 200 calls of 5 us took
+ * 0.75 us more a call (bench/NOTES.md, session 16). */
+static double time_switch(judge *j, kv_arena *a, size_t bytes)
+{
+    double v[2][8];
+    char *err = NULL;
+    kv_rmsg_run m;
+    for (int i = 0; i < 8; i++)
+        for (int touch = 0; touch < 2; touch++) {
+            null_block(a, 0, 0, &m);
+            if (touch) m.flags |= KV_RUN_TOUCH;
+            if (own_step_once(j, STEP_GEN, a, bytes, (uint64_t)i + 11, &err) != 0 ||
+                j->b->sync(j->b, &err) != 0)
+                kv_judge_fail_err(j, err, "calibrating the judge's clock");
+            double t0 = kv_now_s();
+            if (own_step_once(j, STEP_GEN, a, bytes, (uint64_t)i + 1, &err) != 0 ||
+                j->b->sync(j->b, &err) != 0)
+                kv_judge_fail_err(j, err, "calibrating the judge's clock");
+            kv_judge_run_block(j, &m, "calibrating the judge's clock");
+            v[touch][i] = kv_now_s() - t0;
+        }
+    return fmax(0, median_of(v[1], 8) - median_of(v[0], 8));
+}
+
 /* The calibration in the verdict's artifacts. */
 static void record_calibration(judge *j)
 {
     json_object_set_new(j->extra, "clock_calibration",
-                        json_pack("{s:f,s:f,s:f,s:f,s:f,s:b}", "round_trip_us",
+                        json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:b}", "round_trip_us",
                                   j->c.round_trip_s * 1e6, "transfer_us", j->c.xfer_s * 1e6,
                                   "per_mb_us", j->c.per_byte_s * 1e6 * (1 << 20), "flush_us",
-                                  j->c.flush_s * 1e6, "copy_us", j->c.copy_s * 1e6, "recalibrated",
-                                  j->recalibrated));
+                                  j->c.flush_s * 1e6, "copy_us", j->c.copy_s * 1e6, "switch_us",
+                                  j->c.switch_s * 1e6, "recalibrated", j->recalibrated));
 }
 
 void kv_judge_calibrate(judge *j)
@@ -154,6 +185,7 @@ void kv_judge_calibrate(judge *j)
         j->c.per_byte_s = fmax(0, (t_big - t_small) / (double)(big - small));
         j->c.xfer_s = fmax(0, t_small - small * j->c.per_byte_s); /* per launch */
         j->c.flush_s = time_own_step(j, STEP_FLUSH, &a, 0);
+        if (kv_judge_can(j, KV_CAP_SWITCH)) j->c.switch_s = time_switch(j, &a, small);
     }
     /* The idle device's answer to the copies a reply is probed with. */
     if (kv_judge_can(j, KV_CAP_IDLE_REPLY) && j->b->copy)
@@ -178,6 +210,7 @@ static void recalibrate_down(judge *j)
     j->c.per_byte_s = fmin(before.per_byte_s, j->c.per_byte_s);
     j->c.flush_s = fmin(before.flush_s, j->c.flush_s);
     j->c.copy_s = fmin(before.copy_s, j->c.copy_s);
+    j->c.switch_s = fmin(before.switch_s, j->c.switch_s);
     j->recalibrated = 1;
     record_calibration(j);
 }
@@ -351,7 +384,8 @@ static double calibrated_writes(const judge *j, const timing *tm, size_t n)
  * block than its writes held, and a kernel looked up to 40% faster than it
  * is (bench/NOTES.md, 2026-12-02). A write slowed by other work (the
  * candidate's, late) is not taken off beyond its calibration: the lower of
- * the two never shortens the candidate's time. */
+ * the two never shortens the candidate's time. The device's switch from the
+ * judge's writes to the runner's context is the window's too (time_switch). */
 static double window_overhead(const judge *j, const timing *tm, size_t n, double write_s)
 {
     double o = j->c.round_trip_s;
@@ -360,7 +394,8 @@ static double window_overhead(const judge *j, const timing *tm, size_t n, double
              (j->c.xfer_s + j->c.per_byte_s * 2.0 * (double)(tm->in_bytes + tm->out_bytes));
     } else if (kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) {
         double w = calibrated_writes(j, tm, n);
-        o += tm->n_inputs * j->c.xfer_s + (write_s >= 0 && write_s < w ? write_s : w);
+        o += tm->n_inputs * j->c.xfer_s + (write_s >= 0 && write_s < w ? write_s : w) +
+             j->c.switch_s;
     }
     return o;
 }

@@ -83,6 +83,11 @@ typedef struct kv_rmsg_unmap {
  * answer once the context is idle: the calls without the host's launch
  * cost, as a CUDA graph in an application replays them. */
 #define KV_RUN_REPLAY 8u
+/* cuda, with KV_RUN_NO_LAUNCH: one device operation of the runner's own (a
+ * byte written at the first output's offset) before the answer, so the
+ * device switches to the runner's context as for a block's calls while
+ * nothing of the candidate's runs: the judge calibrates that switch. */
+#define KV_RUN_TOUCH 16u
 
 typedef struct kv_rmsg_run {
     kv_rmsg_hdr h;

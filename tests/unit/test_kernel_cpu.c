@@ -97,6 +97,12 @@ static void baseline_is_correct_with_every_scenario_metric_and_a_time_profile(vo
     assert_int_equal(json_integer_value(json_object_get(looks, "at_once")), 0);
     assert_true(json_integer_value(json_object_get(looks, "after_settle")) > 0);
     assert_true(json_array_size(json_object_get(looks, "wait_us")) == 4);
+    /* The clock's calibration is in the verdict (what each window had taken
+     * off); the cpu has no device to switch from the judge to the runner. */
+    json_t *cal = json_object_get(art, "clock_calibration");
+    assert_true(json_number_value(json_object_get(cal, "round_trip_us")) > 0);
+    assert_true(json_is_number(json_object_get(cal, "switch_us")));
+    assert_true(json_number_value(json_object_get(cal, "switch_us")) == 0);
     json_decref(res);
 }
 

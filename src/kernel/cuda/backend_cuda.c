@@ -826,6 +826,17 @@ static int cuda_run(kv_rdev *b, const kv_rmsg_run *m, kv_rmsg_reply *reply)
             return -1;
         }
     }
+    if ((m->flags & KV_RUN_TOUCH) && !launch) {
+        uint64_t at = 0;
+        for (uint32_t t = 0; t < m->num_tensors && t < KV_MAX_TENSORS; t++)
+            if (m->is_output[t]) {
+                at = m->offset[t];
+                break;
+            }
+        CUresult tr = s->cu.MemsetD8Async(base + at, 0, 1, s->stream);
+        if (tr != 0)
+            return reply_with(reply, 0, kv_cu_error_code(&s->cu, tr), "the calibration's touch");
+    }
     for (uint32_t i = 0; i < m->ncalls && !(m->flags & (KV_RUN_NO_LAUNCH | KV_RUN_REPLAY)); i++) {
         kv_launch_args a;
         kv_rrun_args(m, (unsigned char *)(uintptr_t)base, i, &a);

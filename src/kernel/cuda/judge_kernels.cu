@@ -81,6 +81,71 @@ static __device__ __forceinline__ uint64_t pieces(const void *p, int esize, uint
     return ((uintptr_t)p & 15) ? 0 : n / (16 / esize);
 }
 
+// KVJ_QUICK_NORMAL's draw, the timed blocks' (every input written in a
+// window and drawn again to check it), with its dtype fixed at compile time:
+// the generic path's switches on the distribution and the dtype, its 64-bit
+// index arithmetic and its int-to-float conversion ran per element and made
+// the draw compute-bound at 1-1.4 TB/s, a third of what the H200 writes
+// (bench/NOTES.md, session 16). The bits are kvj_quick_at's, rounded as
+// bits_at rounds: (float)sum is exact either way.
+static __device__ __forceinline__ float quick_of_hash(uint32_t h)
+{
+    int sum = (int)__dp4a(h, 0x01010101u, 0u);
+    // 2^23 + sum as a float, less 2^23 + 510: (float)sum - 510, exact.
+    float centred = __int_as_float(0x4B000000 | sum) - 8389118.0f;
+    return centred * (1.7320508f / 256.0f);
+}
+
+// The 16 bytes of elements I0 .. I0 + 16 / size - 1 (I0 a multiple of 8,
+// so all share I0's high half and so the key) of dtype DT.
+template <int DT> static __device__ __forceinline__ uint4 quick16_at(uint32_t key0, uint64_t i0)
+{
+    const uint32_t g = 0x9e3779b9u;
+    uint32_t base = (uint32_t)i0 * g + (key0 ^ ((uint32_t)(i0 >> 32) * 0xc2b2ae35u));
+    uint32_t w[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        if (DT == KV_F32) {
+            w[k] = __float_as_uint(quick_of_hash(kvj_mix32(base + (uint32_t)k * g)));
+        } else {
+            float lo = quick_of_hash(kvj_mix32(base + (uint32_t)(2 * k) * g)),
+                  hi = quick_of_hash(kvj_mix32(base + (uint32_t)(2 * k + 1) * g));
+            if (DT == KV_BF16) {
+                __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+                w[k] = *(uint32_t *)&v;
+            } else {
+                __half2 v = __floats2half2_rn(lo, hi);
+                w[k] = *(uint32_t *)&v;
+            }
+        }
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// kvj_quick_at's key, the part of it that the seed alone sets.
+static __device__ __forceinline__ uint32_t quick_key(uint64_t seed)
+{
+    return (uint32_t)seed ^ ((uint32_t)(seed >> 32) * 0x85ebca6bu);
+}
+
+// gen_kernel for KVJ_QUICK_NORMAL of dtype DT.
+template <int DT> __global__ void quick_gen_kernel(void *p, uint64_t n, uint64_t seed)
+{
+    const int esize = DT == KV_F32 ? 4 : 2, per = 16 / esize;
+    const uint64_t step = (uint64_t)gridDim.x * blockDim.x,
+                   me = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x, nv = pieces(p, esize, n);
+    const uint32_t key0 = quick_key(seed);
+    for (uint64_t v = me; v < nv; v += step)
+        ((uint4 *)p)[v] = quick16_at<DT>(key0, v * per);
+    for (uint64_t i = nv * per + me; i < n; i += step) {
+        uint32_t b = bits_at(DT, KVJ_QUICK_NORMAL, seed, 0, i);
+        if (esize == 2)
+            ((uint16_t *)p)[i] = (uint16_t)b;
+        else
+            ((uint32_t *)p)[i] = b;
+    }
+}
+
 __global__ void gen_kernel(void *p, int dt, int dist, uint64_t n, uint64_t seed, uint64_t forced)
 {
     const int esize = dt == KV_F16 || dt == KV_BF16 ? 2 : 4, per = 16 / esize;
@@ -200,7 +265,16 @@ static int grid_for(uint64_t n)
 extern "C" int kvj_gen(void *stream, void *p, int dt, int dist, unsigned long long n,
                        unsigned long long seed, unsigned long long forced)
 {
-    gen_kernel<<<grid_for(n), 256, 0, (cudaStream_t)stream>>>(p, dt, dist, n, seed, forced);
+    cudaStream_t s = (cudaStream_t)stream;
+    int g = grid_for(n);
+    if (dist == KVJ_QUICK_NORMAL && dt == KV_BF16)
+        quick_gen_kernel<KV_BF16><<<g, 256, 0, s>>>(p, n, seed);
+    else if (dist == KVJ_QUICK_NORMAL && dt == KV_F16)
+        quick_gen_kernel<KV_F16><<<g, 256, 0, s>>>(p, n, seed);
+    else if (dist == KVJ_QUICK_NORMAL && dt == KV_F32)
+        quick_gen_kernel<KV_F32><<<g, 256, 0, s>>>(p, n, seed);
+    else
+        gen_kernel<<<g, 256, 0, s>>>(p, dt, dist, n, seed, forced);
     return (int)cudaGetLastError();
 }
 
@@ -212,17 +286,19 @@ static void reset(cudaStream_t s, unsigned long long *res)
 }
 
 // Elements equal to PATTERN in SETS runs of N elements, STRIDE elements
-// apart (a timed block's outputs); res[1] the first as set * N + index.
+// apart (a timed block's outputs); res[1] the first as set * N + index. A
+// row of blocks per set (the y dimension): no 64-bit division per element.
 __global__ void count_sets_kernel(const void *p, int esize, uint64_t n, uint64_t sets,
                                   uint64_t stride, uint32_t pattern, unsigned long long *res)
 {
     unsigned long long mine = 0, first = ~0ull;
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n * sets;
-         i += (uint64_t)gridDim.x * blockDim.x)
-        if (raw_at(p, esize, i / n * stride + i % n) == pattern) {
-            mine++;
-            if (i < first) first = i;
-        }
+    for (uint64_t s = blockIdx.y; s < sets; s += gridDim.y)
+        for (uint64_t k = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; k < n;
+             k += (uint64_t)gridDim.x * blockDim.x)
+            if (raw_at(p, esize, s * stride + k) == pattern) {
+                mine++;
+                if (s * n + k < first) first = s * n + k;
+            }
     add_count(mine, first, res);
 }
 
@@ -232,11 +308,16 @@ extern "C" int kvj_count_equal(void *stream, const void *p, int esize, unsigned 
 {
     cudaStream_t s = (cudaStream_t)stream;
     reset(s, res);
-    if (sets > 1)
-        count_sets_kernel<<<grid_for(n * sets), 256, 0, s>>>(p, esize, n, sets, stride, pattern,
-                                                             res);
-    else
+    if (sets < 2) {
         count_kernel<<<grid_for(n), 256, 0, s>>>(p, esize, n, pattern, res);
+    } else {
+        // About as many blocks as one run of N * SETS elements would have.
+        int gx = grid_for(n);
+        uint64_t gy = (uint64_t)grid_for(n * sets) / (uint64_t)gx;
+        if (gy > sets) gy = sets;
+        dim3 grid(gx, gy < 1 ? 1 : gy > 65535 ? 65535 : (unsigned)gy);
+        count_sets_kernel<<<grid, 256, 0, s>>>(p, esize, n, sets, stride, pattern, res);
+    }
     return (int)cudaGetLastError();
 }
 
@@ -305,13 +386,50 @@ __global__ void changed_kernel(const void *p, int dt, int dist, uint64_t n, uint
     add_count(mine, first, res);
 }
 
+// changed_kernel for KVJ_QUICK_NORMAL of dtype DT.
+template <int DT>
+__global__ void quick_changed_kernel(const void *p, uint64_t n, uint64_t seed,
+                                     unsigned long long *res)
+{
+    const int esize = DT == KV_F32 ? 4 : 2, per = 16 / esize;
+    const uint64_t step = (uint64_t)gridDim.x * blockDim.x,
+                   me = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x, nv = pieces(p, esize, n);
+    const uint32_t key0 = quick_key(seed);
+    unsigned long long mine = 0, first = ~0ull;
+    for (uint64_t v = me; v < nv; v += step) {
+        uint4 got = ((const uint4 *)p)[v], want = quick16_at<DT>(key0, v * per);
+        if (got.x == want.x && got.y == want.y && got.z == want.z && got.w == want.w) continue;
+        for (int k = 0; k < per; k++) { // the piece's elements one by one
+            uint64_t i = v * per + k;
+            if (raw_at(p, esize, i) != bits_at(DT, KVJ_QUICK_NORMAL, seed, 0, i)) {
+                mine++;
+                if (i < first) first = i;
+            }
+        }
+    }
+    for (uint64_t i = nv * per + me; i < n; i += step)
+        if (raw_at(p, esize, i) != bits_at(DT, KVJ_QUICK_NORMAL, seed, 0, i)) {
+            mine++;
+            if (i < first) first = i;
+        }
+    add_count(mine, first, res);
+}
+
 extern "C" int kvj_count_changed(void *stream, const void *p, int dt, int dist,
                                  unsigned long long n, unsigned long long seed,
                                  unsigned long long forced, unsigned long long *res)
 {
     cudaStream_t s = (cudaStream_t)stream;
     reset(s, res);
-    changed_kernel<<<grid_for(n), 256, 0, s>>>(p, dt, dist, n, seed, forced, res);
+    int g = grid_for(n);
+    if (dist == KVJ_QUICK_NORMAL && dt == KV_BF16)
+        quick_changed_kernel<KV_BF16><<<g, 256, 0, s>>>(p, n, seed, res);
+    else if (dist == KVJ_QUICK_NORMAL && dt == KV_F16)
+        quick_changed_kernel<KV_F16><<<g, 256, 0, s>>>(p, n, seed, res);
+    else if (dist == KVJ_QUICK_NORMAL && dt == KV_F32)
+        quick_changed_kernel<KV_F32><<<g, 256, 0, s>>>(p, n, seed, res);
+    else
+        changed_kernel<<<g, 256, 0, s>>>(p, dt, dist, n, seed, forced, res);
     return (int)cudaGetLastError();
 }
 
