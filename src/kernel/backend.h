@@ -74,7 +74,7 @@ enum {
     KV_CAP_IDLE_REPLY = 1u << 9,
     /* The runner honours KV_RUN_TOUCH: a timed window holds the device's
      * switch from the judge's context (its input writes) to the runner's,
-     * and the judge calibrates it (about 0.15 ms on an H200, against blocks
+     * and the judge calibrates it (about 0.14 ms on an H200, against blocks
      * of 1-30 ms). */
     KV_CAP_SWITCH = 1u << 10,
 };

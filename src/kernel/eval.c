@@ -452,10 +452,13 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
     if (timing) {
         /* Kept only where the candidate cannot reach the file (Landlock),
          * per device: speedups compare with the same device's baseline. */
-        /* "graph": timed as recorded calls (KV_CAP_GRAPH), unlike a baseline kept before. */
-        char *key = kv_asprintf("%s-%s%d-%s-%s-%s%s", task->name, backend->name, device,
+        /* "graph": timed as recorded calls (KV_CAP_GRAPH); "switch": windows
+         * less the device's switch to the runner (KV_CAP_SWITCH): unlike a
+         * baseline kept before either, which is timed again. */
+        char *key = kv_asprintf("%s-%s%d-%s-%s-%s%s%s", task->name, backend->name, device,
                                 job->quick ? "quick" : "full", set, base.key,
-                                kv_backend_has(backend, KV_CAP_GRAPH) ? "-graph" : "");
+                                kv_backend_has(backend, KV_CAP_GRAPH) ? "-graph" : "",
+                                kv_backend_has(backend, KV_CAP_SWITCH) ? "-switch" : "");
         base_path = kv_baseline_path(job->run_dir, cache, key);
         free(key);
         if (kv_landlock_abi() > 0 && !job->fresh_baseline)

@@ -115,9 +115,9 @@ static double time_own_step(judge *j, enum own_step step, kv_arena *a, size_t by
  * touches the device against one that does not, each after the judge's
  * own write of BYTES inside the window and with one more before it (so
  * neither starts with the device in the runner's context): the median
- * difference. Uncalibrated, the switch (0.15 ms and more on an H200) was
+ * difference. Uncalibrated, the switch (about 0.14 ms on an H200) was
  * charged to the candidate's calls: a block of 200 calls of 5 us took
- * 0.75 us more a call (bench/NOTES.md, session 16). */
+ * 0.7 us more a call (bench/NOTES.md, session 16). */
 static double time_switch(judge *j, kv_arena *a, size_t bytes)
 {
     double v[2][8];
