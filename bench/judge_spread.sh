@@ -6,8 +6,11 @@
 # combined_score. The main job's "best against best seed, judged again"
 # is only as sharp as this spread (5% on the H200 in session 15, 6.5-8.4%
 # over five evaluations in session 16).
+# QUICK=0 judges in full (15 blocks a scenario, not 5): whether the spread
+# is the blocks' or each evaluation's.
 # Usage: bench/judge_spread.sh PROG...   (KV (build/kevolve), K (5), TASK
-#        (gqa_attention_search), BACKEND (cuda), OUT (/tmp/kevolve_spread))
+#        (gqa_attention_search), BACKEND (cuda), QUICK (1), OUT
+#        (/tmp/kevolve_spread))
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 KV=${KV:-$ROOT/build/kevolve}
@@ -15,14 +18,18 @@ K=${K:-5}
 TASK=${TASK:-gqa_attention_search}
 BACKEND=${BACKEND:-cuda}
 OUT=${OUT:-/tmp/kevolve_spread}
+QUICK=${QUICK:-1}
+mode=--quick
+[ "$QUICK" = 0 ] && mode=
 [ $# -ge 1 ] || { echo "usage: $0 PROG..." >&2; exit 2; }
 mkdir -p "$OUT"
-echo "== $TASK on $BACKEND, $K evaluations each, alternately, $(date -u +%FT%TZ)"
+echo "== $TASK on $BACKEND${mode:+ ($mode)}, $K evaluations each, alternately, $(date -u +%FT%TZ)"
 for r in $(seq 1 "$K"); do
     n=0
     for prog in "$@"; do
         n=$((n + 1))
-        "$KV" eval --task "$TASK" --backend "$BACKEND" --quick --json "$prog" \
+        # shellcheck disable=SC2086
+        "$KV" eval --task "$TASK" --backend "$BACKEND" $mode --json "$prog" \
             >"$OUT/p$n-$r.json" 2>"$OUT/p$n-$r.log" || echo "p$n run $r: exit $?"
     done
 done

@@ -137,7 +137,7 @@ def lines(s):
         f"  children per minute {s['per_minute']:.1f} ({s['children']} in {s['run_s']:.0f} s; "
         f"judged on the device, duplicates aside: {s['judged_per_minute']:.1f}); "
         f"device held per child, median {s['held_median_s']:.2f} s (timed in full: "
-        f"{s['held_full_median_s']:.2f} s, {s['timed_in_full']} children), timed calls "
+        f"{s['held_full_median_s']:.2f} s, {s['timed_in_full']} children), timed windows "
         f"{s['timed_share_full_median']:.0%} of it (of all held time: {s['timed_share_all']:.0%}; "
         f"the calls alone, the judge's input writes aside: {s.get('calls_share_full_median', 0):.0%})",
         f"  compile {s['compile_median_s']:.1f} s, prepare {s['prepare_median_s']:.2f} s, wait "

@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 static const char *const prof_names[PROF_COUNT] = {
-    "alloc",  "fill",    "upload",    "reference", "run",     "check", "timed", "baseline",
-    "energy", "prepare", "calibrate", "load",      "measure", "stop",  "record"};
+    "alloc",  "fill",    "upload",    "reference", "run",     "check", "timed",  "baseline",
+    "energy", "prepare", "calibrate", "load",      "measure", "stop",  "record", "telemetry"};
 
 static settings settings_for(const kv_job *o, const kv_backend *backend)
 {
@@ -738,8 +738,15 @@ void kv_judge_main(void *vctx)
     json_object_set_new(result, "build_logs",
                         json_pack("{s:O?}", "candidate", json_object_get(j.extra, "build_log")));
     json_t *prof = json_object();
-    for (int i = 0; i < PROF_COUNT; i++)
+    double named = 0;
+    for (int i = 0; i < PROF_COUNT; i++) {
         json_object_set_new(prof, prof_names[i], json_real(j.prof[i]));
+        if (i != PROF_PREPARE) named += j.prof[i];
+    }
+    /* What the device's hold spent outside every step above (the host's
+     * work between them): where the next saving may hide. */
+    double held_s = json_number_value(json_object_get(result, "device_held_seconds"));
+    json_object_set_new(prof, "unnamed", json_real(held_s > named ? held_s - named : 0));
     json_object_set_new(result, "profile_seconds", prof);
     static const char *const check_names[CHECK_STEPS] = {
         "keep",       "settle",         "quiet",       "tolerance",     "inputs",

@@ -44,6 +44,7 @@ enum prof_step {
     PROF_MEASURE,   /* on taking the device: its bandwidth, the kept baseline's validity */
     PROF_STOP,      /* stopping the runner before letting go */
     PROF_RECORD,    /* the runner recording a timed block's calls into a graph */
+    PROF_TELEMETRY, /* the device's clock, temperature and power read around each timing */
     PROF_COUNT
 };
 
@@ -131,12 +132,13 @@ typedef struct judge {
     const kv_job *job;
     const kv_judge_ctx *ctx;
     kv_jdev *b;
-    kv_runner *rn;    /* the runner in use (candidate or baseline) */
-    int lock;         /* the device's lock while the device is held, else -1 */
-    double held_at;   /* when the device was taken */
-    int base_threads; /* the runner's threads before any call */
-    double idle_cpu;  /* its CPU seconds when its last step ended */
-    void *ref_so;     /* the task's device reference, loaded here */
+    kv_runner *rn;     /* the runner in use (candidate or baseline) */
+    json_t *tele_last; /* the device's telemetry after the last timed scenario, or NULL */
+    int lock;          /* the device's lock while the device is held, else -1 */
+    double held_at;    /* when the device was taken */
+    int base_threads;  /* the runner's threads before any call */
+    double idle_cpu;   /* its CPU seconds when its last step ended */
+    void *ref_so;      /* the task's device reference, loaded here */
     kv_launch_fn ref;
     settings s;
     calib c;

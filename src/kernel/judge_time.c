@@ -1003,7 +1003,13 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
     double *samples = kv_malloc(4096 * sizeof *samples),
            *windows = kv_malloc(4096 * sizeof *windows), *writes = kv_malloc(4096 * sizeof *writes);
     size_t ns = 0, reps = 0;
-    json_t *tele0 = j->b->telemetry ? j->b->telemetry(j->b) : NULL;
+    /* The device's state before: as the last scenario left it, where one was
+     * timed (nothing but arenas came between), else read now. */
+    double tt = kv_now_s();
+    json_t *tele0 = j->tele_last      ? json_incref(j->tele_last)
+                    : j->b->telemetry ? j->b->telemetry(j->b)
+                                      : NULL;
+    kv_judge_lap(j, PROF_TELEMETRY, &tt);
     /* A block of the final size first, not counted (clocks, caches, the
      * driver's first use of the arena; a recorded graph's first replay,
      * which uploads it: the candidate's code ran on this shape in its
@@ -1035,7 +1041,11 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
         check_in_full(j, &tm, (size_t)kv_rng_below(&j->rng, n), 0);
         kv_judge_check_lap(j, BLOCK_FULL, &tf);
     }
+    tt = kv_now_s();
     json_t *tele1 = j->b->telemetry ? j->b->telemetry(j->b) : NULL;
+    if (j->tele_last) json_decref(j->tele_last);
+    j->tele_last = tele1 ? json_incref(tele1) : NULL;
+    kv_judge_lap(j, PROF_TELEMETRY, &tt);
     double med, iqr, mn;
     kv_stats(samples, ns, &med, &iqr, &mn);
     kv_roofline rf = t->roofline(sh->syms);

@@ -90,6 +90,18 @@ static void baseline_is_correct_with_every_scenario_metric_and_a_time_profile(vo
     assert_true(json_number_value(json_object_get(prof, "fill")) > 0);
     assert_true(json_number_value(json_object_get(prof, "timed")) > 0);
     assert_true(sum <= json_number_value(json_object_get(art, "worker_seconds")));
+    /* Every second of the device's hold is in a step or, where none names
+     * it, in "unnamed" (the steps before the hold aside). */
+    double in_hold = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(prof, k, v)
+    {
+        if (strcmp(k, "prepare") != 0) in_hold += json_number_value(v);
+    }
+    assert_true(json_number_value(json_object_get(prof, "unnamed")) >= 0);
+    assert_true(json_is_number(json_object_get(prof, "telemetry")));
+    assert_true(in_hold >= json_number_value(json_object_get(art, "device_held_seconds")) - 1e-6);
     /* On cpu a thread of the candidate's may run on after its call: every
      * look for late changes waits the settle (only a device that the
      * runner leaves idle at its reply may skip it, reply_probe.h). */
