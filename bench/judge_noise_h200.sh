@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Issue 21 on the GPU machine, in one call (about 4 minutes): where a fast
+# child's unnamed hold goes, and whether one program's 6.5-8.4% spread from
+# one evaluation to the next (session 16) is its few blocks' or each
+# evaluation's.
+#   1. bench/judge_in_place_h200.sh, ROUNDS 1, no red team: the profile with
+#      its telemetry and unnamed steps.
+#   2. bench/judge_spread.sh, quick, K (5) each of session 15's best and the
+#      Hopper prefill seed, alternately.
+#   3. bench/judge_spread.sh in full (QUICK=0), KFULL (3) of the seed.
+# Needs bench/device_pack.sh's .dev (carry it) with .dev/bin/kevolve-old.
+# Usage: bench/judge_noise_h200.sh  (OUT, K (5), KFULL (3))
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 1
+. bench/device_env.sh
+OUT=${OUT:-/tmp/kevolve_judge_noise}
+BEST=bench/results/h200-2026-12-02-session15/call3_run_best.cu
+SEED=tasks/gqa_attention/cuda/prefill_hopper.cu
+mkdir -p "$OUT"
+OUT=$OUT/judge ROUNDS=1 RED=ctl_fp32 bench/judge_in_place_h200.sh
+OUT=$OUT/quick K=${K:-5} bench/judge_spread.sh "$BEST" "$SEED"
+OUT=$OUT/full K=${KFULL:-3} QUICK=0 bench/judge_spread.sh "$SEED"
