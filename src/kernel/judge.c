@@ -729,7 +729,8 @@ void kv_judge_main(void *vctx)
     stop_runner(&j);
     kv_judge_lap(&j, PROF_STOP, &t0);
     note_device_errors(&j, result);
-    json_object_set_new(result, "device_held_seconds", json_real(let_go_device(&j)));
+    double held_s = let_go_device(&j);
+    json_object_set_new(result, "device_held_seconds", json_real(held_s));
     json_object_set(result, "device_wait_seconds", json_object_get(j.extra, "device_wait_seconds"));
     json_object_set_new(result, "scenarios", scen);
     json_object_set_new(result, "held_out", held);
@@ -745,7 +746,6 @@ void kv_judge_main(void *vctx)
     }
     /* What the device's hold spent outside every step above (the host's
      * work between them): where the next saving may hide. */
-    double held_s = json_number_value(json_object_get(result, "device_held_seconds"));
     json_object_set_new(prof, "unnamed", json_real(held_s > named ? held_s - named : 0));
     json_object_set_new(result, "profile_seconds", prof);
     static const char *const check_names[CHECK_STEPS] = {

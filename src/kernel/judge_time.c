@@ -93,17 +93,22 @@ static int own_step_once(judge *j, enum own_step step, kv_arena *a, size_t bytes
     }
 }
 
+/* own_step_once and the wait for it; the judge fails where either fails. */
+static void own_step_done(judge *j, enum own_step step, kv_arena *a, size_t bytes, uint64_t seed)
+{
+    char *err = NULL;
+    if (own_step_once(j, step, a, bytes, seed, &err) != 0 || j->b->sync(j->b, &err) != 0)
+        kv_judge_fail_err(j, err, "calibrating the judge's clock");
+}
+
 /* The median seconds of STEP on BYTES and the wait for it, over seven
  * runs after a first one not counted (its launch loads the module). */
 static double time_own_step(judge *j, enum own_step step, kv_arena *a, size_t bytes)
 {
     double v[8];
-    char *err = NULL;
     for (int i = 0; i < 8; i++) {
         double t0 = kv_now_s();
-        if (own_step_once(j, step, a, bytes, (uint64_t)i + 1, &err) != 0 ||
-            j->b->sync(j->b, &err) != 0)
-            kv_judge_fail_err(j, err, "calibrating the judge's clock");
+        own_step_done(j, step, a, bytes, (uint64_t)i + 1);
         v[i] = kv_now_s() - t0;
     }
     return median_of(v + 1, 7);
@@ -121,19 +126,14 @@ static double time_own_step(judge *j, enum own_step step, kv_arena *a, size_t by
 static double time_switch(judge *j, kv_arena *a, size_t bytes)
 {
     double v[2][8];
-    char *err = NULL;
     kv_rmsg_run m;
     for (int i = 0; i < 8; i++)
         for (int touch = 0; touch < 2; touch++) {
             null_block(a, 0, 0, &m);
             if (touch) m.flags |= KV_RUN_TOUCH;
-            if (own_step_once(j, STEP_GEN, a, bytes, (uint64_t)i + 11, &err) != 0 ||
-                j->b->sync(j->b, &err) != 0)
-                kv_judge_fail_err(j, err, "calibrating the judge's clock");
+            own_step_done(j, STEP_GEN, a, bytes, (uint64_t)i + 11);
             double t0 = kv_now_s();
-            if (own_step_once(j, STEP_GEN, a, bytes, (uint64_t)i + 1, &err) != 0 ||
-                j->b->sync(j->b, &err) != 0)
-                kv_judge_fail_err(j, err, "calibrating the judge's clock");
+            own_step_done(j, STEP_GEN, a, bytes, (uint64_t)i + 1);
             kv_judge_run_block(j, &m, "calibrating the judge's clock");
             v[touch][i] = kv_now_s() - t0;
         }
