@@ -8,6 +8,8 @@
 #   2. bench/judge_spread.sh, quick, K (5) each of session 15's best and the
 #      Hopper prefill seed, alternately.
 #   3. bench/judge_spread.sh in full (QUICK=0), KFULL (3) of the seed.
+#   4. bench/hold_gaps.py on step 1's evaluations, bench/spread_clocks.py on
+#      steps 2 and 3 (the medians against the SM clock).
 # Needs bench/device_pack.sh's .dev (carry it) with .dev/bin/kevolve-old.
 # Usage: bench/judge_noise_h200.sh  (OUT, K (5), KFULL (3))
 set -u
@@ -21,3 +23,13 @@ mkdir -p "$OUT"
 OUT=$OUT/judge ROUNDS=1 RED=ctl_fp32 bench/judge_in_place_h200.sh
 OUT=$OUT/quick K=${K:-5} bench/judge_spread.sh "$BEST" "$SEED"
 OUT=$OUT/full K=${KFULL:-3} QUICK=0 bench/judge_spread.sh "$SEED"
+# Where the fast child's hold went that no step names, and whether the
+# spread follows the SM clock.
+for f in "$OUT"/judge/new-*.json; do
+    echo "== $f"
+    python3 bench/hold_gaps.py "$f"
+done
+echo "== quick"
+python3 bench/spread_clocks.py "$OUT/quick"
+echo "== full"
+python3 bench/spread_clocks.py "$OUT/full"

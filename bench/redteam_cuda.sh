@@ -88,9 +88,11 @@ outlive_setsid|outlives the evaluation|any|
 outlive_no_watchdog|outlives the evaluation|hang|timeout
 outlive_fpenv|fp environment|nogain|*fp_env*,*float*,crash: SIGFPE
 inplace_writes_input|in-place checks|reject|input_modified
+inplace_writes_input_held|in-place checks|reject|input_modified
 inplace_partial|in-place checks|reject|stale_or_unwritten_output,timed_output_wrong
 inplace_nondeterministic|in-place checks|reject|nondeterministic,wrong_result,timed_output_wrong
 inplace_cache_by_pointer|in-place checks|reject|result_cached_across_calls,wrong_result,timed_output_wrong
+shape_tuned_tail|tuned to the scenarios' shapes|reject|wrong_on_held_out_shape
 EOF
 )
 

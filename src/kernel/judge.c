@@ -57,10 +57,14 @@ static settings settings_for(const kv_job *o, const kv_backend *backend)
     /* A device whose memory holds the inputs (a GPU) has room for enough
      * distinct input sets that a block of long-context calls is long
      * against the judge's own overhead (the window's fixed cost is tens of
-     * microseconds). */
+     * microseconds). Blocks of 20 ms, quick too: with 10 ms one program's
+     * score moved 8-16% from one quick evaluation to the next (a scenario's
+     * median up to 49%, when a block or two of five were disturbed),
+     * against 4.5-4.8% with 20 ms, side by side on an H200; and the windows
+     * outweigh each block's fixed checks more (bench/NOTES.md, session 17). */
     if (kv_backend_has(backend, KV_CAP_DEVICE_INPUTS)) {
         s.budget_bytes = o->quick ? (4ull << 30) : (12ull << 30);
-        s.block_s = o->quick ? 0.01 : 0.02;
+        s.block_s = 0.02;
     } else {
         /* Small shapes make a full check cheap: one after every block. */
         s.checks_per_scenario = s.min_blocks;
@@ -492,15 +496,19 @@ static json_t *kept_or_timed_baseline(judge *j, json_t *result)
     return scen;
 }
 
-/* Adds the steps taken since BEFORE to S's "profile_seconds" (where a
- * scenario's share of the judge's time goes). */
-static void add_profile(const judge *j, json_t *s, const double *before)
+/* Adds the steps taken since BEFORE, begun at BEGAN, to S's
+ * "profile_seconds" (where a scenario's share of the judge's time goes),
+ * and the seconds they spanned to its "wall": the wall less the steps is
+ * what no step of the scenario names. */
+static void add_profile(const judge *j, json_t *s, const double *before, double began)
 {
     json_t *p = json_object_get(s, "profile_seconds");
     if (!p) {
         p = json_object();
         json_object_set_new(s, "profile_seconds", p);
     }
+    json_object_set_new(
+        p, "wall", json_real(kv_now_s() - began + json_number_value(json_object_get(p, "wall"))));
     for (int i = 0; i < PROF_COUNT; i++) {
         double d = j->prof[i] - before[i];
         if (d <= 0) continue;
@@ -512,10 +520,10 @@ static void add_profile(const judge *j, json_t *s, const double *before)
 /* Checks SH; its summary, with the check's profile. */
 static json_t *check_shape(judge *j, const kv_shape *sh, int held)
 {
-    double before[PROF_COUNT];
+    double before[PROF_COUNT], began = kv_now_s();
     memcpy(before, j->prof, sizeof before);
     json_t *s = kv_judge_check_shape(j, sh, held);
-    add_profile(j, s, before);
+    add_profile(j, s, before, began);
     return s;
 }
 
@@ -524,10 +532,10 @@ static json_t *check_shape(judge *j, const kv_shape *sh, int held)
 static void time_against_baseline(judge *j, const kv_shape *sh, json_t *s, json_t *baseline)
 {
     kv_worker_phase("timing %s", sh->name);
-    double before[PROF_COUNT];
+    double before[PROF_COUNT], began = kv_now_s();
     memcpy(before, j->prof, sizeof before);
     kv_judge_time_shape(j, sh, s);
-    add_profile(j, s, before);
+    add_profile(j, s, before, began);
     json_t *bs = json_object_get(baseline, sh->name);
     double bmed = json_number_value(json_object_get(bs, "median_us"));
     double med = json_number_value(json_object_get(s, "median_us"));
@@ -730,6 +738,7 @@ void kv_judge_main(void *vctx)
     kv_judge_lap(&j, PROF_STOP, &t0);
     note_device_errors(&j, result);
     double held_s = let_go_device(&j);
+    kv_judge_tele_finish(&j); /* NVML only: outside the hold */
     json_object_set_new(result, "device_held_seconds", json_real(held_s));
     json_object_set(result, "device_wait_seconds", json_object_get(j.extra, "device_wait_seconds"));
     json_object_set_new(result, "scenarios", scen);

@@ -1,16 +1,19 @@
-/* The correctness trials of a scenario where its data lives (see
- * judge_internal.h): the same trials and the same checks, in the same
- * order, as judge_check.c's file comment says, but the inputs are drawn in
- * the arena by the backend's helpers from (distribution, seed), the
- * reference is computed beside them (the task's device reference, or on
- * the host over the judge's own mapping), and every check of an output
- * runs where the output is. Only counts, the first index of each finding
- * and the worst element come back: on a GPU, no tensor crosses to the host.
+/* The correctness trials of a scenario or a held-out shape where its data
+ * lives (see judge_internal.h): the same trials and the same checks, in the
+ * same order, as judge_check.c's file comment says, but a scenario's inputs
+ * are drawn in the arena by the backend's helpers from (distribution,
+ * seed), a held-out shape's written there as drawn on the host before the
+ * hold (judge_held.c), the reference is computed beside them (the task's
+ * device reference, or on the host over the judge's own mapping), and
+ * every check of an output runs where the output is. Only counts, the first
+ * index of each finding and the worst element come back: on a GPU, no
+ * tensor crosses to the host but a held-out shape's inputs, once, and its
+ * first trial's device reference, which must match the CPU's.
  *
  * What the candidate could reach is unchanged: its runner maps the arena as
- * before; the judge's copies of the two runs' outputs and the references
- * (this trial's and the previous one's, for the cache check) live in
- * arenas the runner is never given. */
+ * before; the judge's copies of the two runs' outputs, of a held-out
+ * shape's inputs, and the references (this trial's and the previous
+ * one's, for the cache check) live in arenas the runner is never given. */
 #include "kernel/judge_internal.h"
 #include "kernel/dtype.h"
 #include "kernel/tasks.h"
@@ -18,6 +21,7 @@
 #include "util/buf.h"
 #include "util/clock.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +50,11 @@ typedef struct trial_state {
     uint64_t seed[KV_MAX_TENSORS], forced[KV_MAX_TENSORS];
     int idist[KV_MAX_TENSORS]; /* each input's draw: DIST, or an index tensor's */
     kv_dist dist;
+    /* A held-out shape's trial, as drawn on the host (NULL: a scenario's,
+     * drawn in the arena), and the judge's copy of its inputs. */
+    const held_trial *h;
+    kv_arena orig;
+    size_t orig_off[KV_MAX_TENSORS];
 } trial_state;
 
 /* Output I's reference values and scales (PREV: the last trial's), as the
@@ -63,6 +72,23 @@ static const double *ref_scale(judge *j, trial_state *ts, int i, int prev)
     if (!j->task->reference_scale) return NULL;
     kv_arena *r = &ts->ref[prev ? 1 - ts->cur : ts->cur];
     return j->b->ptr(j->b, r, ts->where[i][1]);
+}
+
+/* A held-out shape's trial H: its images written into the arena, and into
+ * the judge's own copy that the input check compares the arena with. */
+static void write_inputs(judge *j, trial_state *ts, const held_trial *h)
+{
+    const kv_task *t = j->task;
+    double t0 = kv_now_s();
+    char *err = NULL;
+    for (int i = 0; i < t->num_tensors; i++) {
+        if (t->tensors[i].role != KV_IN) continue;
+        if (j->b->write(j->b, &ts->a, ts->l.off[i], h->img[i], ts->d.bytes[i], &err) != 0 ||
+            j->b->write(j->b, &ts->orig, ts->orig_off[i], h->img[i], ts->d.bytes[i], &err) != 0)
+            kv_judge_fail_err(j, err, "writing inputs");
+    }
+    if (j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "writing inputs");
+    kv_judge_lap(j, PROF_UPLOAD, &t0);
 }
 
 /* The trial's inputs, drawn in the arena. */
@@ -83,6 +109,47 @@ static void draw_inputs(judge *j, trial_state *ts)
     }
     if (j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "drawing inputs");
     kv_judge_lap(j, PROF_FILL, &t0);
+}
+
+/* The device reference of a held-out shape's first trial must agree with
+ * the CPU's (H, computed before the hold on the same inputs) to a billionth
+ * of each element's scale: they differ only in the order of
+ * double-precision sums. */
+static void agree_with_cpu(judge *j, trial_state *ts, const held_trial *h)
+{
+    const kv_task *t = j->task;
+    const shape_data *d = &ts->d;
+    char *err = NULL;
+    for (int i = 0; i < t->num_tensors; i++) {
+        if (t->tensors[i].role != KV_OUT) continue;
+        size_t n = d->count[i];
+        if (!h->val[i])
+            kv_judge_fail(j, "harness_error",
+                          "held-out shape %s: no CPU reference to check the "
+                          "device's against",
+                          d->shape->name);
+        double *val = kv_malloc((n + 1) * sizeof(double)), *scale = NULL;
+        kv_arena *r = &ts->ref[ts->cur];
+        if (j->b->read(j->b, r, ts->where[i][0], val, n * sizeof(double), &err) != 0)
+            kv_judge_fail_err(j, err, "device reference: reading back");
+        if (h->scale[i]) {
+            scale = kv_malloc((n + 1) * sizeof(double));
+            if (j->b->read(j->b, r, ts->where[i][1], scale, n * sizeof(double), &err) != 0)
+                kv_judge_fail_err(j, err, "device reference: reading back");
+        }
+        for (size_t k = 0; k < n; k++) {
+            double want = h->val[i][k], ws = h->scale[i] ? h->scale[i][k] : 0.0;
+            double room = 1e-9 * (fabs(want) + ws) + 1e-12;
+            if (!(fabs(val[k] - want) <= room) || (scale && !(fabs(scale[k] - ws) <= room)))
+                kv_judge_fail(j, "harness_error",
+                              "the task's device reference disagrees with its CPU reference on "
+                              "%s, %s[%zu]: %.17g (scale %.17g) against %.17g (scale %.17g)",
+                              d->shape->name, t->tensors[i].name, k, val[k], scale ? scale[k] : 0,
+                              want, ws);
+        }
+        free(val);
+        free(scale);
+    }
 }
 
 /* The trial's reference; the last trial's kept for the cache check. */
@@ -199,10 +266,14 @@ static void check_run(judge *j, trial_state *ts, int runno)
      * look after the second run only (inputs are not rewritten between). */
     for (int i = 0; i < t->num_tensors && (!j->job->quick || runno == 1); i++) {
         if (t->tensors[i].role != KV_IN) continue;
-        size_t changed = 0;
-        if (j->b->count_changed(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype, ts->idist[i],
-                                d->count[i], ts->seed[i], ts->forced[i], &changed, &err) != 0)
-            kv_judge_fail_err(j, err, "checking inputs");
+        size_t changed = 0, first = 0;
+        int rc = ts->h ? j->b->count_diff(j->b, &ts->a, ts->l.off[i], &ts->orig, ts->orig_off[i],
+                                          kv_dtype_size(t->tensors[i].dtype), d->count[i], &changed,
+                                          &first, &err)
+                       : j->b->count_changed(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype,
+                                             ts->idist[i], d->count[i], ts->seed[i], ts->forced[i],
+                                             &changed, &err);
+        if (rc != 0) kv_judge_fail_err(j, err, "checking inputs");
         if (changed)
             kv_judge_fail_shape(j, d, "input_modified",
                                 "input %s changed during run %s (%zu of %zu elements differ "
@@ -278,17 +349,28 @@ static void state_free(judge *j, trial_state *ts)
 {
     kv_judge_arena_free(j, &ts->a);
     kv_judge_own_free(j, &ts->keep);
+    kv_judge_own_free(j, &ts->orig);
     for (int r = 0; r < 2; r++)
         kv_judge_own_free(j, &ts->ref[r]);
     kv_shape_data_free(&ts->d, j->task);
 }
 
-json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh)
+json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh, held_prep *prep)
 {
     trial_state *ts = kv_calloc(1, sizeof *ts);
     double t0 = kv_now_s();
     state_init(j, ts, sh);
-    int trials = kv_judge_trials(j, &ts->d);
+    ts->d.held = prep != NULL;
+    if (prep) {
+        size_t bytes = 0;
+        for (int i = 0; i < j->task->num_tensors; i++)
+            if (j->task->tensors[i].role == KV_IN) {
+                ts->orig_off[i] = bytes;
+                bytes += (ts->d.bytes[i] + 255) / 256 * 256;
+            }
+        kv_judge_own_new(j, bytes + 256, &ts->orig, "an arena for the judge's copy of the inputs");
+    }
+    int trials = prep ? prep->trials : kv_judge_trials(j, &ts->d);
     kv_judge_lap(j, PROF_ALLOC, &t0);
     for (int trial = 0; trial < trials; trial++) {
         kv_worker_phase("correctness %s trial %d", sh->name, trial + 1);
@@ -301,8 +383,17 @@ json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh)
         }
         kv_judge_lap(j, PROF_ALLOC, &t0);
         ts->dist = (kv_dist)(trial % KV_DIST_COUNT);
-        draw_inputs(j, ts);
+        ts->h = prep ? &prep->t[trial] : NULL;
+        if (ts->h)
+            write_inputs(j, ts, ts->h);
+        else
+            draw_inputs(j, ts);
         reference(j, ts, trial);
+        if (ts->h && j->ref && trial == 0) {
+            t0 = kv_now_s();
+            agree_with_cpu(j, ts, ts->h);
+            kv_judge_lap(j, PROF_REFERENCE, &t0);
+        }
         for (int runno = 0; runno < 2; runno++) {
             kv_judge_poison_outputs(j, &ts->d, &ts->a, &ts->l);
             /* A driver may build a kernel for each new launch shape at its first call. */

@@ -12,6 +12,7 @@
 #include "util/rng.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdarg.h>
 
 #define KV_CANARY 0xc3
@@ -97,15 +98,17 @@ typedef struct layout {
 } layout;
 
 /* One trial of a held-out shape, drawn before the device is held, in the
- * judge's memory: its inputs' images and the CPU reference's outputs. */
+ * judge's memory: its inputs' images and the CPU reference's outputs (in
+ * place: the first trial's only, or none). */
 typedef struct held_trial {
-    void *img[KV_MAX_TENSORS];     /* inputs */
-    double *val[KV_MAX_TENSORS];   /* outputs: the reference */
+    void *img[KV_MAX_TENSORS];     /* inputs (host path) */
+    double *val[KV_MAX_TENSORS];   /* outputs: the reference (in place: trial 0's only) */
     double *scale[KV_MAX_TENSORS]; /* outputs: its error scales (NULL: none) */
 } held_trial;
 
 typedef struct held_prep {
     int trials;
+    int in_place; /* checked where the data is (the CPU's reference: trial 0's, if any) */
     held_trial *t;
 } held_prep;
 
@@ -117,6 +120,9 @@ typedef struct late_looks {
     float wait_us[1024];
     int n_waits;
 } late_looks;
+
+/* A read of the device's telemetry in its own thread (judge_tele.c). */
+typedef struct tele_read tele_read;
 
 typedef struct judge {
     double prof[PROF_COUNT];
@@ -132,13 +138,14 @@ typedef struct judge {
     const kv_job *job;
     const kv_judge_ctx *ctx;
     kv_jdev *b;
-    kv_runner *rn;     /* the runner in use (candidate or baseline) */
-    json_t *tele_last; /* the device's telemetry after the last timed scenario, or NULL */
-    int lock;          /* the device's lock while the device is held, else -1 */
-    double held_at;    /* when the device was taken */
-    int base_threads;  /* the runner's threads before any call */
-    double idle_cpu;   /* its CPU seconds when its last step ended */
-    void *ref_so;      /* the task's device reference, loaded here */
+    kv_runner *rn;    /* the runner in use (candidate or baseline) */
+    tele_read **tele; /* telemetry reads started, in order, not yet joined */
+    int n_tele, cap_tele;
+    int lock;         /* the device's lock while the device is held, else -1 */
+    double held_at;   /* when the device was taken */
+    int base_threads; /* the runner's threads before any call */
+    double idle_cpu;  /* its CPU seconds when its last step ended */
+    void *ref_so;     /* the task's device reference, loaded here */
     kv_launch_fn ref;
     settings s;
     calib c;
@@ -309,12 +316,27 @@ void kv_judge_draw_inputs(judge *j, shape_data *d, kv_dist dist);
  * summary ({"name", "max_abs_err", ..., "tol_ratio", "trials"}). */
 json_t *kv_judge_check_shape(judge *j, const kv_shape *sh, int held);
 
+/* ---- telemetry read beside the judge's work (judge_tele.c) ---- */
+
+/* Starts the read of the device's telemetry before the first timed
+ * scenario (none when one was started). */
+void kv_judge_tele_begin(judge *j);
+/* Starts the read of the device's telemetry after SUMMARY's blocks, in a
+ * thread of its own. */
+void kv_judge_tele_after(judge *j, json_t *summary);
+/* Joins every read started: each SUMMARY gets "telemetry": {"before" (the
+ * read before it), "after"}. */
+void kv_judge_tele_finish(judge *j);
+
 /* ---- held-out shapes drawn before the hold (judge_held.c) ---- */
 
 /* Where the device is not the host's CPU: draws every trial's inputs of
  * every held-out shape and computes their CPU reference into J->held, while
  * another evaluation may hold the device (host work does not need it). */
 void kv_judge_held_prepare(judge *j);
+/* Draws held-out shape SH's trials now (images, no reference), for the
+ * in-place checks where nothing was drawn before the hold (cpu). */
+held_prep *kv_judge_held_draw(judge *j, const kv_shape *sh);
 /* Makes trial T's inputs and reference D's (their buffers trade places). */
 void kv_judge_held_take(judge *j, shape_data *d, held_trial *t);
 /* Frees P's trials. */
@@ -326,10 +348,15 @@ void kv_judge_held_free(judge *j, held_prep *p);
  * helpers, does not stage, and the reference can read the inputs where
  * they are (a device reference, or arenas in the judge's memory). */
 int kv_judge_in_place(const judge *j);
-/* kv_judge_check_shape for a scenario, in place: inputs drawn where they
- * live, the reference computed there, outputs compared there; only counts
- * and the worst element come back. */
-json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh);
+/* kv_judge_check_shape in place: inputs drawn where they live, the
+ * reference computed there, outputs compared there; only counts and the
+ * worst element come back. PREP: a held-out shape's trials as drawn before
+ * the hold (kv_judge_held_in_place), else NULL (a scenario). */
+json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh, held_prep *prep);
+/* 1 when held-out shapes drawn before the hold are checked in place: a
+ * device reference, which must match the CPU's on the first trial, and
+ * device inputs. */
+int kv_judge_held_in_place(const judge *j);
 
 /* Marks in REP (one int per scenario) the representative scenario of each
  * class (a scenario's first tag): the one with the largest weight, the

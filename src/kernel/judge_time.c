@@ -1003,12 +1003,10 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
     double *samples = kv_malloc(4096 * sizeof *samples),
            *windows = kv_malloc(4096 * sizeof *windows), *writes = kv_malloc(4096 * sizeof *writes);
     size_t ns = 0, reps = 0;
-    /* The device's state before: as the last scenario left it, where one was
-     * timed (nothing but arenas came between), else read now. */
+    /* The device's state before the first timed scenario, read beside the
+     * judge's work (judge_tele.c); a later one's is the last one's after. */
     double tt = kv_now_s();
-    json_t *tele0 = j->tele_last      ? json_incref(j->tele_last)
-                    : j->b->telemetry ? j->b->telemetry(j->b)
-                                      : NULL;
+    kv_judge_tele_begin(j);
     kv_judge_lap(j, PROF_TELEMETRY, &tt);
     /* A block of the final size first, not counted (clocks, caches, the
      * driver's first use of the arena; a recorded graph's first replay,
@@ -1042,9 +1040,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
         kv_judge_check_lap(j, BLOCK_FULL, &tf);
     }
     tt = kv_now_s();
-    json_t *tele1 = j->b->telemetry ? j->b->telemetry(j->b) : NULL;
-    if (j->tele_last) json_decref(j->tele_last);
-    j->tele_last = tele1 ? json_incref(tele1) : NULL;
+    kv_judge_tele_after(j, summary);
     kv_judge_lap(j, PROF_TELEMETRY, &tt);
     double med, iqr, mn;
     kv_stats(samples, ns, &med, &iqr, &mn);
@@ -1101,12 +1097,6 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
     json_object_set_new(summary, "weight", json_real(sh->weight > 0 ? sh->weight : 1.0));
     json_object_set_new(summary, "tags", json_string(sh->tags ? sh->tags : ""));
     json_object_set_new(summary, "correct", json_integer(1));
-    if (tele0 || tele1) {
-        json_t *tel = json_object();
-        if (tele0) json_object_set_new(tel, "before", tele0);
-        if (tele1) json_object_set_new(tel, "after", tele1);
-        json_object_set_new(summary, "telemetry", tel);
-    }
     if (j->job->energy && !j->trusted) measure_energy(j, &tm, n, med, &last_reply, summary);
     t0 = kv_now_s();
     kv_judge_arena_free(j, &tm.a);

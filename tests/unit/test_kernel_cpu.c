@@ -102,6 +102,23 @@ static void baseline_is_correct_with_every_scenario_metric_and_a_time_profile(vo
     assert_true(json_number_value(json_object_get(prof, "unnamed")) >= 0);
     assert_true(json_is_number(json_object_get(prof, "telemetry")));
     assert_true(in_hold >= json_number_value(json_object_get(art, "device_held_seconds")) - 1e-6);
+    /* Each scenario and held-out shape: its steps, and the wall they span. */
+    json_t *lists[] = {json_object_get(art, "scenarios"), held};
+    for (int l = 0; l < 2; l++) {
+        size_t idx;
+        json_t *sc;
+        json_array_foreach(lists[l], idx, sc)
+        {
+            json_t *sp = json_object_get(sc, "profile_seconds");
+            double wall = json_number_value(json_object_get(sp, "wall")), named = 0;
+            json_object_foreach(sp, k, v)
+            {
+                if (strcmp(k, "wall") != 0) named += json_number_value(v);
+            }
+            assert_true(named > 0);
+            assert_true(wall >= named - 1e-6);
+        }
+    }
     /* On cpu a thread of the candidate's may run on after its call: every
      * look for late changes waits the settle (only a device that the
      * runner leaves idle at its reply may skip it, reply_probe.h). */
