@@ -12,7 +12,6 @@
 #include "util/rng.h"
 
 #include <jansson.h>
-#include <pthread.h>
 #include <stdarg.h>
 
 #define KV_CANARY 0xc3
