@@ -74,11 +74,12 @@ static const double *ref_scale(judge *j, trial_state *ts, int i, int prev)
     return j->b->ptr(j->b, r, ts->where[i][1]);
 }
 
-/* A held-out shape's trial H: its images written into the arena, and into
- * the judge's own copy that the input check compares the arena with. */
-static void write_inputs(judge *j, trial_state *ts, const held_trial *h)
+/* A held-out shape's trial (TS's H): its images written into the arena, and
+ * into the judge's own copy that the input check compares the arena with. */
+static void write_inputs(judge *j, trial_state *ts)
 {
     const kv_task *t = j->task;
+    const held_trial *h = ts->h;
     double t0 = kv_now_s();
     char *err = NULL;
     for (int i = 0; i < t->num_tensors; i++) {
@@ -112,12 +113,13 @@ static void draw_inputs(judge *j, trial_state *ts)
 }
 
 /* The device reference of a held-out shape's first trial must agree with
- * the CPU's (H, computed before the hold on the same inputs) to a billionth
+ * the CPU's (TS's H, computed before the hold on the same inputs) to a billionth
  * of each element's scale: they differ only in the order of
  * double-precision sums. */
-static void agree_with_cpu(judge *j, trial_state *ts, const held_trial *h)
+static void agree_with_cpu(judge *j, trial_state *ts)
 {
     const kv_task *t = j->task;
+    const held_trial *h = ts->h;
     const shape_data *d = &ts->d;
     char *err = NULL;
     for (int i = 0; i < t->num_tensors; i++) {
@@ -316,22 +318,29 @@ static void check_run(judge *j, trial_state *ts, int runno)
 }
 
 /* D's sizes; with a host reference, its inputs' values and the outputs'
- * references (this trial's and the last). */
-static void state_init(judge *j, trial_state *ts, const kv_shape *sh)
+ * references (this trial's and the last); HELD (a held-out shape): the
+ * judge's copy of its inputs. */
+static void state_init(judge *j, trial_state *ts, const kv_shape *sh, int held)
 {
     const kv_task *t = j->task;
     memset(ts, 0, sizeof *ts);
     shape_data *d = &ts->d;
     d->shape = sh;
-    size_t keep = 0;
+    d->held = held;
+    size_t keep = 0, orig = 0;
     for (int i = 0; i < t->num_tensors; i++) {
         d->count[i] = kv_tensor_count(t, i, sh->syms);
         d->bytes[i] = d->count[i] * kv_dtype_size(t->tensors[i].dtype);
+        size_t padded = (d->bytes[i] + 255) / 256 * 256;
         if (t->tensors[i].role == KV_OUT)
             for (int r = 0; r < 2; r++) {
                 ts->keep_off[r][i] = keep;
-                keep += (d->bytes[i] + 255) / 256 * 256;
+                keep += padded;
             }
+        else if (held) {
+            ts->orig_off[i] = orig;
+            orig += padded;
+        }
         if (j->ref) continue;
         d->val[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
         if (t->tensors[i].role != KV_OUT) continue;
@@ -342,6 +351,8 @@ static void state_init(judge *j, trial_state *ts, const kv_shape *sh)
         }
     }
     kv_judge_own_new(j, keep, &ts->keep, "an arena for the judge's copies");
+    if (held)
+        kv_judge_own_new(j, orig + 256, &ts->orig, "an arena for the judge's copy of the inputs");
     kv_judge_layout(j, sh->syms, 1, 1, &ts->l);
 }
 
@@ -359,17 +370,7 @@ json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh, held_prep *prep)
 {
     trial_state *ts = kv_calloc(1, sizeof *ts);
     double t0 = kv_now_s();
-    state_init(j, ts, sh);
-    ts->d.held = prep != NULL;
-    if (prep) {
-        size_t bytes = 0;
-        for (int i = 0; i < j->task->num_tensors; i++)
-            if (j->task->tensors[i].role == KV_IN) {
-                ts->orig_off[i] = bytes;
-                bytes += (ts->d.bytes[i] + 255) / 256 * 256;
-            }
-        kv_judge_own_new(j, bytes + 256, &ts->orig, "an arena for the judge's copy of the inputs");
-    }
+    state_init(j, ts, sh, prep != NULL);
     int trials = prep ? prep->trials : kv_judge_trials(j, &ts->d);
     kv_judge_lap(j, PROF_ALLOC, &t0);
     for (int trial = 0; trial < trials; trial++) {
@@ -385,13 +386,13 @@ json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh, held_prep *prep)
         ts->dist = (kv_dist)(trial % KV_DIST_COUNT);
         ts->h = prep ? &prep->t[trial] : NULL;
         if (ts->h)
-            write_inputs(j, ts, ts->h);
+            write_inputs(j, ts);
         else
             draw_inputs(j, ts);
         reference(j, ts, trial);
         if (ts->h && j->ref && trial == 0) {
             t0 = kv_now_s();
-            agree_with_cpu(j, ts, ts->h);
+            agree_with_cpu(j, ts);
             kv_judge_lap(j, PROF_REFERENCE, &t0);
         }
         for (int runno = 0; runno < 2; runno++) {
