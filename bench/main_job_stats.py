@@ -7,7 +7,9 @@ stores: the judge's worker_seconds), the timed calls' share of that (the
 median over children timed in full, and over all held time), the median
 compile, prepare (contexts and the runner, before the device is held) and
 wait seconds, the device's busy share of the run, and the share of
-children correct (of those judged, and of all); then where the held
+children correct (of those judged, and of all; a child the controller
+turned down before any judge saw it, with nothing to change or too long,
+was not judged); then where the held
 seconds went (the judge's profile steps, summed over the children judged,
 as shares of all held time), and per mutator its children, those correct,
 beating their parent, and the failures by reason. Used by
@@ -80,8 +82,12 @@ def stats(db, run_s):
     call_shares = [(float(prof[i]["timed"]) - writes.get(i, 0.0)) / held_s[i] for i in full]
     timed_all = sum(float(prof[i].get("timed", 0)) for i in ids if i in prof)
     held_all = sum(held_s.values())
+    # Children the controller turned down before any judge saw them (no
+    # change to make, too long, an edit outside the blocks).
+    turned_down = {r[0] for r in con.execute(f"select p.id from programs p where {CHILD} and "
+                                             "status = 'rejected'")}
     n = len(ids)
-    judged = n - len(dup)
+    judged = n - len(dup) - len(turned_down - dup)
     # Where the held seconds went: every step but those before the hold.
     steps = {}
     for i, p in prof.items():
@@ -91,20 +97,22 @@ def stats(db, run_s):
     held_by_step = {k: v / held_all for k, v in sorted(steps.items(), key=lambda kv: -kv[1])
                     } if held_all else {}
     mutators = {}
-    for m, status, reason, correct_, fit, pfit in con.execute(
-            f"select coalesce(p.mutator, '?'), p.status, coalesce(p.status_reason, ''), "
-            f"json_extract(p.metrics, '$.correct'), p.fitness, q.fitness from programs p "
-            f"left join programs q on q.id = p.parent_id where {CHILD}"):
+    for m, status, code, reason, correct_, fit, pfit in con.execute(
+            f"select coalesce(p.mutator, '?'), p.status, p.reason_code, "
+            f"coalesce(p.status_reason, ''), json_extract(p.metrics, '$.correct'), p.fitness, "
+            f"q.fitness from programs p left join programs q on q.id = p.parent_id "
+            f"where {CHILD}"):
         e = mutators.setdefault(m, {"children": 0, "correct": 0, "better": 0, "failed": {}})
         e["children"] += 1
         if status == "ok" and correct_ == 1:
             e["correct"] += 1
             e["better"] += int(fit is not None and pfit is not None and fit > pfit)
         elif status != "duplicate":
-            # "rejected by the harness: CODE: detail" -> CODE.
+            # The stored reason code; older stores: "rejected by the
+            # harness: CODE: detail" -> CODE.
             parts = [x.strip() for x in reason.split(":")]
-            why = (parts[1] if parts[0].startswith("rejected") and len(parts) > 1
-                   else parts[0])[:40] or status
+            why = code or (parts[1] if parts[0].startswith("rejected") and len(parts) > 1
+                           else parts[0])[:40] or status
             e["failed"][why] = e["failed"].get(why, 0) + 1
     return {
         "children": n,
@@ -126,6 +134,7 @@ def stats(db, run_s):
         "correct_share_judged": correct / judged if judged else 0.0,
         "screened": screened,
         "duplicates": len(dup),
+        "turned_down": len(turned_down - dup),
         "timed_in_full": len(full),
         "held_by_step": held_by_step,
         "mutators": mutators,
@@ -135,7 +144,8 @@ def stats(db, run_s):
 def lines(s):
     return [
         f"  children per minute {s['per_minute']:.1f} ({s['children']} in {s['run_s']:.0f} s; "
-        f"judged on the device, duplicates aside: {s['judged_per_minute']:.1f}); "
+        f"judged on the device, duplicates and those turned down before the judge aside: "
+        f"{s['judged_per_minute']:.1f}); "
         f"device held per child, median {s['held_median_s']:.2f} s (timed in full: "
         f"{s['held_full_median_s']:.2f} s, {s['timed_in_full']} children), timed windows "
         f"{s['timed_share_full_median']:.0%} of it (of all held time: {s['timed_share_all']:.0%}; "
@@ -144,7 +154,7 @@ def lines(s):
         f"{s['wait_median_s']:.1f} s per child (medians); device busy {s['device_busy']:.0%} "
         f"of the run; correct {s['correct']} ({s['correct_share_judged']:.0%} of those judged, "
         f"{s['correct_share']:.0%} of all); screened out "
-        f"{s['screened']}; duplicates {s['duplicates']}",
+        f"{s['screened']}; duplicates {s['duplicates']}; turned down {s.get('turned_down', 0)}",
         "  held time by step: " + ", ".join(f"{k} {v:.0%}" for k, v in s.get("held_by_step",
                                                                               {}).items()),
     ] + [f"  {m}: {e['children']} children, {e['correct']} correct, {e['better']} beat their "

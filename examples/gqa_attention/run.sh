@@ -17,10 +17,11 @@ elif command -v clinfo >/dev/null 2>&1 && clinfo -l 2>/dev/null | grep -q Platfo
 else
     backend=cpu task=${KV_GQA_TASK:-gqa_attention_small}
 fi
-# Children hold the GPU about 2.3 s each on an H200 when timed in full
-# (0.82 s at the median; quick mode; twelve in flight, so their compiles
-# and preparation overlap it) and cost about 1 s on PoCL's small shapes (a later --iterations
-# given to this script wins).
+# Children hold the GPU about 1.7 s each on an H200 when timed in full,
+# under 1 s when screened out (quick mode; twelve in flight, so their
+# compiles and preparation overlap it; bench/NOTES.md, session 18), and
+# cost about 1 s on PoCL's small shapes (a later --iterations given to
+# this script wins).
 # CUDA starts from the six seeds of tasks/gqa_attention/cuda (config_cuda.yaml).
 echo "gqa_attention example: backend $backend, task $task" >&2
 case $backend in

@@ -3,8 +3,13 @@
  * enough for an LLM prompt, and each compiling for Hopper (sm_90a) through
  * the harness's own compile path, with the task headers on the include
  * path, at its seed point and with every axis at its last listed value.
- * Without nvcc the compiles skip with a message; a GPU is never needed
- * (bench/gqa_flagship_h200.sh runs them). */
+ * The design seeds (all but naive.cu) share their text outside a decode
+ * and a prefill block, so that crossover gives a child one seed's decode
+ * and another's prefill; every such child compiles, and no macro of a
+ * decode design is a name in a prefill design (or the other way round),
+ * where it would change that code unseen. Without nvcc the compiles skip
+ * with a message; a GPU is never needed (bench/gqa_flagship_h200.sh runs
+ * them). */
 #include "kernel/compile.h"
 #include "kernel/tasks.h"
 #include "mutate/blocks.h"
@@ -65,8 +70,16 @@ static void the_task_has_one_seed_per_design_and_the_naive_baseline(void **state
                         PREFIX "naive.cu");
 }
 
-/* Every seed declares its axes (each at one of its own values) inside one
- * EVOLVE-BLOCK that stays well under a prompt's budget. */
+/* A seed whose design is its decode or its prefill (not a baseline). */
+static int is_design(const char *name)
+{
+    const char *base = name + strlen(PREFIX);
+    return strncmp(base, "decode_", 7) == 0 || strncmp(base, "prefill_", 8) == 0;
+}
+
+/* Every seed declares its axes (each at one of its own values) inside
+ * EVOLVE-BLOCKs that stay well under a prompt's budget: one for a baseline
+ * (naive.cu, window_naive.cu), a decode and a prefill block for a design. */
 static void every_seed_declares_its_axes_in_prompt_sized_mutable_text(void **state)
 {
     (void)state;
@@ -75,14 +88,144 @@ static void every_seed_declares_its_axes_in_prompt_sized_mutable_text(void **sta
         kv_blocks b;
         char *err = NULL;
         if (kv_blocks_find(src, &b, &err) != 0) fail_msg("%s: %s", *n, err);
-        if (b.whole_file || b.n != 1) fail_msg("%s: want one EVOLVE-BLOCK, found %zu", *n, b.n);
-        size_t mutable_bytes = b.blocks[0].end - b.blocks[0].start;
+        size_t want = is_design(*n) ? 2 : 1;
+        if (b.whole_file || b.n != want)
+            fail_msg("%s: want %zu EVOLVE-BLOCKs, found %zu", *n, want, b.n);
+        size_t mutable_bytes = 0;
+        for (size_t k = 0; k < b.n; k++)
+            mutable_bytes += b.blocks[k].end - b.blocks[k].start;
         if (mutable_bytes > MAX_MUTABLE_BYTES)
             fail_msg("%s: %zu bytes of mutable text (at most %d)", *n, mutable_bytes,
                      MAX_MUTABLE_BYTES);
         kv_blocks_free(&b);
         assert_axes_at_listed_values(*n, src, 1);
     }
+}
+
+/* The seeds whose design is their decode (KIND "decode_") or their prefill
+ * ("prefill_"), NULL-terminated (static). */
+static const char **designs(const char *kind)
+{
+    static const char *names[2][32];
+    const char **out = names[strcmp(kind, "decode_") != 0];
+    size_t n = 0;
+    for (const char **s = seed_names(); *s && n + 1 < 32; s++)
+        if (strncmp(*s + strlen(PREFIX), kind, strlen(kind)) == 0) out[n++] = *s;
+    out[n] = NULL;
+    return out;
+}
+
+/* Block K (0: decode, 1: prefill) of design seed NAME, as offsets into its
+ * text. */
+static kv_block design_block(const char *name, size_t k)
+{
+    kv_blocks b;
+    char *err = NULL;
+    if (kv_blocks_find(kv_embedded_text(name), &b, &err) != 0) fail_msg("%s: %s", name, err);
+    if (b.n != 2) fail_msg("%s: want a decode and a prefill block, found %zu", name, b.n);
+    kv_block out = b.blocks[k];
+    kv_blocks_free(&b);
+    return out;
+}
+
+/* Decode seed D's text with the prefill block of prefill seed P (malloc'd). */
+static char *pairing(const char *d, const char *p)
+{
+    const char *dt = kv_embedded_text(d), *pt = kv_embedded_text(p);
+    kv_block db = design_block(d, 1), pb = design_block(p, 1);
+    return kv_asprintf("%.*s%.*s%s", (int)db.start, dt, (int)(pb.end - pb.start), pt + pb.start,
+                       dt + db.end);
+}
+
+/* Every decode design crosses with every prefill design: the seeds share
+ * their fixed text, and crossover gives the child that takes the decode of
+ * one and the prefill of the other. */
+static void crossover_pairs_every_decode_design_with_every_prefill_design(void **state)
+{
+    (void)state;
+    const char **dec = designs("decode_"), **pre = designs("prefill_");
+    assert_true(dec[0] && dec[1] && pre[0] && pre[1]);
+    for (const char **d = dec; *d; d++)
+        for (const char **p = pre; *p; p++) {
+            const char *dt = kv_embedded_text(*d), *pt = kv_embedded_text(*p);
+            char *reason = NULL;
+            if (kv_blocks_check_child(dt, pt, &reason) != 0)
+                fail_msg("%s and %s differ outside their blocks: %s", *d, *p, reason);
+            char *want = pairing(*d, *p);
+            int found = 0;
+            for (uint64_t seed = 0; seed < 64 && !found; seed++) {
+                kv_rng rng;
+                kv_rng_seed(&rng, seed);
+                kv_mutation m;
+                char *err = NULL;
+                if (kv_mutate_crossover(dt, pt, &rng, &m, &err) != 0)
+                    fail_msg("crossover of %s and %s: %s", *d, *p, err ? err : "nothing to cross");
+                found = strcmp(m.source, want) == 0;
+                kv_mutation_free(&m);
+            }
+            if (!found) fail_msg("no crossover gave %s's decode with %s's prefill", *d, *p);
+            free(want);
+        }
+}
+
+/* Adds the identifiers of SRC[FROM, TO) to NAMES, comments and literals
+ * aside; with DEFINES only the names of its #define lines. */
+static void identifiers(const char *src, size_t from, size_t to, int defines, json_t *names)
+{
+    for (size_t i = from; i < to;) {
+        char c = src[i];
+        if (c == '/' && src[i + 1] == '/') {
+            while (i < to && src[i] != '\n')
+                i++;
+        } else if (c == '/' && src[i + 1] == '*') {
+            const char *end = strstr(src + i + 2, "*/");
+            i = end ? (size_t)(end - src) + 2 : to;
+        } else if (c == '"' || c == '\'') {
+            for (i++; i < to && src[i] != c; i++)
+                if (src[i] == '\\') i++;
+            i++;
+        } else if (c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')) {
+            size_t n =
+                strspn(src + i, "_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789");
+            /* "#define NAME" starts the line */
+            size_t k = i;
+            while (k > from && src[k - 1] != '\n')
+                k--;
+            if (!defines || (k + 8 == i && strncmp(src + k, "#define ", 8) == 0)) {
+                char *name = kv_strndup(src + i, n);
+                json_object_set_new(names, name, json_true());
+                free(name);
+            }
+            i += n;
+        } else {
+            i++;
+        }
+    }
+}
+
+/* No macro one block defines is a name in a block of the other kind: in a
+ * crossed child it would silently change that code. */
+static void no_macro_of_one_kind_is_a_name_in_the_other(void **state)
+{
+    (void)state;
+    const char *kinds[2] = {"decode_", "prefill_"};
+    for (size_t k = 0; k < 2; k++)
+        for (const char **a = designs(kinds[k]); *a; a++) {
+            json_t *macros = json_object();
+            kv_block ab = design_block(*a, k);
+            identifiers(kv_embedded_text(*a), ab.start, ab.end, 1, macros);
+            for (const char **b = designs(kinds[1 - k]); *b; b++) {
+                json_t *names = json_object();
+                kv_block bb = design_block(*b, 1 - k);
+                identifiers(kv_embedded_text(*b), bb.start, bb.end, 0, names);
+                const char *m;
+                json_t *v;
+                json_object_foreach(macros, m, v) if (json_object_get(names, m)) fail_msg(
+                    "%s defines %s, a name in %s's %s block", *a, m, *b, k ? "decode" : "prefill");
+                json_decref(names);
+            }
+            json_decref(macros);
+        }
 }
 
 static void compile_or_fail(const char *what, const char *src)
@@ -117,6 +260,25 @@ static void every_seed_compiles_for_hopper_at_its_seed_point_and_far_corner(void
     }
 }
 
+static void every_crossed_pairing_compiles_for_hopper(void **state)
+{
+    (void)state;
+    char *nvcc = kv_find_nvcc();
+    if (!nvcc) {
+        fprintf(stderr, "SKIP: nvcc not found: the crossed gqa seeds are not compiled here\n");
+        skip();
+    }
+    free(nvcc);
+    for (const char **d = designs("decode_"); *d; d++)
+        for (const char **p = designs("prefill_"); *p; p++) {
+            char *src = pairing(*d, *p);
+            char *what = kv_asprintf("%s's decode with %s's prefill", *d, *p);
+            compile_or_fail(what, src);
+            free(what);
+            free(src);
+        }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -135,7 +297,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_task_has_one_seed_per_design_and_the_naive_baseline),
         cmocka_unit_test(every_seed_declares_its_axes_in_prompt_sized_mutable_text),
+        cmocka_unit_test(crossover_pairs_every_decode_design_with_every_prefill_design),
+        cmocka_unit_test(no_macro_of_one_kind_is_a_name_in_the_other),
         cmocka_unit_test(every_seed_compiles_for_hopper_at_its_seed_point_and_far_corner),
+        cmocka_unit_test(every_crossed_pairing_compiles_for_hopper),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,11 +1,27 @@
-// Split-sequence decode merged inside a thread-block cluster (a seed of
-// gqa_attention for the cuda backend). At B=1 the 8 KV heads cannot fill
-// 132 multiprocessors, so each (sequence, KV head) is split into C chunks;
-// merging partial results through global memory (a threadfence, a done
-// counter, the last block re-reading every partial) costs about 4 us a call
-// on an H200, more than reading K and V at L=1024. Here the C chunks of a
-// (sequence, KV head) are the C blocks of one cluster (sm_90) and merge
-// through distributed shared memory: no global scratch, no atomics.
+// A seed of gqa_attention for the cuda backend. Every seed but naive.cu has
+// this same text outside its two EVOLVE-BLOCKs: one for decode (calls of
+// one query row), one for prefill (many rows, chunked or not). A seed's
+// design is one of the two; its other block calls the harness's fixed kernel
+// (gqa_fallback.cuh). So a crossover of two seeds can give a child the
+// decode of one design and the prefill of another. Each block is a namespace
+// of its own, and no macro of one design is a name in a design of the other
+// kind (tests/unit/test_gqa_seeds.c).
+#include <kevolve/task.h>
+#include <gqa_attention/cuda/gqa_common.cuh>
+#include <gqa_attention/cuda/gqa_hopper.cuh>
+#include <gqa_attention/cuda/gqa_fallback.cuh>
+
+#include <cooperative_groups.h>
+
+namespace decode_design {
+// EVOLVE-BLOCK-START decode
+// Split-sequence decode merged inside a thread-block cluster. At B=1 the 8 KV
+// heads cannot fill 132 multiprocessors, so each (sequence, KV head) is split
+// into C chunks; merging partial results through global memory (a
+// threadfence, a done counter, the last block re-reading every partial) costs
+// about 4 us a call on an H200, more than reading K and V at L=1024. Here the
+// C chunks of a (sequence, KV head) are the C blocks of one cluster (sm_90)
+// and merge through distributed shared memory: no global scratch, no atomics.
 //
 // A block of WARPS warps takes keys [r*chunk, r*chunk + chunk) of its KV
 // head (r: its rank in the cluster; empty for the last ranks when L is
@@ -18,9 +34,11 @@
 // unnormalised O); after a cluster barrier each block reads the C partials
 // of a different slice of the G x 128 outputs through map_shared_rank,
 // merges them and writes bf16; a last cluster barrier keeps every block's
-// shared memory alive until all have read it. Prefill and chunked calls
-// (and G > 8) go to the harness's fixed kernels (gqa_fallback.cuh). Axes,
-// each value a correct kernel:
+// shared memory alive until all have read it. A cluster holds at most 16
+// blocks, too few to keep K and V streaming on a long cache at B=1: caches
+// longer than MAX_L (and G > 8) go to the harness's fixed decode
+// (gqa_fallback.cuh), which splits across the whole GPU. Axes, each value a
+// correct kernel:
 //   WARPS       warps per block
 //   GROUPS      16-key groups a warp loads before using any (memory
 //               parallelism against registers); a warp's groups are W
@@ -29,17 +47,13 @@
 //   CLUSTER     blocks per cluster (chunks per KV head), capped at the
 //               largest size the GPU schedules; 0: from the shape, the
 //               largest whose clusters are all resident at once
-#include <kevolve/task.h>
-#include <gqa_attention/cuda/gqa_common.cuh>
-#include <gqa_attention/cuda/gqa_fallback.cuh>
+//   MAX_L       the longest cache this design takes; 0: every length
 
-#include <cooperative_groups.h>
-
-// EVOLVE-BLOCK-START
 #define WARPS 4      // kevolve: tune 2 4 8
 #define GROUPS 2     // kevolve: tune 1 2
 #define MIN_GROUPS 1 // kevolve: tune 1 2 4 8
 #define CLUSTER 0    // kevolve: tune 0 2 4 8 16
+#define MAX_L 0      // kevolve: tune 0 2048 8192
 
 #define MAX_C 16       // largest cluster (non-portable size on Hopper)
 #define MAX_G 8        // query heads per KV head: the mma's 8 columns
@@ -303,7 +317,8 @@ static void cluster_config(cudaLaunchConfig_t &cfg, cudaLaunchAttribute *at, dim
 static int decode(const gqa_call &c)
 {
     constexpr int W = WARPS, KPI = GROUPS;
-    if (c.G > MAX_G || c.HKV > 65535 || c.B > 65535) return gqa_fallback_decode(c);
+    if (c.G > MAX_G || c.HKV > 65535 || c.B > 65535 || (MAX_L && c.L > MAX_L))
+        return gqa_fallback_decode(c);
     void (*kern)(const bf16_t *, const bf16_t *, const bf16_t *, bf16_t *, int, int, int, int) =
         cluster_decode<W, KPI>;
     static int act[MAX_C + 1], ready; // act[cs]: clusters of cs blocks resident at once
@@ -337,12 +352,21 @@ static int decode(const gqa_call &c)
     const cudaError_t last = cudaGetLastError();
     return (int)(e != cudaSuccess ? e : last);
 }
+// EVOLVE-BLOCK-END
+} // namespace decode_design
+
+namespace prefill_design {
+// EVOLVE-BLOCK-START prefill
+// This seed's design is its decode: prefill and chunked calls go to the
+// harness's fixed tensor-core prefill (gqa_fallback.cuh).
+static int prefill(const gqa_call &c) { return gqa_fallback_prefill(c); }
+// EVOLVE-BLOCK-END
+} // namespace prefill_design
 
 extern "C" int kv_launch(const kv_launch_args *a)
 {
     gqa_call c;
     int e = gqa_parse(a, &c);
     if (e) return e;
-    return c.SQ == 1 ? decode(c) : gqa_fallback_prefill(c);
+    return c.SQ == 1 ? decode_design::decode(c) : prefill_design::prefill(c);
 }
-// EVOLVE-BLOCK-END

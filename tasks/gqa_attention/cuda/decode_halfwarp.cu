@@ -1,11 +1,26 @@
-// Decode by half-warps (a seed of gqa_attention for the cuda backend):
-// each half-warp streams its own keys of one KV head with 16-byte loads
+// A seed of gqa_attention for the cuda backend. Every seed but naive.cu has
+// this same text outside its two EVOLVE-BLOCKs: one for decode (calls of
+// one query row), one for prefill (many rows, chunked or not). A seed's
+// design is one of the two; its other block calls the harness's fixed kernel
+// (gqa_fallback.cuh). So a crossover of two seeds can give a child the
+// decode of one design and the prefill of another. Each block is a namespace
+// of its own, and no macro of one design is a name in a design of the other
+// kind (tests/unit/test_gqa_seeds.c).
+#include <kevolve/task.h>
+#include <gqa_attention/cuda/gqa_common.cuh>
+#include <gqa_attention/cuda/gqa_hopper.cuh>
+#include <gqa_attention/cuda/gqa_fallback.cuh>
+
+#include <cooperative_groups.h>
+
+namespace decode_design {
+// EVOLVE-BLOCK-START decode
+// Decode by half-warps: each half-warp streams its own keys of one KV head with 16-byte loads
 // (lane c owns dimensions 8c .. 8c+7) and keeps a private online softmax for
 // the block's query heads; scores are reduced by warp shuffles, the block's
 // half-warps merged once at the end, and chunks of a split sequence merged
-// by the last block to finish (no second kernel). Prefill and chunked calls
-// go to the harness's fixed tensor-core prefill (gqa_fallback.cuh), so this
-// seed's score moves with its decode. Axes, each value a correct kernel:
+// by the last block to finish (no second kernel). Axes, each value a
+// correct kernel:
 //   THREADS         threads per block
 //   KEYS_IN_FLIGHT  keys each half-warp loads before using any of them:
 //                   memory parallelism against registers
@@ -19,11 +34,7 @@
 //                   head per block
 // H200 (2026-11-30, bench/NOTES.md): 2.4-4.0 TB/s on K and V at 16:8;
 // compute-bound at 40:8 (five heads' FMAs and shuffles per key).
-#include <kevolve/task.h>
-#include <gqa_attention/cuda/gqa_common.cuh>
-#include <gqa_attention/cuda/gqa_fallback.cuh>
 
-// EVOLVE-BLOCK-START
 #define THREADS 128      // kevolve: tune 64 128 256 512
 #define KEYS_IN_FLIGHT 2 // kevolve: tune 1 2 4 8
 #define PREFETCH 0       // kevolve: tune 0 1
@@ -239,12 +250,21 @@ static int decode(const gqa_call &c)
     }
     return (int)cudaGetLastError();
 }
+// EVOLVE-BLOCK-END
+} // namespace decode_design
+
+namespace prefill_design {
+// EVOLVE-BLOCK-START prefill
+// This seed's design is its decode: prefill and chunked calls go to the
+// harness's fixed tensor-core prefill (gqa_fallback.cuh).
+static int prefill(const gqa_call &c) { return gqa_fallback_prefill(c); }
+// EVOLVE-BLOCK-END
+} // namespace prefill_design
 
 extern "C" int kv_launch(const kv_launch_args *a)
 {
     gqa_call c;
     int e = gqa_parse(a, &c);
     if (e) return e;
-    return c.SQ == 1 ? decode(c) : gqa_fallback_prefill(c);
+    return c.SQ == 1 ? decode_design::decode(c) : prefill_design::prefill(c);
 }
-// EVOLVE-BLOCK-END

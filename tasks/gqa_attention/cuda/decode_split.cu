@@ -1,9 +1,26 @@
-// Split-sequence decode on the tensor cores, straight from global memory
-// (a seed of gqa_attention for the cuda backend). Decode reads each K and V
-// row once, so its floor is their bytes over the read bandwidth; at B=1 the
-// 8 KV heads alone cannot fill 132 multiprocessors, so the sequence is
-// split into chunks (picked from the shape and the occupancy) and the last
-// block of a (sequence, KV head) to finish merges their partial results.
+// A seed of gqa_attention for the cuda backend. Every seed but naive.cu has
+// this same text outside its two EVOLVE-BLOCKs: one for decode (calls of
+// one query row), one for prefill (many rows, chunked or not). A seed's
+// design is one of the two; its other block calls the harness's fixed kernel
+// (gqa_fallback.cuh). So a crossover of two seeds can give a child the
+// decode of one design and the prefill of another. Each block is a namespace
+// of its own, and no macro of one design is a name in a design of the other
+// kind (tests/unit/test_gqa_seeds.c).
+#include <kevolve/task.h>
+#include <gqa_attention/cuda/gqa_common.cuh>
+#include <gqa_attention/cuda/gqa_hopper.cuh>
+#include <gqa_attention/cuda/gqa_fallback.cuh>
+
+#include <cooperative_groups.h>
+
+namespace decode_design {
+// EVOLVE-BLOCK-START decode
+// Split-sequence decode on the tensor cores, straight from global memory.
+// Decode reads each K and V row once, so its floor is their bytes over the
+// read bandwidth; at B=1 the 8 KV heads alone cannot fill 132
+// multiprocessors, so the sequence is split into chunks (picked from the
+// shape and the occupancy) and the last block of a (sequence, KV head) to
+// finish merges their partial results.
 //
 // A block of WARPS warps takes one chunk of one KV head for its G <= 8
 // query heads. Each warp streams groups of 16 keys with 16-byte loads into
@@ -15,9 +32,9 @@
 // whole 16-byte pieces of K rows (the same permutation is applied to Q); P^T
 // turns from accumulator into operand layout by movmatrix; V's pieces are
 // paired across keys by byte permutes. Lane (g, t) ends with heads 2t, 2t+1
-// and dimensions 8g..8g+7, 64+8g..64+8g+7 of the block's output. Prefill
-// and chunked calls (and G > 8) go to the harness's fixed kernels
-// (gqa_fallback.cuh). Axes, each value a correct kernel:
+// and dimensions 8g..8g+7, 64+8g..64+8g+7 of the block's output. G > 8
+// goes to the harness's fixed decode (gqa_fallback.cuh). Axes, each value a
+// correct kernel:
 //   WARPS       warps per block
 //   GROUPS      16-key groups a warp loads before using any (memory
 //               parallelism against registers)
@@ -26,11 +43,7 @@
 //   SPLIT       chunks per (sequence, KV head); 0: enough to fill every
 //               resident block slot WAVES times over
 //   WAVES       how many times SPLIT 0 fills the resident slots
-#include <kevolve/task.h>
-#include <gqa_attention/cuda/gqa_common.cuh>
-#include <gqa_attention/cuda/gqa_fallback.cuh>
 
-// EVOLVE-BLOCK-START
 #define WARPS 4      // kevolve: tune 2 4 8
 #define GROUPS 2     // kevolve: tune 1 2 3 4
 #define MIN_GROUPS 2 // kevolve: tune 1 2 4 8
@@ -248,12 +261,21 @@ static int decode(const gqa_call &c)
                                                         c.HKV, c.L, chunk, (int)split);
     return (int)cudaGetLastError();
 }
+// EVOLVE-BLOCK-END
+} // namespace decode_design
+
+namespace prefill_design {
+// EVOLVE-BLOCK-START prefill
+// This seed's design is its decode: prefill and chunked calls go to the
+// harness's fixed tensor-core prefill (gqa_fallback.cuh).
+static int prefill(const gqa_call &c) { return gqa_fallback_prefill(c); }
+// EVOLVE-BLOCK-END
+} // namespace prefill_design
 
 extern "C" int kv_launch(const kv_launch_args *a)
 {
     gqa_call c;
     int e = gqa_parse(a, &c);
     if (e) return e;
-    return c.SQ == 1 ? decode(c) : gqa_fallback_prefill(c);
+    return c.SQ == 1 ? decode_design::decode(c) : prefill_design::prefill(c);
 }
-// EVOLVE-BLOCK-END

@@ -1,7 +1,31 @@
-// Prefill on the tensor cores, FlashAttention-2 style (a seed of
-// gqa_attention for the cuda backend): one block per (sequence * query
-// head, BM = 16*MT*NW query rows, chunk of the keys); warp w owns 16*MT
-// rows. Q (BM x 128) is staged once in shared memory and kept as mma A
+// A seed of gqa_attention for the cuda backend. Every seed but naive.cu has
+// this same text outside its two EVOLVE-BLOCKs: one for decode (calls of
+// one query row), one for prefill (many rows, chunked or not). A seed's
+// design is one of the two; its other block calls the harness's fixed kernel
+// (gqa_fallback.cuh). So a crossover of two seeds can give a child the
+// decode of one design and the prefill of another. Each block is a namespace
+// of its own, and no macro of one design is a name in a design of the other
+// kind (tests/unit/test_gqa_seeds.c).
+#include <kevolve/task.h>
+#include <gqa_attention/cuda/gqa_common.cuh>
+#include <gqa_attention/cuda/gqa_hopper.cuh>
+#include <gqa_attention/cuda/gqa_fallback.cuh>
+
+#include <cooperative_groups.h>
+
+namespace decode_design {
+// EVOLVE-BLOCK-START decode
+// This seed's design is its prefill: decode calls go to the harness's fixed
+// tensor-core decode (gqa_fallback.cuh).
+static int decode(const gqa_call &c) { return gqa_fallback_decode(c); }
+// EVOLVE-BLOCK-END
+} // namespace decode_design
+
+namespace prefill_design {
+// EVOLVE-BLOCK-START prefill
+// Prefill on the tensor cores, FlashAttention-2 style: one block per
+// (sequence * query head, BM = 16*MT*NW query rows, chunk of the keys);
+// warp w owns 16*MT rows. Q (BM x 128) is staged once in shared memory and kept as mma A
 // fragments in registers; K and V tiles of BN keys are streamed by cp.async
 // into two shared-memory stages (tile j+1 loads while tile j computes),
 // rows of 256 bytes XOR-swizzled so that ldmatrix and cp.async are free of
@@ -14,8 +38,7 @@
 // launched longest first. When there are too few row blocks to fill the GPU
 // (chunked prefill: 512 queries on 8192 keys), the keys are split in
 // chunks whose partial results the last block of a row block merges.
-// Decode calls go to the harness's fixed tensor-core decode
-// (gqa_fallback.cuh). Axes, each value a correct kernel:
+// Axes, each value a correct kernel:
 //   NW, BN          warps (rows) and keys per tile of the configuration used
 //                   when there are at least two waves of 16*NW-row blocks
 //   NW_S, BN_S      the configuration used otherwise (more, smaller blocks)
@@ -24,21 +47,17 @@
 //                   bf16 as FlashAttention (faster; admitted by the task's
 //                   stol tolerance)
 //   KSPLIT          chunks of the keys per row block; 0: enough blocks for
-//                   FILL per multiprocessor (1 when the rows already fill it)
+//                   KFILL per multiprocessor (1 when the rows already fill it)
 // H200 (2026-11-30, bench/NOTES.md, bf16 P): S=8192 16:8 873 us
 // (315 TFLOP/s), chunked 16:8 157 us without the key split.
-#include <kevolve/task.h>
-#include <gqa_attention/cuda/gqa_common.cuh>
-#include <gqa_attention/cuda/gqa_fallback.cuh>
 
-// EVOLVE-BLOCK-START
 #define NW 8     // kevolve: tune 4 8
 #define BN 128   // kevolve: tune 32 64 128
 #define NW_S 4   // kevolve: tune 2 4 8
 #define BN_S 64  // kevolve: tune 32 64 128
 #define P_F16 0  // kevolve: tune 0 1
 #define KSPLIT 0 // kevolve: tune 0 1 2 4 8
-#define FILL 2   // kevolve: tune 1 2 3 4
+#define KFILL 2  // kevolve: tune 1 2 3 4
 
 #define RB (GQA_D * 2) // bytes of one shared-memory row
 #define CH (GQA_D / 8) // 16-byte chunks of one row
@@ -280,7 +299,7 @@ template <int NWT, int BNT> static int launch(const gqa_call &c)
     }
     const int rblocks = (c.SQ + BM - 1) / BM, ntiles = (c.L + BNT - 1) / BNT;
     const long long blocks = (long long)c.B * c.HQ * rblocks;
-    long long split = KSPLIT ? KSPLIT : (FILL * (long long)gqa_sm_count() + blocks - 1) / blocks;
+    long long split = KSPLIT ? KSPLIT : (KFILL * (long long)gqa_sm_count() + blocks - 1) / blocks;
     if (split > ntiles / 2) split = ntiles / 2; // at least two tiles per chunk
     if (split > 64) split = 64;                 // the merge's shared weights: BM * split floats
     if (blocks > GQA_MAX_COUNTERS) split = 1;
@@ -304,12 +323,13 @@ static int prefill(const gqa_call &c)
         return launch<NW, BN>(c);
     return launch<NW_S, BN_S>(c);
 }
+// EVOLVE-BLOCK-END
+} // namespace prefill_design
 
 extern "C" int kv_launch(const kv_launch_args *a)
 {
     gqa_call c;
     int e = gqa_parse(a, &c);
     if (e) return e;
-    return c.SQ == 1 ? gqa_fallback_decode(c) : prefill(c);
+    return c.SQ == 1 ? decode_design::decode(c) : prefill_design::prefill(c);
 }
-// EVOLVE-BLOCK-END

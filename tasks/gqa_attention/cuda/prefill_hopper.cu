@@ -1,5 +1,29 @@
-// Prefill for Hopper (a seed of gqa_attention for the cuda backend), in the
-// manner of FlashAttention-3: warp-specialised blocks of three warpgroups.
+// A seed of gqa_attention for the cuda backend. Every seed but naive.cu has
+// this same text outside its two EVOLVE-BLOCKs: one for decode (calls of
+// one query row), one for prefill (many rows, chunked or not). A seed's
+// design is one of the two; its other block calls the harness's fixed kernel
+// (gqa_fallback.cuh). So a crossover of two seeds can give a child the
+// decode of one design and the prefill of another. Each block is a namespace
+// of its own, and no macro of one design is a name in a design of the other
+// kind (tests/unit/test_gqa_seeds.c).
+#include <kevolve/task.h>
+#include <gqa_attention/cuda/gqa_common.cuh>
+#include <gqa_attention/cuda/gqa_hopper.cuh>
+#include <gqa_attention/cuda/gqa_fallback.cuh>
+
+#include <cooperative_groups.h>
+
+namespace decode_design {
+// EVOLVE-BLOCK-START decode
+// This seed's design is its prefill: decode calls go to the harness's fixed
+// tensor-core decode (gqa_fallback.cuh).
+static int decode(const gqa_call &c) { return gqa_fallback_decode(c); }
+// EVOLVE-BLOCK-END
+} // namespace decode_design
+
+namespace prefill_design {
+// EVOLVE-BLOCK-START prefill
+// Prefill for Hopper, in the manner of FlashAttention-3: warp-specialised blocks of three warpgroups.
 // Warpgroup 0 is the producer: one thread issues TMA copies of the block's
 // Q tile (128 rows) and of K and V tiles of BN keys into STAGES shared
 // stages (128-byte swizzle), each completing on an mbarrier; it keeps few
@@ -13,27 +37,24 @@
 // tiles crossing a row's diagonal are masked; row blocks run longest first.
 // When the row blocks alone cannot fill the GPU (chunked prefill: 512
 // queries on 8192 keys), the keys of a row block are split in chunks whose
-// partial results the last block to finish merges. Decode calls go to the
-// harness's fixed tensor-core decode (gqa_fallback.cuh). PTX wrappers
-// (TMA, mbarrier, wgmma, descriptors): gqa_hopper.cuh. Axes, each value a
+// partial results the last block to finish merges. PTX wrappers (TMA,
+// mbarrier, wgmma, descriptors): gqa_hopper.cuh. Axes, each value a
 // correct kernel:
 //   BN          keys per tile (the N of S = Q K^T)
 //   STAGES      shared-memory stages of K and V in flight
 //   KSPLIT      chunks of the keys per row block; 0: picked from the shape
 //               (fewest waves per unit of work, SPLIT_COST % per chunk)
 //   SPLIT_COST  the cost of one more chunk (merging), in % of the work
+//   MIN_TILES   key tiles a chunk holds at the least (KSPLIT 0): a causal
+//               prefill of few rows has too few tiles to split
 //   OVERLAP     the next tile's S = Q K^T runs during this tile's softmax
 //               (two products in flight per consumer: more registers)
-#include <kevolve/task.h>
-#include <gqa_attention/cuda/gqa_common.cuh>
-#include <gqa_attention/cuda/gqa_hopper.cuh>
-#include <gqa_attention/cuda/gqa_fallback.cuh>
 
-// EVOLVE-BLOCK-START
 #define BN 128        // kevolve: tune 64 128
 #define STAGES 2      // kevolve: tune 2 3
 #define KSPLIT 0      // kevolve: tune 0 1 2 3 4 8
 #define SPLIT_COST 3  // kevolve: tune 0 1 3 10
+#define MIN_TILES 2   // kevolve: tune 2 4 8
 #define OVERLAP 0     // kevolve: tune 0 1
 
 #define BM 128                  // query rows per block: two consumer warpgroups of 64
@@ -314,8 +335,9 @@ __global__ void __launch_bounds__(NTHREADS, 1)
     }
 }
 
-// Chunks of the keys per row block: KSPLIT, or the count that makes the
-// fewest waves of blocks per unit of work, SPLIT_COST % dearer per chunk.
+// Chunks of the keys per row block: KSPLIT, or the count of at least
+// MIN_TILES tiles each that makes the fewest waves of blocks per unit of
+// work, SPLIT_COST % dearer per chunk.
 static int choose_split(long long blocks, int ntiles)
 {
     int best = 1;
@@ -324,7 +346,7 @@ static int choose_split(long long blocks, int ntiles)
     } else {
         const long long sms = gqa_sm_count();
         double best_cost = 1e30;
-        for (int s = 1; s <= MAX_KSPLIT && s <= ntiles / 2 + (s == 1); s++) {
+        for (int s = 1; s <= MAX_KSPLIT && s <= ntiles / MIN_TILES + (s == 1); s++) {
             const double waves = (double)((blocks * s + sms - 1) / sms);
             const double cost = waves / s * (1.0 + SPLIT_COST * 0.01 * (s - 1));
             if (cost < best_cost - 1e-9) {
@@ -368,11 +390,14 @@ template <int BNT, int ST> static int launch(const gqa_call &c)
     return (int)cudaGetLastError();
 }
 
+static int prefill(const gqa_call &c) { return launch<BN, STAGES>(c); }
+// EVOLVE-BLOCK-END
+} // namespace prefill_design
+
 extern "C" int kv_launch(const kv_launch_args *a)
 {
     gqa_call c;
     int e = gqa_parse(a, &c);
     if (e) return e;
-    return c.SQ == 1 ? gqa_fallback_decode(c) : launch<BN, STAGES>(c);
+    return c.SQ == 1 ? decode_design::decode(c) : prefill_design::prefill(c);
 }
-// EVOLVE-BLOCK-END
