@@ -128,5 +128,18 @@ int kv_launcher_lost_run(const char *text, const char **why)
         }
         line += len + (line[len] == '\n');
     }
+    /* srun's own word that the step was ended from outside. slurmstepd's
+     * line above, relayed with the task's output, can be lost when the
+     * task dies first (seen once, under load, in test_slurm): then this
+     * line alone says so, unless the end was the step's time limit. */
+    if (text && !strstr(text, "DUE TO TIME LIMIT"))
+        for (const char *line = text; *line;) {
+            size_t len = strcspn(line, "\n");
+            if (strncmp(line, "srun: Job step aborted", 22) == 0) {
+                *why = line;
+                return 1;
+            }
+            line += len + (line[len] == '\n');
+        }
     return 0;
 }

@@ -87,6 +87,20 @@ static void lost_runs_are_told_from_the_programs_own_end(void **state)
                                           "2026-12-01T10:00:00 DUE TO TIME LIMIT ***\n",
                                           &why),
                      0);
+    /* srun's own line alone, slurmstepd's lost with the killed task */
+    assert_int_equal(kv_launcher_lost_run("working\nsrun: Job step aborted: Waiting up to 32 "
+                                          "seconds for job step to finish.\n"
+                                          "srun: error: vm: task 0: Killed\n",
+                                          &why),
+                     1);
+    assert_non_null(strstr(why, "Job step aborted"));
+    /* but not where the step's time limit ended it */
+    assert_int_equal(kv_launcher_lost_run("srun: Job step aborted: Waiting up to 32 seconds\n"
+                                          "slurmstepd: error: *** STEP 3.0 ON n1 CANCELLED AT "
+                                          "2026-12-01T10:00:00 DUE TO TIME LIMIT ***\n",
+                                          &why),
+                     0);
+    assert_int_equal(kv_launcher_lost_run("my log: srun: Job step aborted\n", &why), 0);
     /* the candidate's own output cannot pass for Slurm's mid-line */
     assert_int_equal(kv_launcher_lost_run("my log: srun: CANCELLED AT noon\n", &why), 0);
 }

@@ -15,8 +15,8 @@
 
 namespace decode_design {
 // EVOLVE-BLOCK-START decode
-// Decode by half-warps: each half-warp streams its own keys of one KV head with 16-byte loads
-// (lane c owns dimensions 8c .. 8c+7) and keeps a private online softmax for
+// Decode by half-warps: each half-warp streams its own keys of one KV head
+// with 16-byte loads (lane c owns dimensions 8c .. 8c+7) and keeps a private online softmax for
 // the block's query heads; scores are reduced by warp shuffles, the block's
 // half-warps merged once at the end, and chunks of a split sequence merged
 // by the last block to finish (no second kernel). Axes, each value a

@@ -23,7 +23,8 @@ static int decode(const gqa_call &c) { return gqa_fallback_decode(c); }
 
 namespace prefill_design {
 // EVOLVE-BLOCK-START prefill
-// Prefill for Hopper, in the manner of FlashAttention-3: warp-specialised blocks of three warpgroups.
+// Prefill for Hopper, in the manner of FlashAttention-3: warp-specialised
+// blocks of three warpgroups.
 // Warpgroup 0 is the producer: one thread issues TMA copies of the block's
 // Q tile (128 rows) and of K and V tiles of BN keys into STAGES shared
 // stages (128-byte swizzle), each completing on an mbarrier; it keeps few
