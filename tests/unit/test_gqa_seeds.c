@@ -3,10 +3,10 @@
  * enough for an LLM prompt, and each compiling for Hopper (sm_90a) through
  * the harness's own compile path, with the task headers on the include
  * path, at its seed point and with every axis at its last listed value.
- * The design seeds (all but naive.cu) share their text outside a decode
- * and a prefill block, so that crossover gives a child one seed's decode
- * and another's prefill; every such child compiles, and no macro of a
- * decode design is a name in a prefill design (or the other way round),
+ * The design seeds (all but the naive baselines) share their text outside
+ * a decode and a prefill block, so that crossover gives a child one seed's
+ * decode and another's prefill; every such child compiles, and no macro of
+ * a decode design is a name in a prefill design (or the other way round),
  * where it would change that code unseen. Without nvcc the compiles skip
  * with a message; a GPU is never needed (bench/gqa_flagship_h200.sh runs
  * them). */
@@ -220,8 +220,12 @@ static void no_macro_of_one_kind_is_a_name_in_the_other(void **state)
                 identifiers(kv_embedded_text(*b), bb.start, bb.end, 0, names);
                 const char *m;
                 json_t *v;
-                json_object_foreach(macros, m, v) if (json_object_get(names, m)) fail_msg(
-                    "%s defines %s, a name in %s's %s block", *a, m, *b, k ? "decode" : "prefill");
+                json_object_foreach(macros, m, v)
+                {
+                    if (json_object_get(names, m))
+                        fail_msg("%s defines %s, a name in %s's %s block", *a, m, *b,
+                                 k ? "decode" : "prefill");
+                }
                 json_decref(names);
             }
             json_decref(macros);
