@@ -114,6 +114,11 @@ int kv_launcher_lost_run(const char *text, const char **why)
                                        "Unable to confirm allocation",
                                        "CANCELLED AT"};
     *why = NULL;
+    /* srun's own word that the step was ended from outside: slurmstepd's
+     * line, relayed with the task's output, can be lost when the task dies
+     * first (seen once, under load, in test_slurm); then this line alone
+     * says so, unless the end was the step's time limit. */
+    const char *aborted = NULL;
     for (const char *line = text; line && *line;) {
         size_t len = strcspn(line, "\n");
         char *one = kv_strndup(line, len);
@@ -121,6 +126,7 @@ int kv_launcher_lost_run(const char *text, const char **why)
         int lost_here = 0;
         for (size_t k = 0; slurms && k < sizeof lost / sizeof lost[0] && !lost_here; k++)
             lost_here = strstr(one, lost[k]) && !strstr(one, "DUE TO TIME LIMIT");
+        if (!aborted && strncmp(one, "srun: Job step aborted", 22) == 0) aborted = line;
         free(one);
         if (lost_here) {
             *why = line;
@@ -128,18 +134,9 @@ int kv_launcher_lost_run(const char *text, const char **why)
         }
         line += len + (line[len] == '\n');
     }
-    /* srun's own word that the step was ended from outside. slurmstepd's
-     * line above, relayed with the task's output, can be lost when the
-     * task dies first (seen once, under load, in test_slurm): then this
-     * line alone says so, unless the end was the step's time limit. */
-    if (text && !strstr(text, "DUE TO TIME LIMIT"))
-        for (const char *line = text; *line;) {
-            size_t len = strcspn(line, "\n");
-            if (strncmp(line, "srun: Job step aborted", 22) == 0) {
-                *why = line;
-                return 1;
-            }
-            line += len + (line[len] == '\n');
-        }
+    if (aborted && !strstr(text, "DUE TO TIME LIMIT")) {
+        *why = aborted;
+        return 1;
+    }
     return 0;
 }

@@ -10,6 +10,7 @@
  * where it would change that code unseen. Without nvcc the compiles skip
  * with a message; a GPU is never needed (bench/gqa_flagship_h200.sh runs
  * them). */
+#include "export/export_text.h"
 #include "kernel/compile.h"
 #include "kernel/tasks.h"
 #include "mutate/blocks.h"
@@ -169,8 +170,8 @@ static void crossover_pairs_every_decode_design_with_every_prefill_design(void *
 }
 
 /* Adds the identifiers of SRC[FROM, TO) to NAMES, comments and literals
- * aside; with DEFINES only the names of its #define lines. */
-static void identifiers(const char *src, size_t from, size_t to, int defines, json_t *names)
+ * aside. */
+static void identifiers(const char *src, size_t from, size_t to, kv_names *names)
 {
     for (size_t i = from; i < to;) {
         char c = src[i];
@@ -187,15 +188,7 @@ static void identifiers(const char *src, size_t from, size_t to, int defines, js
         } else if (c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')) {
             size_t n =
                 strspn(src + i, "_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789");
-            /* "#define NAME" starts the line */
-            size_t k = i;
-            while (k > from && src[k - 1] != '\n')
-                k--;
-            if (!defines || (k + 8 == i && strncmp(src + k, "#define ", 8) == 0)) {
-                char *name = kv_strndup(src + i, n);
-                json_object_set_new(names, name, json_true());
-                free(name);
-            }
+            if (!kv_names_has(names, src + i, n)) kv_names_add(names, src + i, n);
             i += n;
         } else {
             i++;
@@ -203,33 +196,43 @@ static void identifiers(const char *src, size_t from, size_t to, int defines, js
     }
 }
 
-/* No macro one block defines is a name in a block of the other kind: in a
- * crossed child it would silently change that code. */
+/* No macro one block defines (the export's own scan, kv_text_collect) is a
+ * name in a block of the other kind: in a crossed child it would silently
+ * change that code. */
 static void no_macro_of_one_kind_is_a_name_in_the_other(void **state)
 {
     (void)state;
     const char *kinds[2] = {"decode_", "prefill_"};
     for (size_t k = 0; k < 2; k++)
         for (const char **a = designs(kinds[k]); *a; a++) {
-            json_t *macros = json_object();
             kv_block ab = design_block(*a, k);
-            identifiers(kv_embedded_text(*a), ab.start, ab.end, 1, macros);
+            char *block = kv_strndup(kv_embedded_text(*a) + ab.start, ab.end - ab.start);
+            kv_names macros = {0};
+            kv_text_collect(block, 1, &macros, NULL);
             for (const char **b = designs(kinds[1 - k]); *b; b++) {
-                json_t *names = json_object();
+                kv_names names = {0};
                 kv_block bb = design_block(*b, 1 - k);
-                identifiers(kv_embedded_text(*b), bb.start, bb.end, 0, names);
-                const char *m;
-                json_t *v;
-                json_object_foreach(macros, m, v)
-                {
-                    if (json_object_get(names, m))
-                        fail_msg("%s defines %s, a name in %s's %s block", *a, m, *b,
+                identifiers(kv_embedded_text(*b), bb.start, bb.end, &names);
+                for (size_t m = 0; m < macros.n; m++)
+                    if (kv_names_has(&names, macros.v[m], strlen(macros.v[m])))
+                        fail_msg("%s defines %s, a name in %s's %s block", *a, macros.v[m], *b,
                                  k ? "decode" : "prefill");
-                }
-                json_decref(names);
+                kv_names_free(&names);
             }
-            json_decref(macros);
+            kv_names_free(&macros);
+            free(block);
         }
+}
+
+/* Skips the test, saying that WHAT is not compiled, where there is no nvcc. */
+static void skip_without_nvcc(const char *what)
+{
+    char *nvcc = kv_find_nvcc();
+    if (!nvcc) {
+        fprintf(stderr, "SKIP: nvcc not found: %s are not compiled here\n", what);
+        skip();
+    }
+    free(nvcc);
 }
 
 static void compile_or_fail(const char *what, const char *src)
@@ -248,12 +251,7 @@ static void compile_or_fail(const char *what, const char *src)
 static void every_seed_compiles_for_hopper_at_its_seed_point_and_far_corner(void **state)
 {
     (void)state;
-    char *nvcc = kv_find_nvcc();
-    if (!nvcc) {
-        fprintf(stderr, "SKIP: nvcc not found: the gqa seeds are not compiled here\n");
-        skip();
-    }
-    free(nvcc);
+    skip_without_nvcc("the gqa seeds");
     for (const char **n = seed_names(); *n; n++) {
         compile_or_fail(*n, kv_embedded_text(*n));
         char *far = tune_corner(kv_embedded_text(*n), 1);
@@ -267,12 +265,7 @@ static void every_seed_compiles_for_hopper_at_its_seed_point_and_far_corner(void
 static void every_crossed_pairing_compiles_for_hopper(void **state)
 {
     (void)state;
-    char *nvcc = kv_find_nvcc();
-    if (!nvcc) {
-        fprintf(stderr, "SKIP: nvcc not found: the crossed gqa seeds are not compiled here\n");
-        skip();
-    }
-    free(nvcc);
+    skip_without_nvcc("the crossed gqa seeds");
     for (const char **d = designs("decode_"); *d; d++)
         for (const char **p = designs("prefill_"); *p; p++) {
             char *src = pairing(*d, *p);
