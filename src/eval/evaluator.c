@@ -901,19 +901,21 @@ static int on_run_end(kv_evaluator *ev, job *j)
         free(reason);
         return 0;
     }
+    /* Even a run that exited 0 is lost when Slurm ended its step from
+     * outside: a task of it was killed and the evaluator answered on. */
     const char *lost_line = NULL;
-    if (ev->launch && (how != KV_PROC_EXITED || kv_proc_exit_code(p) != 0) &&
-        kv_launcher_lost_run(kv_proc_stderr(p), &lost_line))
+    int exited_ok = how == KV_PROC_EXITED && kv_proc_exit_code(p) == 0;
+    if (ev->launch && kv_launcher_lost_run(kv_proc_stderr(p), exited_ok, &lost_line))
         return lost_run(ev, j, lost_line, seconds);
     /* A harness failure on a device that then fails its check was the
      * device's, not the candidate's: the run goes to another device, once
      * (after that its retries count, so that it cannot break them all). */
-    if ((how != KV_PROC_EXITED || kv_proc_exit_code(p) != 0) && check_device(ev, j) &&
-        kv_slots_in_rotation(ev->slots) > 0 && j->moved++ < 1) {
+    if (!exited_ok && check_device(ev, j) && kv_slots_in_rotation(ev->slots) > 0 &&
+        j->moved++ < 1) {
         kv_warn("%s: its device failed; starting it on another", job_name(j, name, sizeof name));
         return rerun_uncounted(ev, j);
     }
-    if (how != KV_PROC_EXITED || kv_proc_exit_code(p) != 0) {
+    if (!exited_ok) {
         keep_output(ev, j, NULL);
         char *line = last_line(kv_proc_stderr(p));
         char *reason = *line ? kv_asprintf("evaluator %s: %s", kv_proc_describe(p), line)

@@ -96,36 +96,39 @@ void kv_launcher_free(char **prefix)
     free(prefix);
 }
 
-int kv_launcher_lost_run(const char *text, const char **why)
+int kv_launcher_lost_run(const char *text, int exited_ok, const char **why)
 {
-    /* What srun and slurmstepd say when the run, not the program, ended:
-     * the step never started, its node went, it was preempted or
-     * cancelled by someone else. A time limit is kevolve's own budget, and
-     * "task 0: Exited with exit code N" is the evaluation's own end. */
-    static const char *const lost[] = {"Unable to create step",
-                                       "Unable to allocate resources",
-                                       "Job step creation",
-                                       "DUE TO PREEMPTION",
-                                       "DUE TO NODE FAILURE",
-                                       "Node failure",
-                                       "NODE_FAIL",
-                                       "Communication connection failure",
-                                       "Task launch for StepId",
-                                       "Unable to confirm allocation",
-                                       "CANCELLED AT"};
+    /* What srun and slurmstepd say when the run, not the program, ended.
+     * The step was ended from outside while it ran: its node went, it was
+     * preempted or cancelled by someone else. */
+    static const char *const cut[] = {"DUE TO PREEMPTION", "DUE TO NODE FAILURE", "Node failure",
+                                      "NODE_FAIL", "CANCELLED AT"};
+    /* The step never ran; srun prints some of these while it retries, before
+     * a step that then runs, so they count only when the run failed. */
+    static const char *const not_run[] = {
+        "Unable to create step",  "Unable to allocate resources",
+        "Job step creation",      "Communication connection failure",
+        "Task launch for StepId", "Unable to confirm allocation"};
+    /* A time limit is kevolve's own budget, and "task 0: Exited with exit
+     * code N" is the evaluation's own end. */
     *why = NULL;
     /* srun's own word that the step was ended from outside: slurmstepd's
      * line, relayed with the task's output, can be lost when the task dies
-     * first (seen once, under load, in test_slurm); then this line alone
-     * says so, unless the end was the step's time limit. */
+     * first; then this line alone says so, unless the end was the step's
+     * time limit. */
     const char *aborted = NULL;
     for (const char *line = text; line && *line;) {
         size_t len = strcspn(line, "\n");
         char *one = kv_strndup(line, len);
         int slurms = strncmp(one, "srun: ", 6) == 0 || strncmp(one, "slurmstepd", 10) == 0;
         int lost_here = 0;
-        for (size_t k = 0; slurms && k < sizeof lost / sizeof lost[0] && !lost_here; k++)
-            lost_here = strstr(one, lost[k]) && !strstr(one, "DUE TO TIME LIMIT");
+        if (slurms && !strstr(one, "DUE TO TIME LIMIT")) {
+            for (size_t k = 0; k < sizeof cut / sizeof cut[0] && !lost_here; k++)
+                lost_here = strstr(one, cut[k]) != NULL;
+            for (size_t k = 0; !exited_ok && k < sizeof not_run / sizeof not_run[0] && !lost_here;
+                 k++)
+                lost_here = strstr(one, not_run[k]) != NULL;
+        }
         if (!aborted && strncmp(one, "srun: Job step aborted", 22) == 0) aborted = line;
         free(one);
         if (lost_here) {

@@ -29,7 +29,11 @@ void kv_launcher_cancel(const char *const *names, size_t n);
 /* With Slurm: 1 when STDERR_TEXT (the run's standard error: srun's and
  * slurmstepd's lines among the evaluation's) says Slurm lost the run, with
  * *WHY pointing at the line that says so; 0 when the evaluation itself
- * ended (its own exit code, a time limit: kevolve's timeout). */
-int kv_launcher_lost_run(const char *stderr_text, const char **why);
+ * ended (its own exit code, a time limit: kevolve's timeout). EXITED_OK: the
+ * run exited 0; then only a step ended from outside while it ran counts
+ * (its answer came from a run cut short: a task killed, the evaluator
+ * answering on), not the retried start-up messages srun prints before a
+ * step that then runs. */
+int kv_launcher_lost_run(const char *stderr_text, int exited_ok, const char **why);
 
 #endif

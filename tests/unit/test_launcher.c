@@ -65,44 +65,76 @@ static void lost_runs_are_told_from_the_programs_own_end(void **state)
     const char *cancelled = "working\nsrun: Job step aborted: Waiting up to 32 seconds\n"
                             "slurmstepd-node3: error: *** STEP 5.1 ON node3 CANCELLED AT "
                             "2026-12-01T18:21:50 ***\nsrun: error: node3: task 0: Terminated\n";
-    assert_int_equal(kv_launcher_lost_run(cancelled, &why), 1);
+    assert_int_equal(kv_launcher_lost_run(cancelled, 0, &why), 1);
     assert_non_null(strstr(why, "CANCELLED AT"));
     assert_int_equal(kv_launcher_lost_run("srun: error: Unable to create step for job 7: "
                                           "Requested node configuration is not available\n",
-                                          &why),
+                                          0, &why),
                      1);
     assert_int_equal(
         kv_launcher_lost_run("slurmstepd: error: *** JOB 9 ON n1 CANCELLED AT 2026-12-01T10:00:00 "
                              "DUE TO PREEMPTION ***\n",
-                             &why),
+                             0, &why),
         1);
-    assert_int_equal(kv_launcher_lost_run("srun: error: Node failure on n4\n", &why), 1);
+    assert_int_equal(kv_launcher_lost_run("srun: error: Node failure on n4\n", 0, &why), 1);
     /* the program's own end */
     assert_int_equal(kv_launcher_lost_run("kevolve eval: harness_error: ...\n"
                                           "srun: error: n1: task 0: Exited with exit code 1\n",
-                                          &why),
+                                          0, &why),
                      0);
     assert_null(why);
     assert_int_equal(kv_launcher_lost_run("slurmstepd: error: *** STEP 3.0 ON n1 CANCELLED AT "
                                           "2026-12-01T10:00:00 DUE TO TIME LIMIT ***\n",
-                                          &why),
+                                          0, &why),
                      0);
     /* srun's own line alone, slurmstepd's lost with the killed task */
     assert_int_equal(kv_launcher_lost_run("working\nsrun: Job step aborted: Waiting up to 32 "
                                           "seconds for job step to finish.\n"
                                           "srun: error: vm: task 0: Killed\n",
-                                          &why),
+                                          0, &why),
                      1);
     assert_non_null(strstr(why, "Job step aborted"));
     /* but not where the step's time limit ended it */
     assert_int_equal(kv_launcher_lost_run("srun: Job step aborted: Waiting up to 32 seconds\n"
                                           "slurmstepd: error: *** STEP 3.0 ON n1 CANCELLED AT "
                                           "2026-12-01T10:00:00 DUE TO TIME LIMIT ***\n",
-                                          &why),
+                                          0, &why),
                      0);
-    assert_int_equal(kv_launcher_lost_run("my log: srun: Job step aborted\n", &why), 0);
+    assert_int_equal(kv_launcher_lost_run("my log: srun: Job step aborted\n", 0, &why), 0);
     /* the candidate's own output cannot pass for Slurm's mid-line */
-    assert_int_equal(kv_launcher_lost_run("my log: srun: CANCELLED AT noon\n", &why), 0);
+    assert_int_equal(kv_launcher_lost_run("my log: srun: CANCELLED AT noon\n", 0, &why), 0);
+}
+
+static void a_cut_step_is_lost_even_when_srun_exits_0(void **state)
+{
+    (void)state;
+    const char *why = NULL;
+    /* the cancel killed the evaluator's child; the evaluator answered on */
+    const char *cut = "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+                      "slurmstepd-vm: error: *** STEP 50.0 ON vm CANCELLED AT "
+                      "2026-12-03T05:01:53 ***\nKilled\n";
+    assert_int_equal(kv_launcher_lost_run(cut, 1, &why), 1);
+    assert_non_null(strstr(why, "CANCELLED AT"));
+    assert_int_equal(
+        kv_launcher_lost_run("srun: Job step aborted: Waiting up to 32 seconds\n", 1, &why), 1);
+    assert_int_equal(kv_launcher_lost_run("slurmstepd: error: *** JOB 9 ON n1 CANCELLED AT "
+                                          "2026-12-01T10:00:00 DUE TO PREEMPTION ***\n",
+                                          1, &why),
+                     1);
+    /* srun's messages while it retries a start, before a step that ran */
+    const char *retried = "srun: Job step creation temporarily disabled, retrying (Requested "
+                          "nodes are busy)\nsrun: Step created for StepId=7.3\n";
+    assert_int_equal(kv_launcher_lost_run(retried, 1, &why), 0);
+    assert_null(why);
+    assert_int_equal(kv_launcher_lost_run(retried, 0, &why), 1);
+    assert_int_equal(
+        kv_launcher_lost_run("srun: error: Unable to create step for job 7\n", 1, &why), 0);
+    /* nor a time limit, nor the evaluation's own stderr */
+    assert_int_equal(kv_launcher_lost_run("slurmstepd: error: *** STEP 3.0 ON n1 CANCELLED AT "
+                                          "2026-12-01T10:00:00 DUE TO TIME LIMIT ***\n",
+                                          1, &why),
+                     0);
+    assert_int_equal(kv_launcher_lost_run("judge: CANCELLED AT noon\n", 1, &why), 0);
 }
 
 int main(void)
@@ -110,6 +142,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(slurm_words_follow_the_config),
         cmocka_unit_test(lost_runs_are_told_from_the_programs_own_end),
+        cmocka_unit_test(a_cut_step_is_lost_even_when_srun_exits_0),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
