@@ -342,7 +342,7 @@ static int try_edit(const gi_ctx *c, kv_rng *rng, kv_span **spans, size_t *n, ch
     switch (op) {
     case GI_DELETE:
         if (!info[a].editable) return 0;
-        /* as often as before, but half the time a one-line if */
+        /* as often as before, but half the time a clamp or a skip */
         if (c->nguard && kv_rng_below(rng, 2)) a = c->guard[kv_rng_below(rng, c->nguard)];
         break;
     case GI_COPY: /* before B, a line of A's scope */
