@@ -255,8 +255,7 @@ static void ctx_init(gi_ctx *c, const kv_lines *l)
     for (size_t i = 0; i < l->n; i++) {
         const char *p = l->src + l->line[i].off;
         size_t len = l->line[i].len, ind = 0;
-        while (ind < len && (p[ind] == ' ' || p[ind] == '\t'))
-            ind++;
+        skip_blanks(p, len, &ind);
         int started_in_comment = in_comment, net[3];
         scan_line(l, i, &in_comment, net, &last[i]);
         gi_line *g = &c->info[i];
