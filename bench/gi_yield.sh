@@ -48,9 +48,9 @@ judged() {
         python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["metrics"].get("correct") == 1 else 1)'
 }
 
-# one_line_if SEED CHILD SUMMARY: 0 when SUMMARY deletes a one-line if of SEED.
+# one_line_if SEED SUMMARY: 0 when SUMMARY deletes a one-line if of SEED.
 one_line_if() {
-    line=$(printf '%s\n' "$3" | sed -n 's/^.*gi: delete line \([0-9]*\).*$/\1/p')
+    line=$(printf '%s\n' "$2" | sed -n 's/^.*gi: delete line \([0-9]*\).*$/\1/p')
     [ -n "$line" ] && sed -n "${line}p" "$1" | grep -qE '^[[:space:]]*if[ (]'
 }
 
@@ -81,7 +81,7 @@ for seed in "${SEEDS[@]}"; do
         k=${child##*/child}
         k=${k%%.*}
         is_if=0
-        one_line_if "$seed" "$child" "$(sed -n "${k}p" "$dir/summaries.txt")" && is_if=1
+        one_line_if "$seed" "$(sed -n "${k}p" "$dir/summaries.txt")" && is_if=1
         ifs=$((ifs + is_if))
         if judged "$child"; then
             right=$((right + 1))
