@@ -603,14 +603,15 @@ static void gi_leaves_synchronisation_alone(void **state)
     }
 }
 
-/* Half of gi's deletions take a clamp or a skip (a one-line if that sets
- * a variable without a call, or continues): the design's own heuristics,
- * which on the H200 were all correct when deleted and nearly the only gi
+/* Three of gi's deletions in four take a clamp (a one-line if that sets
+ * a variable to a value without a call): the limits a design chose, which
+ * on the H200 were nearly all correct when deleted and most of the gi
  * children that beat their parent. Not an error check, a guarded call or
- * store, nor a variable set by a call: deleting those drops work or changes
- * nothing timed. Uniform draws would take the two here in 2 of 17
- * deletions. */
-static void gi_deletes_clamps_and_skips_half_the_time(void **state)
+ * store, a variable set by a call, an accumulation, nor a skip (a guard of
+ * a tail or an empty range: 3 of 16 correct in the H200 and OpenCL jobs):
+ * deleting those drops work, changes nothing timed or runs past a tensor.
+ * Uniform draws would take the clamp here in 1 of 19 deletions. */
+static void gi_deletes_clamps_three_times_in_four(void **state)
 {
     (void)state;
     const char *src = "// EVOLVE-BLOCK-START\n"
@@ -622,18 +623,23 @@ static void gi_deletes_clamps_and_skips_half_the_time(void **state)
                       "    if (n) g(n);\n"
                       "    if (n > 1) a[n] = s;\n"
                       "    if (n > 2) s = h(n);\n"
+                      "    if (n > 3) s += n;\n"
                       "    s <<= 1;\n    s |= 2;\n    s &= 255;\n    s += n;\n"
                       "    for (int i = 0; i < n; i++) {\n"
                       "        if (i == 3) continue; /* a skip */\n"
+                      "        if (i + 2 >= n) break; /* a bounds guard */\n"
                       "        s += i;\n"
                       "    }\n"
                       "    return s;\n"
                       "}\n"
                       "// EVOLVE-BLOCK-END\n";
-    static const char *const wanted[] = {"if (s > 100) s = 100;", "if (i == 3) continue;"};
+    static const char *const wanted = "if (s > 100) s = 100;";
     static const char *const others[] = {"if (s < 0) return -1;", "if (n) g(n);",
-                                         "if (n > 1) a[n] = s;", "if (n > 2) s = h(n);"};
-    int deletes = 0, of_wanted = 0, of_other[4] = {0};
+                                         "if (n > 1) a[n] = s;",  "if (n > 2) s = h(n);",
+                                         "if (n > 3) s += n;",    "if (i == 3) continue;",
+                                         "if (i + 2 >= n) break;"};
+    enum { N_OTHERS = sizeof others / sizeof *others };
+    int deletes = 0, of_wanted = 0, of_other[N_OTHERS] = {0};
     for (uint64_t seed = 0; seed < 600; seed++) {
         kv_rng rng;
         kv_rng_seed(&rng, seed);
@@ -642,16 +648,16 @@ static void gi_deletes_clamps_and_skips_half_the_time(void **state)
         assert_int_equal(kv_mutate_gi(src, &rng, &m, &err), 0);
         if (kv_starts_with(m.summary, "gi: delete line ")) {
             deletes++;
-            for (size_t k = 0; k < 2; k++)
-                of_wanted += strstr(m.source, wanted[k]) == NULL;
-            for (size_t k = 0; k < 4; k++)
+            of_wanted += strstr(m.source, wanted) == NULL;
+            for (size_t k = 0; k < N_OTHERS; k++)
                 of_other[k] += strstr(m.source, others[k]) == NULL;
         }
         kv_mutation_free(&m);
     }
     assert_true(deletes > 150);
-    assert_true(of_wanted > deletes * 40 / 100 && of_wanted < deletes * 70 / 100);
-    for (size_t k = 0; k < 4; k++)
+    /* 3/4 and a share of the uniform draws: half the time gives 53% */
+    assert_true(of_wanted > deletes * 68 / 100 && of_wanted < deletes * 90 / 100);
+    for (size_t k = 0; k < N_OTHERS; k++)
         if (of_other[k] > deletes * 10 / 100)
             fail_msg("'%s' deleted %d times in %d: as often as a clamp", others[k], of_other[k],
                      deletes);
@@ -1051,7 +1057,7 @@ int main(void)
         cmocka_unit_test(tune_malformed_annotation_names_its_line),
         cmocka_unit_test(gi_edits_only_mutable_lines),
         cmocka_unit_test(gi_swap_summary_names_both_lines),
-        cmocka_unit_test(gi_deletes_clamps_and_skips_half_the_time),
+        cmocka_unit_test(gi_deletes_clamps_three_times_in_four),
         cmocka_unit_test(gi_moves_whole_statements_within_their_scope),
         cmocka_unit_test(gi_keeps_the_lone_body_of_a_braceless_if_with_its_head),
         cmocka_unit_test(gi_returns_nothing_to_do_without_mutable_lines),
