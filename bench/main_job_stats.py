@@ -12,7 +12,8 @@ turned down before any judge saw it, with nothing to change or too long,
 was not judged); then where the held
 seconds went (the judge's profile steps, summed over the children judged,
 as shares of all held time), and per mutator its children, those correct,
-beating their parent, and the failures by reason. Used by
+beating their parent, and the failures by reason; and how often the
+baseline was timed (seeds included) and its seconds. Used by
 hand_sweep_table.py; alone:
 
 Usage: main_job_stats.py RUN_DB RUN_SECONDS
@@ -88,12 +89,21 @@ def stats(db, run_s):
                                              "status = 'rejected'")}
     n = len(ids)
     judged = n - len(dup) - len(turned_down - dup)
-    # Where the held seconds went: every step but those before the hold.
+    # Where the held seconds went: every step but the one before the hold
+    # (timing the baseline is held time too).
     steps = {}
     for i, p in prof.items():
         for k, v in p.items():
-            if k not in ("prepare", "baseline"):
+            if k != "prepare":
                 steps[k] = steps.get(k, 0.0) + float(v)
+    # The baseline timed in the run, the seeds' evaluations included (a
+    # duplicate or a migrant repeats another program's artifacts).
+    base_timed = [float(json.loads(pv).get("baseline", 0)) for pv, in con.execute(
+        "select pa.value from programs p join artifacts a on a.program_id = p.id and "
+        "a.name = 'baseline' join artifacts pa on pa.program_id = p.id and "
+        "pa.name = 'profile_seconds' where p.status != 'duplicate' and p.is_migrant = 0 and "
+        "p.duplicate_of is null and not exists (select 1 from artifacts d where "
+        "d.program_id = p.id and d.name = 'duplicate_of_artifact')")]
     held_by_step = {k: v / held_all for k, v in sorted(steps.items(), key=lambda kv: -kv[1])
                     } if held_all else {}
     mutators = {}
@@ -137,6 +147,8 @@ def stats(db, run_s):
         "turned_down": len(turned_down - dup),
         "timed_in_full": len(full),
         "held_by_step": held_by_step,
+        "baseline_timed": len(base_timed),
+        "baseline_seconds": sum(base_timed),
         "mutators": mutators,
     }
 
@@ -157,6 +169,8 @@ def lines(s):
         f"{s['screened']}; duplicates {s['duplicates']}; turned down {s.get('turned_down', 0)}",
         "  held time by step: " + ", ".join(f"{k} {v:.0%}" for k, v in s.get("held_by_step",
                                                                               {}).items()),
+        f"  baseline timed {s.get('baseline_timed', 0)} times in the run, seeds included "
+        f"({s.get('baseline_seconds', 0):.0f} s of the device)",
     ] + [f"  {m}: {e['children']} children, {e['correct']} correct, {e['better']} beat their "
          f"parent; failed: " + (", ".join(f"{k} {v}" for k, v in sorted(
              e['failed'].items(), key=lambda kv: -kv[1])) or "none")

@@ -150,6 +150,7 @@ static json_t *accepted(int stage, json_t *res, json_t *artifacts)
                                  "isolation",
                                  "baseline",
                                  "baseline_kept",
+                                 "baseline_not_kept",
                                  "runner_output",
                                  "memcheck_log",
                                  "screened",
@@ -370,7 +371,6 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
     kv_compiled cand = {0}, base = {0}, ref = {0}, helpers = {0};
     char *hash = NULL, *vkey = NULL;
     char *cand_cl = NULL, *base_cl = NULL, *base_path = NULL;
-    json_t *kept = NULL;
     int rc = -1, device = job->device;
     char set[17];
     set_key(&view, task, set);
@@ -451,7 +451,8 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
                                       getenv("SLURM_STEP_ID"), "node", getenv("SLURMD_NODENAME")));
     if (timing) {
         /* Kept only where the candidate cannot reach the file (Landlock),
-         * per device: speedups compare with the same device's baseline. */
+         * per device: speedups compare with the same device's baseline. The
+         * judge reads and writes it with the device held (judge.h). */
         /* "graph": timed as recorded calls (KV_CAP_GRAPH); "switch": windows
          * less the device's switch to the runner (KV_CAP_SWITCH): unlike a
          * baseline kept before either, which is timed again. */
@@ -459,10 +460,8 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
                                 job->quick ? "quick" : "full", set, base.key,
                                 kv_backend_has(backend, KV_CAP_GRAPH) ? "-graph" : "",
                                 kv_backend_has(backend, KV_CAP_SWITCH) ? "-switch" : "");
-        base_path = kv_baseline_path(job->run_dir, cache, key);
+        if (kv_landlock_abi() > 0) base_path = kv_baseline_path(job->run_dir, cache, key);
         free(key);
-        if (kv_landlock_abi() > 0 && !job->fresh_baseline)
-            kept = kv_baseline_load(base_path, job->limits.baseline_max_age_s);
     }
     kv_judge_ctx ctx = {.task = &view,
                         .job = job,
@@ -473,7 +472,7 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
                         .ref = device_ref ? &ref : NULL,
                         .helpers = backend->helpers ? &helpers : NULL,
                         .self_exe = job->self_exe,
-                        .baseline = kept,
+                        .baseline_path = base_path,
                         .device_src = cand_cl,
                         .base_device_src = base_cl,
                         .memcheck = job->stage == 3,
@@ -488,9 +487,6 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
     /* The judge let go when its device work ended; not when it failed. */
     if (job->slot_fd >= 0) kv_slot_tell(job->slot_fd, KV_SLOT_FREE);
     if (wrc != 0) goto out;
-    json_t *fresh = w.result ? json_object_get(w.result, "baseline") : NULL;
-    if (fresh && base_path && kv_landlock_abi() > 0 && !json_object_get(w.result, "device_errors"))
-        kv_baseline_save(base_path, fresh);
     rc = verdict(job, &w, timeout, artifacts, result, err);
     if (*result) add_resources(json_object_get(*result, "metrics"), artifacts, &cand);
     /* A verdict the screen cut short is an estimate against one parent, and
@@ -502,7 +498,6 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
         kv_artifact_verdict_save(job->run_dir, vkey, hash, *result);
     kv_worker_outcome_clear(&w);
 out:
-    if (kept) json_decref(kept);
     free(hash);
     free(vkey);
     json_decref(artifacts);

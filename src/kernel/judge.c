@@ -17,6 +17,7 @@
 #include "util/fs.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -145,6 +146,20 @@ static const char *memcheck_failure(judge *j, const char *code, kv_buf *b)
     return code;
 }
 
+/* Writes a baseline timed here to the run's file while the device is still
+ * held: the next evaluation reads it once it holds the device. Not one
+ * timed on a device that reported errors (OUT's device_errors): it may be
+ * the device's time, not the baseline's. A failed write is noted in OUT. */
+static void keep_fresh_baseline(judge *j, json_t *out)
+{
+    const char *path = j->ctx->baseline_path;
+    if (!j->fresh_baseline || !path || json_object_get(out, "device_errors")) return;
+    if (kv_baseline_save(path, j->fresh_baseline) != 0)
+        json_object_set_new(out, "baseline_not_kept",
+                            json_sprintf("could not write %s: %s", path, strerror(errno)));
+    j->fresh_baseline = NULL;
+}
+
 static _Noreturn void vfail(judge *j, const char *code, const char *fmt, va_list ap)
 {
     kv_buf b = KV_BUF_INIT;
@@ -152,6 +167,8 @@ static _Noreturn void vfail(judge *j, const char *code, const char *fmt, va_list
     code = memcheck_failure(j, code, &b);
     stop_runner(j);
     note_device_errors(j, j->extra);
+    /* A candidate that fails still leaves the baseline timed for it. */
+    if (j->lock >= 0) keep_fresh_baseline(j, j->extra);
     if (j->lock >= 0)
         json_object_set_new(j->extra, "device_held_seconds", json_real(kv_now_s() - j->held_at));
     /* The task's own code failing is the harness's problem, not the candidate's. */
@@ -457,19 +474,26 @@ static json_t *time_baseline(judge *j)
 }
 
 /* The baseline's timings: the kept ones when they still describe this
- * device, else timed now (and handed back in RESULT's "baseline" to keep,
- * with how far they drifted from the kept ones). */
+ * device, else timed now (handed back in RESULT's "baseline", with how far
+ * they drifted from the kept ones, and kept by keep_fresh_baseline). Read
+ * here, with the device held, not when the evaluation began: an evaluation
+ * in flight beside the one that timed it then finds it kept. */
 static json_t *kept_or_timed_baseline(judge *j, json_t *result)
 {
-    const json_t *kept = j->ctx->baseline;
     double t0 = kv_now_s();
+    const char *path = j->ctx->baseline_path;
+    json_t *kept = path && !j->job->fresh_baseline
+                       ? kv_baseline_load(path, j->job->limits.baseline_max_age_s)
+                       : NULL;
     json_t *tele = j->b->telemetry ? j->b->telemetry(j->b) : NULL;
     const char *why = "none kept";
     if (kept && kv_baseline_still_valid(kept, j->b->device, tele, &why)) {
         if (tele) json_decref(tele);
         json_object_set_new(result, "baseline_kept", json_true());
         kv_judge_lap(j, PROF_MEASURE, &t0);
-        return json_incref(json_object_get(kept, "scenarios"));
+        json_t *scen = json_incref(json_object_get(kept, "scenarios"));
+        json_decref(kept);
+        return scen;
     }
     json_t *scen = time_baseline(j);
     json_t *entry = json_pack("{s:I,s:O,s:O}", "saved_at", (json_int_t)time(NULL), "device",
@@ -493,6 +517,8 @@ static json_t *kept_or_timed_baseline(judge *j, json_t *result)
     }
     if (n) json_object_set_new(entry, "drift", json_real(exp(logsum / n)));
     json_object_set_new(result, "baseline", entry);
+    j->fresh_baseline = entry;
+    if (kept) json_decref(kept);
     return scen;
 }
 
@@ -737,6 +763,7 @@ void kv_judge_main(void *vctx)
     stop_runner(&j);
     kv_judge_lap(&j, PROF_STOP, &t0);
     note_device_errors(&j, result);
+    keep_fresh_baseline(&j, result);
     double held_s = let_go_device(&j);
     kv_judge_tele_finish(&j); /* NVML only: outside the hold */
     json_object_set_new(result, "device_held_seconds", json_real(held_s));

@@ -28,8 +28,12 @@ typedef struct kv_judge_ctx {
     const kv_compiled *ref;     /* the task's device reference, or NULL: the CPU's */
     const kv_compiled *helpers; /* the judge's helper kernels (the backend's), or NULL */
     const char *self_exe;       /* the kevolve binary, for the runners */
-    json_t *baseline;           /* the baseline's timings when still valid, else NULL */
-    const char *device_src;     /* KV_CAP_DEVICE_CODE: a file with the candidate's device code */
+    /* The file that keeps the baseline's timings for the run (baseline.h),
+     * or NULL: nothing kept (no Landlock). The judge reads it once it holds
+     * the device and writes a baseline it timed before it lets go, so the
+     * evaluations in flight together time it once, not each. */
+    const char *baseline_path;
+    const char *device_src; /* KV_CAP_DEVICE_CODE: a file with the candidate's device code */
     const char *base_device_src;
     int memcheck; /* correctness only, the runner under compute-sanitizer memcheck */
     uint64_t seed;
@@ -39,7 +43,8 @@ typedef struct kv_judge_ctx {
 /* Worker entry (kv_worker_run's FN); CTX is a kv_judge_ctx. Reports through
  * kv_worker_result / kv_worker_fail: the result holds "scenarios",
  * "held_out", "device", "isolation", "profile_seconds" and, when the
- * baseline was timed here, "baseline" (to keep for later evaluations). */
+ * baseline was timed here, "baseline" (kept at CTX's baseline_path unless
+ * the device reported errors; "baseline_not_kept" says why it was not). */
 void kv_judge_main(void *ctx);
 
 #endif

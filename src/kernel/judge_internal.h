@@ -163,6 +163,7 @@ typedef struct judge {
     held_prep *held;   /* per held-out shape, drawn before the hold (NULL: drawn during it) */
     double replied_at; /* when the runner's last reply came */
     late_looks looks;
+    json_t *fresh_baseline; /* timed here, not yet kept (the result holds it) */
 } judge;
 
 /* Host-side images of one shape's tensors, for the correctness trials. */

@@ -164,4 +164,24 @@ if [ -n "$nvcc" ]; then
 else
     echo "(no nvcc: the CUDA artifact half skipped)"
 fi
-echo "ok: baseline kept, duplicate by artifact, screening both ways"
+# Evaluations in flight together (a run's first children) time the
+# baseline once: the judge reads the kept one once it holds the device and
+# keeps the one it timed before it lets go. When each read it as it began,
+# all of them found none and timed it (8 to 15 times, 7 s each, at the
+# start of every main job on the H200).
+RUN2="$WORK/run2"
+mkdir -p "$RUN2"
+for k in 1 2 3; do
+    { cat "$base"; printf '\nint kevolve_test_flight%d(void) { return %d; }\n' "$k" "$k"; } >"$WORK/f$k.c"
+    "$KV" eval --task softmax --backend cpu --quick --run-dir "$RUN2" "$WORK/f$k.c" \
+        >"$WORK/f$k.json" 2>"$WORK/f$k.err" &
+done
+wait
+timed=0
+for k in 1 2 3; do
+    [ "$(json "$WORK/f$k.json" "d['metrics']['correct']")" = 1 ] || fail "eval f$k: $(cat "$WORK/f$k.err")"
+    [ "$(json "$WORK/f$k.json" "'baseline' in d['artifacts']")" = True ] && timed=$((timed + 1))
+done
+[ "$timed" = 1 ] || fail "three evaluations in flight timed the baseline $timed times, not once"
+
+echo "ok: baseline kept (once for evaluations in flight), duplicate by artifact, screening both ways"
