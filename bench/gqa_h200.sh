@@ -18,6 +18,9 @@
 #        8192-row prefills, when the run's task lacked them, its best at the
 #        2048-row prefill of the same heads); or a kernel .cu, taken as is.
 #   With no RUN: the seeds of tasks/gqa_attention/cuda but the naive baseline.
+#   PICK="SCENARIO ..." takes a run's programs only for those scenarios
+#   (each program is still timed on all 20): a store's fastest at the two
+#   B=1 L=1,024 decodes in two candidates' time, not fourteen's.
 # Writes to $OUT: flagship.log (the tables), kernels.log, sdpa.json,
 # table.json, candidates.json (which program was picked for which
 # scenario), logs.tar.gz.
@@ -33,14 +36,17 @@ if [ $# -eq 0 ]; then
         tasks/gqa_attention/cuda/decode_cluster.cu \
         tasks/gqa_attention/cuda/prefill_fa2.cu tasks/gqa_attention/cuda/prefill_hopper.cu
 fi
-python3 - "$W/cand" "$OUT/candidates.json" "$@" <<'PY' || exit 1
+python3 - "$W/cand" "$OUT/candidates.json" "${PICK:-}" "$@" <<'PY' || exit 1
 import json, os, shutil, sqlite3, sys
-dest, report, runs = sys.argv[1], sys.argv[2], sys.argv[3:]
+dest, report, pick, runs = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4:]
 SCEN = [f"decode_{h}x8_b{b}_l{l}" for h in (16, 40)
         for b, l in ((1, 128), (1, 1024), (1, 8192), (1, 32768), (8, 8192), (32, 4096))]
 SCEN += [f"{k}_{h}x8_{s}" for h in (16, 40)
          for k, s in (("prefill", "s512"), ("prefill", "s2048"), ("chunked", "q512_l8192"),
                       ("prefill", "s8192"))]
+unknown = [s for s in pick if s not in SCEN]
+if unknown:
+    sys.exit(f"PICK names no scenario of the table: {' '.join(unknown)}")
 picked = {}
 for run in runs:
     if run.endswith(".cu"):
@@ -58,7 +64,7 @@ for run in runs:
             progs.append((pid, src, m))
     # A name the shell's globs see: no leading dot (a carried ".devrun").
     tag = os.path.basename(os.path.dirname(os.path.abspath(db))).lstrip(".") or "run"
-    for s in SCEN:
+    for s in pick or SCEN:
         key = s if any(f"{s}_median_us" in m for _, _, m in progs) else s.replace("s8192", "s2048")
         timed = [(m[f"{key}_median_us"], pid, src) for pid, src, m in progs
                  if isinstance(m.get(f"{key}_median_us"), (int, float))]
