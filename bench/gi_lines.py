@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """gi's children in a run's store, by the kind of line each changed: for
 every child of the gi mutator that a judge saw (duplicates and children
-turned down aside), the line it deleted, against its parent, classed as a
-clamp (a one-line if that sets a variable without a call), a skip on a
-bound (`continue` or `break` under a condition with '>' or '>='), another
-skip, another one-line if, or any other statement; copies, swaps and
+turned down aside), the line it deleted, against its parent, classed as
+a clamp (a one-line if that sets a variable to a value without a call), a
+skip on a bound (`continue` or `break` under a condition with '>' or
+'>='), another skip, another one-line if, or any other statement; copies,
+swaps and
 replaces apart. Prints how many of each were judged, correct and better
 than their parent, as bench/NOTES.md's tables.
 
@@ -17,7 +18,8 @@ import re
 import sqlite3
 import sys
 
-CLAMP = re.compile(r"^if \(.*\) [A-Za-z_][\w.]*(\[[^]]*\])? *[-+*/|&^]?= [^;(]*;")
+# As gi.c's is_clamp: a variable or a member set to a value, no call.
+CLAMP = re.compile(r"^if \(.*\) [A-Za-z_][\w.]* *= [^;(=][^;(]*;")
 BOUND = re.compile(r"(?<![->])>(?!>)")
 
 
