@@ -5,8 +5,7 @@ turned down aside), the line it deleted, against its parent, classed as
 a clamp (a one-line if that sets a variable to a value without a call), a
 skip on a bound (`continue` or `break` under a condition with '>' or
 '>='), another skip, another one-line if, or any other statement; copies,
-swaps and
-replaces apart. Prints how many of each were judged, correct and better
+swaps and replaces apart. Prints how many of each were judged, correct and better
 than their parent, as bench/NOTES.md's tables.
 
 Usage: bench/gi_lines.py RUN.db [RUN.db ...] [--list]
