@@ -13,7 +13,8 @@ was not judged); then where the held
 seconds went (the judge's profile steps, summed over the children judged,
 as shares of all held time), and per mutator its children, those correct,
 beating their parent, and the failures by reason; and how often the
-baseline was timed (seeds included) and its seconds. Used by
+baseline was timed (seeds included) and its seconds; and the device's
+time between holds (idle_between_holds). Used by
 hand_sweep_table.py; alone:
 
 Usage: main_job_stats.py RUN_DB RUN_SECONDS
@@ -41,6 +42,44 @@ def artifact(con, name):
 
 def med(xs):
     return statistics.median(xs) if xs else 0.0
+
+
+def idle_between_holds(con):
+    """Where the device's idle time went, from the judges' device_hold_clock
+    (asked, granted, held, freed on the host's monotonic clock; stores from
+    before it have none): per device, each gap between one hold's end and the
+    next one's start is a handoff when the next child had asked before the
+    device was let go (its slot's grant and its lock took the gap), else the
+    device starved (no child was ready) until the next one asked."""
+    clocks = {}
+    for (v,) in con.execute("select value from artifacts where name = 'device_hold_clock'"):
+        try:
+            c = json.loads(v)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(c, dict) and all(k in c for k in ("asked", "granted", "held", "freed")):
+            # A duplicate or a migrant repeats another program's artifacts.
+            clocks[(c.get("device", 0), c["held"])] = c
+    out = {"holds": len(clocks), "handoffs": 0, "handoff_s": 0.0, "grant_s": 0.0, "lock_s": 0.0,
+           "handoff_median_ms": 0.0, "starved": 0, "starved_s": 0.0, "held_s": 0.0}
+    gaps = []
+    for dev in {d for d, _ in clocks}:
+        seq = sorted((c for (d, _), c in clocks.items() if d == dev), key=lambda c: c["held"])
+        out["held_s"] += sum(c["freed"] - c["held"] for c in seq)
+        for prev, nxt in zip(seq, seq[1:]):
+            if nxt["asked"] < prev["freed"]:
+                out["handoffs"] += 1
+                gap = max(0.0, nxt["held"] - prev["freed"])
+                out["handoff_s"] += gap
+                out["grant_s"] += max(0.0, nxt["granted"] - prev["freed"])
+                out["lock_s"] += max(0.0, nxt["held"] - max(nxt["granted"], prev["freed"]))
+                gaps.append(gap)
+            else:
+                out["starved"] += 1
+                out["starved_s"] += nxt["asked"] - prev["freed"]
+                out["handoff_s"] += max(0.0, nxt["held"] - nxt["asked"])
+    out["handoff_median_ms"] = 1000 * med(gaps)
+    return out
 
 
 def stats(db, run_s):
@@ -124,6 +163,7 @@ def stats(db, run_s):
             why = code or (parts[1] if parts[0].startswith("rejected") and len(parts) > 1
                            else parts[0])[:40] or status
             e["failed"][why] = e["failed"].get(why, 0) + 1
+    idle = idle_between_holds(con)
     return {
         "children": n,
         "judged": judged,
@@ -138,7 +178,8 @@ def stats(db, run_s):
         "compile_median_s": med([float(v) for v in artifact(con, "compile_seconds").values()]),
         "wait_median_s": med([float(v) for v in wait.values()]),
         "prepare_median_s": med([float(p.get("prepare", 0)) for p in prof.values()]),
-        "device_busy": held_all / run_s if run_s else 0.0,
+        # The seeds' holds too, where the judges said when they held it.
+        "device_busy": (idle["held_s"] if idle["holds"] else held_all) / run_s if run_s else 0.0,
         "correct": correct,
         "correct_share": correct / n if n else 0.0,
         "correct_share_judged": correct / judged if judged else 0.0,
@@ -150,6 +191,7 @@ def stats(db, run_s):
         "baseline_timed": len(base_timed),
         "baseline_seconds": sum(base_timed),
         "mutators": mutators,
+        "idle": idle,
     }
 
 
@@ -171,7 +213,13 @@ def lines(s):
                                                                               {}).items()),
         f"  baseline timed {s.get('baseline_timed', 0)} times in the run, seeds included "
         f"({s.get('baseline_seconds', 0):.0f} s of the device)",
-    ] + [f"  {m}: {e['children']} children, {e['correct']} correct, {e['better']} beat their "
+    ] + ([
+        f"  device between holds ({s['idle']['holds']} holds, {s['idle']['held_s']:.0f} s held): "
+        f"{s['idle']['handoffs']} handoffs to a child waiting, {s['idle']['handoff_s']:.1f} s "
+        f"(median {s['idle']['handoff_median_ms']:.0f} ms; the slot's grant "
+        f"{s['idle']['grant_s']:.1f} s, the lock {s['idle']['lock_s']:.1f} s); starved, no child "
+        f"ready: {s['idle']['starved']} times, {s['idle']['starved_s']:.1f} s"
+    ] if s.get("idle", {}).get("holds") else []) + [f"  {m}: {e['children']} children, {e['correct']} correct, {e['better']} beat their "
          f"parent; failed: " + (", ".join(f"{k} {v}" for k, v in sorted(
              e['failed'].items(), key=lambda kv: -kv[1])) or "none")
          for m, e in sorted(s.get("mutators", {}).items())]

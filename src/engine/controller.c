@@ -407,7 +407,8 @@ static int migrate(kv_controller *c)
 /* Sets CHILD's status to what its evaluation means for the search. A result
  * carrying artifacts.duplicate_of_artifact (the kernel harness judged the
  * same compiled artifact earlier in this run and repeats that verdict) is a
- * DUPLICATE of the program whose artifacts.artifact_hash matches. An OK
+ * DUPLICATE of the program whose artifacts.artifact_hash matches, or, with
+ * no such program stored, the child's own verdict. An OK
  * result must give a finite fitness (combined_score, or the mean of the
  * numeric metrics that are not feature dimensions), else it FAILED: a
  * failure never owns a cell, counts as a best or becomes a parent. */
@@ -415,18 +416,24 @@ static void judge_result(kv_controller *c, kv_program *child)
 {
     const char *hash =
         json_string_value(json_object_get(child->artifacts, "duplicate_of_artifact"));
-    if (hash && *hash && (child->status == KV_STATUS_OK || child->status == KV_STATUS_FAILED)) {
-        int64_t same = kv_store_find_by_artifact_hash(c->store, hash);
+    int64_t same = hash && *hash ? kv_store_find_by_artifact_hash(c->store, hash) : 0;
+    if (hash && *hash && same <= 0) {
+        /* Judged by an evaluation the store never got (a run killed between
+         * the verdict and its commit, then resumed): the verdict is this
+         * child's own, not a duplicate of nothing. */
+        json_object_set_new(child->artifacts, "verdict_repeated", json_string(hash));
+        if (!json_object_get(child->artifacts, "artifact_hash"))
+            json_object_set_new(child->artifacts, "artifact_hash", json_string(hash));
+        json_object_del(child->artifacts, "duplicate_of_artifact");
+    } else if (hash && *hash &&
+               (child->status == KV_STATUS_OK || child->status == KV_STATUS_FAILED)) {
         child->status = KV_STATUS_DUPLICATE;
         child->duplicate_of = same;
         free(child->reason_code);
         child->reason_code = kv_strdup(KV_REASON_SAME_ARTIFACT);
         free(child->status_reason);
         child->status_reason =
-            same > 0
-                ? kv_asprintf("same compiled artifact as program %lld (%s)", (long long)same, hash)
-                : kv_asprintf("same compiled artifact (%s) as an evaluation not in the store",
-                              hash);
+            kv_asprintf("same compiled artifact as program %lld (%s)", (long long)same, hash);
         return;
     }
     if (child->status != KV_STATUS_OK) return;

@@ -76,10 +76,11 @@ static int take_lock(const char *cache, const kv_backend *b, int device, double 
 }
 
 int kv_device_hold(const kv_job *job, const kv_backend *b, const char *cache, int device,
-                   double *waited, char **err)
+                   double *waited, double *granted, char **err)
 {
     double t0 = kv_now_s();
     int fd = -1;
+    *granted = t0;
     if (job->slot_fd >= 0) {
         int got = kv_slot_ask(job->slot_fd, err);
         if (got < 0) goto out;
@@ -91,6 +92,7 @@ int kv_device_hold(const kv_job *job, const kv_backend *b, const char *cache, in
             kv_slot_tell(job->slot_fd, KV_SLOT_FREE);
             goto out;
         }
+        *granted = kv_now_s();
     }
     double wait = job->limits.device_wait_s > 0 ? job->limits.device_wait_s : 600;
     fd = take_lock(cache, b, device, wait, err);

@@ -18,10 +18,12 @@ int kv_device_bind(const kv_job *job, char **err);
 /* Waits for DEVICE of backend B: the evaluator's slot (which must be that
  * device), then the lock CACHE/device-B-N(-host).lock, at most
  * limits.device_wait_s. Sets *WAITED to the seconds it waited (not the
- * job's: the caller moves its budget by them) and returns the lock's descriptor
- * (close-on-exec), or -1 with *ERR ("device busy: ..." and the like). */
+ * job's: the caller moves its budget by them) and *GRANTED to when the
+ * evaluator's slot came (kv_now_s; when it asked for none, when it began)
+ * and returns the lock's descriptor (close-on-exec), or -1 with *ERR
+ * ("device busy: ..." and the like). */
 int kv_device_hold(const kv_job *job, const kv_backend *b, const char *cache, int device,
-                   double *waited, char **err);
+                   double *waited, double *granted, char **err);
 
 /* Lets go of the device held through LOCK (closed) and tells the
  * evaluator, which hands it to the next in line. */

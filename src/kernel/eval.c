@@ -158,6 +158,7 @@ static json_t *accepted(int stage, json_t *res, json_t *artifacts)
                                  "profile_check_seconds",
                                  "device_held_seconds",
                                  "device_wait_seconds",
+                                 "device_hold_clock",
                                  "late_looks",
                                  "clock_calibration"};
     for (size_t k = 0; k < sizeof copy / sizeof copy[0]; k++) {

@@ -160,6 +160,8 @@ static void keep_fresh_baseline(judge *j, json_t *out)
     j->fresh_baseline = NULL;
 }
 
+static double let_go_device(judge *j);
+
 static _Noreturn void vfail(judge *j, const char *code, const char *fmt, va_list ap)
 {
     kv_buf b = KV_BUF_INIT;
@@ -167,10 +169,13 @@ static _Noreturn void vfail(judge *j, const char *code, const char *fmt, va_list
     code = memcheck_failure(j, code, &b);
     stop_runner(j);
     note_device_errors(j, j->extra);
-    /* A candidate that fails still leaves the baseline timed for it. */
-    if (j->lock >= 0) keep_fresh_baseline(j, j->extra);
-    if (j->lock >= 0)
-        json_object_set_new(j->extra, "device_held_seconds", json_real(kv_now_s() - j->held_at));
+    /* A candidate that fails still leaves the baseline timed for it, and
+     * lets go of the device now, not when this process and its context
+     * have ended: the next child in line starts meanwhile. */
+    if (j->lock >= 0) {
+        keep_fresh_baseline(j, j->extra);
+        json_object_set_new(j->extra, "device_held_seconds", json_real(let_go_device(j)));
+    }
     /* The task's own code failing is the harness's problem, not the candidate's. */
     if (j->who && strcmp(j->who, "baseline") == 0 && strcmp(code, "harness_error") != 0)
         kv_worker_fail("harness_error", j->extra, "the task's baseline failed: %s: %s", code,
@@ -412,11 +417,20 @@ static void hold_device(judge *j)
     double waited = 0;
     char *err = NULL;
     kv_worker_waiting();
-    j->lock = kv_device_hold(j->job, j->ctx->backend, j->ctx->cache, j->ctx->device, &waited, &err);
+    double asked = kv_now_s(), granted = asked;
+    j->lock = kv_device_hold(j->job, j->ctx->backend, j->ctx->cache, j->ctx->device, &waited,
+                             &granted, &err);
     kv_worker_waited(waited);
     json_object_set_new(j->extra, "device_wait_seconds", json_real(waited));
     if (j->lock < 0) kv_worker_fail("harness_error", j->extra, "%s", err);
     j->held_at = kv_now_s();
+    /* When it asked, was granted its slot, held the device and let go, on
+     * the host's monotonic clock: the gaps between one child's letting go
+     * and the next one's hold are the device's idle time
+     * (bench/main_job_stats.py). */
+    json_object_set_new(j->extra, "device_hold_clock",
+                        json_pack("{s:i,s:f,s:f,s:f}", "device", j->ctx->device, "asked", asked,
+                                  "granted", granted, "held", j->held_at));
     double t0 = j->held_at;
     kv_worker_phase("measuring the %s device %d", j->ctx->backend->name, j->ctx->device);
     if (j->b->measure && j->b->measure(j->b, &err) != 0)
@@ -431,7 +445,9 @@ static double let_go_device(judge *j)
 {
     kv_device_let_go(j->job, j->lock);
     j->lock = -1;
-    return kv_now_s() - j->held_at;
+    double now = kv_now_s();
+    json_object_set_new(json_object_get(j->extra, "device_hold_clock"), "freed", json_real(now));
+    return now - j->held_at;
 }
 
 /* Loads the task's device reference into the judge (cuda). */
@@ -768,6 +784,7 @@ void kv_judge_main(void *vctx)
     kv_judge_tele_finish(&j); /* NVML only: outside the hold */
     json_object_set_new(result, "device_held_seconds", json_real(held_s));
     json_object_set(result, "device_wait_seconds", json_object_get(j.extra, "device_wait_seconds"));
+    json_object_set(result, "device_hold_clock", json_object_get(j.extra, "device_hold_clock"));
     json_object_set_new(result, "scenarios", scen);
     json_object_set_new(result, "held_out", held);
     json_object_set(result, "isolation", json_object_get(j.extra, "isolation"));

@@ -35,4 +35,15 @@ db="$WORK/out/run.db"
 python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); sys.exit(str(s["max_iterations"]) != "2")' \
     "$WORK/status.json" || fail "a later --iterations did not win over run.sh's default: $(cat "$WORK/status.json")"
 
+# The same folder again with --force: a fresh run, its judge's verdicts too
+# (the old run's kept verdicts once made the new seed a duplicate of a
+# program no longer stored, and the run stopped at its start).
+mkdir -p "$WORK/out/artifacts" # none kept where Landlock is missing
+touch "$WORK/out/artifacts/left-by-the-old-run.json"
+expect_exit 0 env KV="$KV" "$ex/run.sh" --iterations 1 --output "$WORK/out" --force
+[ ! -e "$WORK/out/artifacts/left-by-the-old-run.json" ] ||
+    fail "--force left the replaced run's verdicts in artifacts/"
+[ "$(sql "$db" "select status || ' ' || json_extract(metrics, '\$.correct') from programs where mutator = 'initial'")" = "ok 1" ] ||
+    fail "the seed of the run forced into the same folder was not judged afresh: $(sql "$db" "select status, status_reason from programs")"
+
 echo "ok"

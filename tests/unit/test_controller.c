@@ -230,6 +230,56 @@ static void child_with_an_artifact_judged_before_is_a_duplicate_of_its_program(v
     free(second);
 }
 
+/* A run killed after its evaluator judged a child but before the store
+ * kept it leaves the verdict in the run folder; the same child, made again
+ * when the run resumes, gets that verdict repeated. With no program of that
+ * artifact stored, it is the child's own verdict: the child is placed, not
+ * a duplicate of nothing (which, for a seed, stopped the run at its start). */
+static void child_repeating_a_verdict_the_store_never_got_is_its_own(void **state)
+{
+    fixture *f = *state;
+    char *src = replace(f->initial, "A = 1", "A = 7");
+    assert_int_equal(kv_controller_offer_child(&f->c, child_with(f, src, 1), f->initial, NULL), 0);
+    drain(f);
+    /* Another run in a folder holding the first run's verdicts, whose store
+     * has none of its children. */
+    fixture *g = NULL;
+    assert_int_equal(setup_artifacts((void **)&g), 0);
+    char *from = kv_path_join(f->dir, "artifact_cache.json");
+    char *to = kv_path_join(g->dir, "artifact_cache.json");
+    size_t len = 0;
+    char *cache = kv_read_file(from, &len);
+    assert_non_null(cache);
+    assert_int_equal(kv_write_file(to, cache, len), 0);
+    assert_int_equal(kv_controller_offer_child(&g->c, child_with(g, src, 1), g->initial, NULL), 0);
+    drain(g);
+    kv_program *p = kv_store_get_program(g->store, 2);
+    assert_non_null(p);
+    assert_int_equal(p->status, KV_STATUS_OK);
+    assert_true(p->duplicate_of <= 0);
+    assert_true(isfinite(p->fitness));
+    assert_non_null(p->features); /* placed */
+    assert_non_null(json_object_get(p->artifacts, "verdict_repeated"));
+    assert_null(json_object_get(p->artifacts, "duplicate_of_artifact"));
+    assert_int_equal(kv_database_size(g->c.db), 2);
+    /* A later child of the same artifact is a duplicate of it. */
+    char *again = replace(src, "A = 7  # kevolve: tune", "A = 7  # again: tune");
+    assert_int_equal(kv_controller_offer_child(&g->c, child_with(g, again, 2), g->initial, NULL),
+                     0);
+    drain(g);
+    kv_program *d = kv_store_get_program(g->store, 3);
+    assert_int_equal(d->status, KV_STATUS_DUPLICATE);
+    assert_int_equal(d->duplicate_of, p->id);
+    kv_program_free(d);
+    kv_program_free(p);
+    teardown((void **)&g);
+    free(again);
+    free(cache);
+    free(from);
+    free(to);
+    free(src);
+}
+
 static void non_finite_child_is_stored_failed_and_never_placed(void **state)
 {
     fixture *f = *state;
@@ -273,6 +323,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             child_with_an_artifact_judged_before_is_a_duplicate_of_its_program, setup_artifacts,
             teardown),
+        cmocka_unit_test_setup_teardown(child_repeating_a_verdict_the_store_never_got_is_its_own,
+                                        setup_artifacts, teardown),
         cmocka_unit_test_setup_teardown(non_finite_child_is_stored_failed_and_never_placed,
                                         setup_failing, teardown),
     };
