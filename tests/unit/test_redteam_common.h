@@ -574,6 +574,35 @@ static void rt_out_of_time(const char *file)
     skip();
 }
 
+/* A score past C's bound, once more: a gain is the ratio of two timings
+ * taken seconds apart, and on a loaded machine (ctest -j2 on two cores) the
+ * baseline's can land in a burst of another test's work. A trick that
+ * works scores past the bound again; the lower of the two counts. */
+static double rt_confirm_gain(const rt_case *c, const char *rel, const char *path, double limit,
+                              double score, kv_buf *bad)
+{
+    rt_reset_scratch();
+    rt_run r;
+    if (rt_eval(c->task, path, c->args, limit, &r) != 0) fail_msg("%s: cannot run kevolve", rel);
+    int clean = 0;
+    json_t *v = rt_verdict(&r, &clean);
+    json_t *a = v ? json_object_get(v, "artifacts") : NULL;
+    const char *verdict = json_string_value(json_object_get(a, "verdict"));
+    double again =
+        json_number_value(json_object_get(json_object_get(v, "metrics"), "combined_score"));
+    fprintf(stderr, "redteam %s: combined_score %.4g > %g; evaluated again: %s %.4g\n", rel, score,
+            c->max_score, verdict ? verdict : "no verdict", again);
+    kv_buf note = KV_BUF_INIT;
+    if (rt_kill_survivors(&r, &note))
+        kv_buf_printf(bad, "; outlived the evaluation (evaluated again): %s", note.data);
+    kv_buf_free(&note);
+    if (verdict && strcmp(verdict, "correct") == 0 && again < score) score = again;
+    if (v) json_decref(v);
+    kv_buf_free(&r.out);
+    kv_buf_free(&r.err);
+    return score;
+}
+
 /* Runs case C and asserts all of it (see the file comment); skips with
  * what it got when it fails against the judge of today. */
 static void rt_check(const rt_case *c)
@@ -634,6 +663,8 @@ static void rt_check(const rt_case *c)
             break;
         case RT_NOGAIN:
         case RT_ANY:
+            if (correct && score > c->max_score && !r.timed_out)
+                score = rt_confirm_gain(c, rel, path, limit, score, &bad);
             if (correct && score > c->max_score)
                 kv_buf_printf(&bad,
                               "; judged correct with combined_score %.4g (> %g for this copy "
