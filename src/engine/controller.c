@@ -416,8 +416,9 @@ static void judge_result(kv_controller *c, kv_program *child)
 {
     const char *hash =
         json_string_value(json_object_get(child->artifacts, "duplicate_of_artifact"));
-    int64_t same = hash && *hash ? kv_store_find_by_artifact_hash(c->store, hash) : 0;
-    if (hash && *hash && same <= 0) {
+    if (!hash || !*hash) hash = NULL;
+    int64_t same = hash ? kv_store_find_by_artifact_hash(c->store, hash) : 0;
+    if (hash && same <= 0) {
         /* Judged by an evaluation the store never got (a run killed between
          * the verdict and its commit, then resumed): the verdict is this
          * child's own, not a duplicate of nothing. */
@@ -425,8 +426,7 @@ static void judge_result(kv_controller *c, kv_program *child)
         if (!json_object_get(child->artifacts, "artifact_hash"))
             json_object_set_new(child->artifacts, "artifact_hash", json_string(hash));
         json_object_del(child->artifacts, "duplicate_of_artifact");
-    } else if (hash && *hash &&
-               (child->status == KV_STATUS_OK || child->status == KV_STATUS_FAILED)) {
+    } else if (hash && (child->status == KV_STATUS_OK || child->status == KV_STATUS_FAILED)) {
         child->status = KV_STATUS_DUPLICATE;
         child->duplicate_of = same;
         free(child->reason_code);

@@ -8,6 +8,7 @@
 #include "engine/startup.h"
 #include "mutate/tune.h"
 #include "util/buf.h"
+#include "util/eval_job.h"
 #include "util/fs.h"
 #include "util/log.h"
 
@@ -150,7 +151,7 @@ static int check_features(const kv_config *cfg, kv_store *store, int64_t id)
 /* Removes the store DB_PATH and its WAL and shared-memory files, and the
  * verdicts the replaced run's judge kept in OUTPUT_DIR/artifacts (a new
  * run judges its programs afresh, with this build's judge). */
-static void remove_store_files(const char *output_dir, const char *db_path)
+static void remove_replaced_run(const char *output_dir, const char *db_path)
 {
     static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
     for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
@@ -158,7 +159,7 @@ static void remove_store_files(const char *output_dir, const char *db_path)
         unlink(p);
         free(p);
     }
-    char *verdicts = kv_path_join(output_dir, "artifacts");
+    char *verdicts = kv_path_join(output_dir, KV_RUN_VERDICTS_DIR);
     if (kv_is_dir(verdicts) && kv_remove_tree(verdicts) != 0)
         kv_warn("cannot remove the replaced run's verdicts in %s", verdicts);
     free(verdicts);
@@ -203,7 +204,7 @@ static int clear_the_way(const char *output_dir, const char *db_path, int force)
 {
     if (!kv_is_file(db_path)) return KV_EXIT_OK;
     if (force) {
-        remove_store_files(output_dir, db_path);
+        remove_replaced_run(output_dir, db_path);
         return KV_EXIT_OK;
     }
     char *why = NULL;
@@ -212,7 +213,7 @@ static int clear_the_way(const char *output_dir, const char *db_path, int force)
     case EXISTING_FAILED_START:
         kv_info("%s holds a run that never started (no program evaluated OK): replacing it",
                 output_dir);
-        remove_store_files(output_dir, db_path);
+        remove_replaced_run(output_dir, db_path);
         return KV_EXIT_OK;
     case EXISTING_UNREADABLE:
         kv_error("%s; to start afresh in %s, add --force (the old store is removed)", why,
@@ -353,7 +354,7 @@ int kv_run_evolution(const kv_run_options *opts)
     kv_controller_free(&c);
 done:
     if (store) kv_store_close(store);
-    if (created && rc != KV_EXIT_OK && db_path) remove_store_files(output_dir, db_path);
+    if (created && rc != KV_EXIT_OK && db_path) remove_replaced_run(output_dir, db_path);
     kv_run_lock_release(lock);
     kv_log_open_file(NULL);
     for (size_t i = 0; i < n_sources; i++)

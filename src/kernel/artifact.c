@@ -3,6 +3,7 @@
 #include "kernel/sandbox.h"
 #include "kernel/tool.h"
 #include "util/buf.h"
+#include "util/eval_job.h"
 #include "util/fs.h"
 #include "util/hash.h"
 #include "util/json.h"
@@ -216,7 +217,7 @@ char *kv_artifact_hash(const kv_backend *backend, const kv_compiled *c, char **e
 static char *verdict_path(const char *run, const char *key, const char *hash)
 {
     if (!run || !*run || kv_landlock_abi() <= 0) return NULL;
-    return kv_asprintf("%s/artifacts/%s-%s.json", run, key, hash);
+    return kv_asprintf("%s/" KV_RUN_VERDICTS_DIR "/%s-%s.json", run, key, hash);
 }
 
 json_t *kv_artifact_verdict_load(const char *run_dir, const char *key, const char *hash)

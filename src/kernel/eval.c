@@ -485,7 +485,8 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
     double timeout = left - (left * 0.05 < 5 ? left * 0.05 : 5);
     if (timeout < 1) timeout = 1;
     int wrc = kv_worker_run(kv_judge_main, &ctx, timeout, &w, err);
-    /* The judge let go when its device work ended; not when it failed. */
+    /* The judge let go when its device work ended, or when its candidate
+     * failed; not when it died. */
     if (job->slot_fd >= 0) kv_slot_tell(job->slot_fd, KV_SLOT_FREE);
     if (wrc != 0) goto out;
     rc = verdict(job, &w, timeout, artifacts, result, err);

@@ -32,6 +32,10 @@
 
 #define KV_JOB_VERSION 1
 
+/* The folder of RUN_DIR where the judge keeps its verdicts by compiled
+ * artifact (kernel/artifact.h); a run replaced with --force removes it. */
+#define KV_RUN_VERDICTS_DIR "artifacts"
+
 typedef struct kv_job_limits {
     double total_s;            /* the whole evaluation; default 900 */
     double call_s;             /* one call of the candidate; 0: the judge's default */
