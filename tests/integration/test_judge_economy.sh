@@ -183,5 +183,26 @@ for k in 1 2 3; do
     [ "$(json "$WORK/f$k.json" "'baseline' in d['artifacts']")" = True ] && timed=$((timed + 1))
 done
 [ "$timed" = 1 ] || fail "three evaluations in flight timed the baseline $timed times, not once"
+# Each says when it asked for the device, was granted it, held it and let
+# go (device_hold_clock: bench/main_job_stats.py splits the device's idle
+# time with it), a candidate that fails too (it lets go before it
+# reports); one device, so no two holds overlap.
+sed 's|/ sum);|/ sum * 1.5);|' "$base" >"$WORK/f4.c"
+"$KV" eval --task softmax --backend cpu --quick --run-dir "$RUN2" "$WORK/f4.c" \
+    >"$WORK/f4.json" 2>"$WORK/f4.err"
+[ "$(json "$WORK/f4.json" "d['artifacts'].get('verdict')")" != correct ] ||
+    fail "f4, off by half, was judged correct"
+python3 - "$WORK"/f1.json "$WORK"/f2.json "$WORK"/f3.json "$WORK"/f4.json <<'PY' ||
+import json, sys
+clocks = []
+for path in sys.argv[1:]:
+    c = json.load(open(path))["artifacts"].get("device_hold_clock")
+    assert c and c["asked"] <= c["granted"] <= c["held"] <= c["freed"], (path, c)
+    clocks.append(c)
+clocks.sort(key=lambda c: c["held"])
+for a, b in zip(clocks, clocks[1:]):
+    assert a["freed"] <= b["held"], ("holds overlap", a, b)
+PY
+    fail "the device's hold clocks are missing or out of order"
 
 echo "ok: baseline kept (once for evaluations in flight), duplicate by artifact, screening both ways"
