@@ -80,6 +80,6 @@ done
 wait "$compiles"
 echo "== red team (gqa_attention_decode), new judge"
 TASK=gqa_attention_decode OUT=$OUT/redteam KV=$KV EVAL_TIMEOUT=90 bench/redteam_cuda.sh $RED 2>&1 |
-    tail -n 25
+    tail -n 40
 rm -rf "$OUT/cache" "$OUT/redteam/cache" 2>/dev/null
 tar -C "$OUT" -czf "$OUT/../in_place_logs.tgz" . 2>/dev/null && mv "$OUT/../in_place_logs.tgz" "$OUT/"

@@ -50,7 +50,7 @@ def idle_between_holds(con):
     before it have none): per device, each gap between one hold's end and the
     next one's start is a handoff when the next child had asked before the
     device was let go (its slot's grant and its lock took the gap), else the
-    device starved (no child was ready) until the next one asked."""
+    device starved (no child was ready) until the next one held it."""
     clocks = {}
     for (v,) in con.execute("select value from artifacts where name = 'device_hold_clock'"):
         try:
@@ -75,9 +75,10 @@ def idle_between_holds(con):
                 out["lock_s"] += max(0.0, nxt["held"] - max(nxt["granted"], prev["freed"]))
                 gaps.append(gap)
             else:
+                # The whole gap: no child was ready, then the late one's
+                # grant and lock (not a handoff: none waited).
                 out["starved"] += 1
-                out["starved_s"] += nxt["asked"] - prev["freed"]
-                out["handoff_s"] += max(0.0, nxt["held"] - nxt["asked"])
+                out["starved_s"] += max(0.0, nxt["held"] - prev["freed"])
     out["handoff_median_ms"] = 1000 * med(gaps)
     return out
 

@@ -166,6 +166,12 @@ struct kv_jdev {
     double ceiling_gbps;
     size_t cache_bytes;
     json_t *device; /* {"name":..., ...} */
+    /* The value of the backend's visible_env that shows a process this
+     * device alone (cuda: "GPU-<uuid>"), set by open; "" where the backend
+     * cannot narrow a process to one device or need not (a MIG instance,
+     * which CUDA enumerates alone). The runners start with it: the host's
+     * other devices are not the candidate's to use, nor to disturb. */
+    char confine[64];
     /* Layout of tensors in an arena: data aligned to ALIGN with at least
      * MARGIN canary bytes before and after; PAGE_GUARDS: the end of each
      * tensor's data (rounded up to ALIGN) meets a page boundary and the page
@@ -269,6 +275,9 @@ struct kv_rdev {
     const kv_backend *backend;
     void *state;
     int index; /* the device to open, set before open */
+    /* Set before open: the judge narrowed visible_env to one device, and
+     * open fails unless the process sees exactly that one. */
+    int confined;
     int (*open)(kv_rdev *b, char **err);
     /* Maps the arena M describes (FD: its memfd on cpu and opencl). */
     int (*map)(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err);

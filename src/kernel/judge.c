@@ -358,8 +358,14 @@ static kv_runner *spawn_runner(judge *j, const kv_compiled *c, const char *devic
     /* A driver's cache of built device code, the program's own: a shared
      * one could be poisoned for the next evaluation's baseline. */
     char *own = kv_judge_can(j, KV_CAP_DEVICE_CODE) ? kv_asprintf("%s.pocl", c->lib_path) : NULL;
+    /* The runner sees the judge's device alone, where the backend can say
+     * so: as device 0 of what it sees. */
+    char *confine = j->b->confine[0] && j->b->backend->visible_env
+                        ? kv_asprintf("%s=%s", j->b->backend->visible_env, j->b->confine)
+                        : NULL;
     kv_runner_spec spec = {.backend = j->b->backend,
-                           .device = j->ctx->device,
+                           .device = confine ? 0 : j->ctx->device,
+                           .confine_env = confine,
                            .self_exe = j->ctx->self_exe,
                            .lib = c->lib_path,
                            .device_src = device_src,
@@ -374,6 +380,7 @@ static kv_runner *spawn_runner(judge *j, const kv_compiled *c, const char *devic
     }
     char *isolation = NULL, *err = NULL;
     kv_runner *rn = kv_runner_start(&spec, 120, &isolation, &err);
+    free(confine);
     free(cs);
     free(own);
     if (!rn) {

@@ -169,16 +169,14 @@ static ssize_t receive(void *buf, int *fd)
 
 int kv_runner_main(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"backend", required_argument, NULL, 'b'},
-                                             {"lib", required_argument, NULL, 'l'},
-                                             {"device-src", required_argument, NULL, 'd'},
-                                             {"scratch", required_argument, NULL, 's'},
-                                             {"own-dir", required_argument, NULL, 'o'},
-                                             {"device", required_argument, NULL, 'n'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"backend", required_argument, NULL, 'b'},    {"lib", required_argument, NULL, 'l'},
+        {"device-src", required_argument, NULL, 'd'}, {"scratch", required_argument, NULL, 's'},
+        {"own-dir", required_argument, NULL, 'o'},    {"device", required_argument, NULL, 'n'},
+        {"confined", no_argument, NULL, 'c'},         {NULL, 0, NULL, 0}};
     const char *backend = NULL, *lib = NULL, *device_src_path = NULL, *scratch = NULL;
     const char *own_dir = NULL;
-    int device = 0;
+    int device = 0, confined = 0;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -201,6 +199,9 @@ int kv_runner_main(int argc, char **argv)
         case 'n':
             device = atoi(optarg);
             break;
+        case 'c':
+            confined = 1;
+            break;
         default:
             return 2;
         }
@@ -219,16 +220,22 @@ int kv_runner_main(int argc, char **argv)
     unsigned char *buf = kv_malloc(KV_RMSG_MAX);
     char *err = NULL;
     kv_rdev *dev = kv_rdev_new(kv_backend_find(backend), device, &err);
+    if (dev) dev->confined = confined;
     const char *what = NULL;
     /* The device first (drivers open their nodes and helper files), then the
      * sandbox, then, only when the judge asks, the candidate. */
-    if (!dev || dev->open(dev, &err) != 0)
+    if (dev && confined && !dev->backend->visible_env)
+        set_error(reply, kv_asprintf("harness_error: the %s backend cannot narrow the devices a "
+                                     "process sees (--confined)",
+                                     dev->backend->name));
+    else if (!dev || dev->open(dev, &err) != 0)
         set_error(reply, err);
     else if (kv_sandbox_apply(scratch, own_dir, &what, &err) != 0) {
         set_error(reply, kv_asprintf("harness_error: sandbox: %s", err));
         free(err);
     } else
-        snprintf(reply->detail, sizeof reply->detail, "%s", what);
+        snprintf(reply->detail, sizeof reply->detail, "%s%s", what,
+                 confined ? ", its device alone visible" : "");
     send_reply(reply, KV_RMSG_HELLO, 0);
     if (reply->status != 0) return 1;
     char *device_src = device_src_path ? kv_read_file(device_src_path, NULL) : NULL;

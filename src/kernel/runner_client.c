@@ -39,15 +39,14 @@ pid_t kv_runner_pid(const kv_runner *r)
 }
 
 /* What a runner's environment adds to kv_proc's scrubbed one: TMPDIR its
- * scratch, PoCL's cache in OWN_DIR or the scratch (OWNED: free both). */
-static void runner_env(const char *scratch, const char *own_dir, char *owned[3])
+ * scratch, PoCL's cache in OWN_DIR or the scratch (OWNED[0..1]: free both). */
+static void runner_env(const char *scratch, const char *own_dir, char *owned[2])
 {
     owned[0] = kv_asprintf("TMPDIR=%s", scratch);
     /* PoCL's kernel cache, the program's own: a shared one could be
      * poisoned for the next evaluation's baseline. */
     owned[1] = own_dir ? kv_asprintf("POCL_CACHE_DIR=%s", own_dir)
                        : kv_asprintf("POCL_CACHE_DIR=%s/pocl", scratch);
-    owned[2] = NULL;
 }
 
 /* Fills F from the way the runner ended (it must have ended). */
@@ -197,9 +196,12 @@ kv_runner *kv_runner_start(const kv_runner_spec *spec, double timeout_s, char **
         argv[a++] = "--own-dir";
         argv[a++] = (char *)spec->own_dir;
     }
+    if (spec->confine_env) argv[a++] = "--confined";
     argv[a] = NULL;
-    char *env[3];
+    char *env[4];
     runner_env(r->scratch, spec->own_dir, env);
+    env[2] = (char *)spec->confine_env;
+    env[3] = NULL;
     kv_proc_spec ps = {.argv = argv,
                        .cwd = r->scratch,
                        .extra_env = env,

@@ -29,7 +29,11 @@ typedef struct kv_runner_spec {
     const char *own_dir;    /* a folder of this code's own the runner may write (opencl: PoCL's
                                kernel cache, per program, so no program can poison another's),
                                or NULL */
-    const char *wrapper;    /* a program the runner runs under (compute-sanitizer), or NULL */
+    /* "NAME=VALUE": the backend's visible_env narrowed to the device (with
+     * DEVICE 0 of what it shows), which the runner checks it sees alone; or
+     * NULL. */
+    const char *confine_env;
+    const char *wrapper; /* a program the runner runs under (compute-sanitizer), or NULL */
     char *const *wrapper_args;
 } kv_runner_spec;
 

@@ -112,6 +112,22 @@ static int open_context(cu_state *s, int index, char **err)
     return 0;
 }
 
+/* DEV's name in CUDA_VISIBLE_DEVICES ("GPU-8-4-4-4-12 hex") into OUT; 0, or
+ * -1 when the driver cannot say or DEV is a MIG instance (where v2's UUID
+ * is the instance's own and differs from v1's, its GPU's): CUDA enumerates
+ * one MIG instance per process already. */
+static int visible_name(const kv_cu *cu, CUdevice dev, char out[64])
+{
+    unsigned char u[16], u2[16];
+    if (!cu->DeviceGetUuid || cu->DeviceGetUuid(u, dev) != 0) return -1;
+    if (cu->DeviceGetUuid_v2 && (cu->DeviceGetUuid_v2(u2, dev) != 0 || memcmp(u, u2, 16) != 0))
+        return -1;
+    snprintf(out, 64, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+             u[14], u[15]);
+    return 0;
+}
+
 /* ---- the judge's half ---- */
 
 /* Device-to-device copy bandwidth (read plus write), GB/s, best of three. */
@@ -198,6 +214,7 @@ static int cuda_open(kv_jdev *b, char **err)
     double theory = 2.0 * (double)memclk * 1e3 * (double)width / 8.0 / 1e9;
     s->theory_gbps = theory;
     b->cache_bytes = l2 > 0 ? (size_t)l2 : (50u << 20);
+    if (visible_name(&s->cu, s->dev, b->confine) != 0) b->confine[0] = '\0';
     s->flush_bytes = 2 * b->cache_bytes;
     if (s->cu.MemAlloc(&s->flush_buf, s->flush_bytes) != 0) s->flush_buf = 0;
     s->nvml = kv_nvml_open(bus);
@@ -653,7 +670,23 @@ static int cuda_ropen(kv_rdev *b, char **err)
 {
     cu_rstate *r = kv_calloc(1, sizeof *r);
     b->state = r;
-    return open_context(&r->c, b->index, err);
+    if (open_context(&r->c, b->index, err) != 0) return -1;
+    if (!b->confined) return 0;
+    /* The judge narrowed CUDA_VISIBLE_DEVICES to its own device: a process
+     * that still sees another could use it (more hardware than the one
+     * timed) or slow the evaluation timed there. */
+    const char *want = getenv(b->backend->visible_env);
+    char name[64] = "";
+    int count = 0;
+    r->c.cu.DeviceGetCount(&count);
+    if (count != 1 || visible_name(&r->c.cu, r->c.dev, name) != 0 || !want ||
+        strcmp(name, want) != 0) {
+        *err = kv_asprintf("harness_error: the candidate's process should see one CUDA device, "
+                           "%s, and sees %d (device 0: %s)",
+                           want ? want : "?", count, *name ? name : "unnamed");
+        return -1;
+    }
+    return 0;
 }
 
 static int cuda_map(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err)

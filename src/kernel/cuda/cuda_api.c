@@ -60,6 +60,9 @@ int kv_cu_load(kv_cu *cu, char **err)
     LOAD(GraphExecDestroy, "cuGraphExecDestroy");
     LOAD(GraphDestroy, "cuGraphDestroy");
     LOAD(DriverGetVersion, "cuDriverGetVersion");
+    void *uuid = dlsym(cu->lib, "cuDeviceGetUuid"), *uuid2 = dlsym(cu->lib, "cuDeviceGetUuid_v2");
+    memcpy(&cu->DeviceGetUuid, &uuid, sizeof uuid);
+    memcpy(&cu->DeviceGetUuid_v2, &uuid2, sizeof uuid2);
     return 0;
 }
 

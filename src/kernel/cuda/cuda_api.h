@@ -54,6 +54,10 @@ typedef struct kv_cu {
     CUresult (*GraphExecDestroy)(void *);
     CUresult (*GraphDestroy)(void *);
     CUresult (*DriverGetVersion)(int *);
+    /* Optional (NULL when the driver lacks them): the device's UUID, and the
+     * MIG-aware one (a MIG instance's own where v1 gives its GPU's). */
+    CUresult (*DeviceGetUuid)(unsigned char *, CUdevice);
+    CUresult (*DeviceGetUuid_v2)(unsigned char *, CUdevice);
 } kv_cu;
 
 /* Loads libcuda.so.1 into CU. Returns 0, or -1 with *ERR. */
