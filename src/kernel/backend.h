@@ -278,6 +278,10 @@ struct kv_rdev {
     /* Set before open: the judge narrowed visible_env to one device, and
      * open fails unless the process sees exactly that one. */
     int confined;
+    /* Set by a confined open where the backend can tell: the nodes directly
+     * in /dev of the host's other devices (NULL-terminated, maybe empty),
+     * which the sandbox then shuts; NULL when it cannot tell. */
+    char **shut;
     int (*open)(kv_rdev *b, char **err);
     /* Maps the arena M describes (FD: its memfd on cpu and opencl). */
     int (*map)(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err);

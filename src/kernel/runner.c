@@ -230,12 +230,13 @@ int kv_runner_main(int argc, char **argv)
                                      dev->backend->name));
     else if (!dev || dev->open(dev, &err) != 0)
         set_error(reply, err);
-    else if (kv_sandbox_apply(scratch, own_dir, &what, &err) != 0) {
+    else if (kv_sandbox_apply(scratch, own_dir, (const char *const *)dev->shut, &what, &err) != 0) {
         set_error(reply, kv_asprintf("harness_error: sandbox: %s", err));
         free(err);
     } else
-        snprintf(reply->detail, sizeof reply->detail, "%s%s", what,
-                 confined ? ", its device alone visible" : "");
+        snprintf(reply->detail, sizeof reply->detail, "%s%s%s", what,
+                 confined ? ", its device alone visible" : "",
+                 dev->shut ? ", other GPUs' nodes shut" : "");
     send_reply(reply, KV_RMSG_HELLO, 0);
     if (reply->status != 0) return 1;
     char *device_src = device_src_path ? kv_read_file(device_src_path, NULL) : NULL;

@@ -5,6 +5,7 @@
 #include "kernel/sandbox.h"
 #include "util/buf.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -67,7 +69,11 @@ int kv_landlock_abi(void)
 static int allow_beneath(int ruleset, const char *path, uint64_t access, char **err)
 {
     int fd = open(path, O_PATH | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT ? 0 : -1;
+    if (fd < 0 && errno == ENOENT) return 0;
+    if (fd < 0) {
+        *err = kv_asprintf("open %s: %s", path, strerror(errno));
+        return -1;
+    }
     struct ll_path_beneath_attr pb = {.allowed_access = access, .parent_fd = fd};
     long rc = syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0);
     int e = errno;
@@ -79,9 +85,45 @@ static int allow_beneath(int ruleset, const char *path, uint64_t access, char **
     return 0;
 }
 
-/* Landlock: writes only beneath SCRATCH, OWN_DIR and /dev, no ptrace out, and what
- * ABI allows of the network and scopes. Returns the ABI applied (0: none). */
-static int apply_landlock(const char *scratch, const char *own_dir, char **err)
+static int listed(const char *const *list, const char *s)
+{
+    for (; list && *list; list++)
+        if (strcmp(*list, s) == 0) return 1;
+    return 0;
+}
+
+/* Grants ACCESS beneath every device node, folder and file of /dev but
+ * SHUT's: not its links (a link's rule would hold for where it leads:
+ * /dev/fd is /proc/self/fd), sockets or pipes. */
+static int allow_dev_but(int ruleset, uint64_t access, const char *const *shut, char **err)
+{
+    DIR *d = opendir("/dev");
+    if (!d) {
+        *err = kv_asprintf("opendir /dev: %s", strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char path[300];
+        struct stat st;
+        snprintf(path, sizeof path, "/dev/%s", e->d_name);
+        if (listed(shut, path) || lstat(path, &st) != 0) continue;
+        if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode) && !S_ISDIR(st.st_mode) &&
+            !S_ISREG(st.st_mode))
+            continue;
+        rc = allow_beneath(ruleset, path, access, err);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Landlock: writes only beneath SCRATCH, OWN_DIR and /dev (less SHUT), no ptrace
+ * out, and what ABI allows of the network and scopes. Returns the ABI applied
+ * (0: none). */
+static int apply_landlock(const char *scratch, const char *own_dir, const char *const *shut,
+                          char **err)
 {
     int abi = kv_landlock_abi();
     if (abi <= 0) return 0;
@@ -111,7 +153,8 @@ static int apply_landlock(const char *scratch, const char *own_dir, char **err)
         LL_FS_WRITE_FILE | (abi >= 3 ? LL_FS_TRUNCATE : 0) | (abi >= 5 ? LL_FS_IOCTL_DEV : 0);
     int rc = allow_beneath(rs, scratch, write, err);
     if (rc == 0 && own_dir) rc = allow_beneath(rs, own_dir, write, err);
-    if (rc == 0) rc = allow_beneath(rs, "/dev", dev, err);
+    if (rc == 0)
+        rc = shut ? allow_dev_but(rs, dev, shut, err) : allow_beneath(rs, "/dev", dev, err);
     if (rc == 0 && syscall(SYS_landlock_restrict_self, rs, 0) != 0) {
         *err = kv_asprintf("landlock_restrict_self: %s", strerror(errno));
         rc = -1;
@@ -137,7 +180,8 @@ static int drop_capabilities(void)
     return (int)syscall(SYS_capset, &hdr, data);
 }
 
-int kv_sandbox_apply(const char *scratch, const char *own_dir, const char **what, char **err)
+int kv_sandbox_apply(const char *scratch, const char *own_dir, const char *const *shut,
+                     const char **what, char **err)
 {
     static char text[160];
     struct rlimit no_core = {0, 0};
@@ -146,7 +190,7 @@ int kv_sandbox_apply(const char *scratch, const char *own_dir, const char **what
         *err = kv_asprintf("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
         return -1;
     }
-    int abi = apply_landlock(scratch, own_dir, err);
+    int abi = apply_landlock(scratch, own_dir, shut, err);
     if (abi < 0) return -1;
     int caps = drop_capabilities() == 0;
     if (abi == 0)

@@ -2,7 +2,8 @@
  * what a hostile candidate's process may no longer do.
  *
  * With Landlock (Linux 5.13+): no file may be written, created or removed
- * outside the runner's scratch folder, its program's own folder and /dev (the GPU's device nodes);
+ * outside the runner's scratch folder, its program's own folder and /dev (the GPU's device nodes,
+ * less any another device's);
  * no process outside the sandbox may be traced or have its memory read
  * (/proc/PID/mem); from Landlock ABI 4 no TCP bind or connect; from ABI 6
  * no signal to a process outside the sandbox and no abstract unix socket
@@ -13,11 +14,15 @@
 #define KV_KERNEL_SANDBOX_H
 
 /* Applies the sandbox to this process, with SCRATCH and OWN_DIR (may be
- * NULL) the writable folders. Returns 0 with *WHAT (static) naming what was applied
- * ("landlock abi 7: files, ptrace, tcp, signals; no capabilities"), or -1
- * with *ERR when a step that must work failed. A kernel without Landlock
- * is not an error: *WHAT then says so. */
-int kv_sandbox_apply(const char *scratch, const char *own_dir, const char **what, char **err);
+ * NULL) the writable folders. SHUT (NULL-terminated, may be NULL): nodes
+ * directly in /dev this process may not open for writing (another GPU's);
+ * with it, /dev is granted entry by entry, its links left out, rather than
+ * whole. Returns 0 with *WHAT (static) naming what was applied ("landlock
+ * abi 7: files, ptrace, tcp, signals; no capabilities"), or -1 with *ERR
+ * when a step that must work failed. A kernel without Landlock is not an
+ * error: *WHAT then says so. */
+int kv_sandbox_apply(const char *scratch, const char *own_dir, const char *const *shut,
+                     const char **what, char **err);
 
 /* The Landlock ABI version of this kernel, 0 without Landlock. */
 int kv_landlock_abi(void);

@@ -15,6 +15,7 @@
 #include "kernel/memfd_arena.h"
 #include "util/buf.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -666,6 +667,54 @@ const char *kv_cuda_runtime_error_code(int rc)
     }
 }
 
+/* The minor number of the GPU named NAME ("GPU-<uuid>"), from the driver's
+ * /proc/driver/nvidia/gpus/BUS/information ("GPU UUID:", "Device Minor:");
+ * -1 when no entry names it. */
+static int device_minor(const char *name)
+{
+    DIR *d = opendir("/proc/driver/nvidia/gpus");
+    if (!d) return -1;
+    int minor = -1;
+    struct dirent *e;
+    while (minor < 0 && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[512], line[256], uuid[128] = "";
+        snprintf(path, sizeof path, "/proc/driver/nvidia/gpus/%s/information", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        int m = -1;
+        while (fgets(line, sizeof line, f)) {
+            if (sscanf(line, "GPU UUID: %127s", uuid) == 1) continue;
+            sscanf(line, "Device Minor: %d", &m);
+        }
+        fclose(f);
+        if (strcmp(uuid, name) == 0) minor = m;
+    }
+    closedir(d);
+    return minor;
+}
+
+/* The /dev/nvidiaN nodes of every GPU but the one of minor OWN (malloc'd,
+ * NULL-terminated). */
+static char **other_gpu_nodes(int own)
+{
+    size_t n = 0, cap = 8;
+    char **out = kv_calloc(cap, sizeof *out);
+    DIR *d = opendir("/dev");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        int minor, end = 0;
+        if (sscanf(e->d_name, "nvidia%d%n", &minor, &end) != 1 || e->d_name[end] != '\0' ||
+            minor == own)
+            continue;
+        if (n + 2 > cap) out = kv_realloc(out, (cap *= 2) * sizeof *out);
+        out[n++] = kv_asprintf("/dev/%s", e->d_name);
+        out[n] = NULL;
+    }
+    if (d) closedir(d);
+    return out;
+}
+
 static int cuda_ropen(kv_rdev *b, char **err)
 {
     cu_rstate *r = kv_calloc(1, sizeof *r);
@@ -686,6 +735,11 @@ static int cuda_ropen(kv_rdev *b, char **err)
                            want ? want : "?", count, *name ? name : "unnamed");
         return -1;
     }
+    /* A process the candidate starts could widen the variable again: the
+     * other GPUs' nodes are shut to it too, where the driver says which is
+     * this one's. */
+    int minor = device_minor(name);
+    if (minor >= 0) b->shut = other_gpu_nodes(minor);
     return 0;
 }
 

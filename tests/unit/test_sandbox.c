@@ -1,0 +1,107 @@
+/* The runner's sandbox (src/kernel/sandbox.h), applied in a forked child as
+ * the runner applies it to itself: files written only in its scratch
+ * folder and /dev, and, when it is given nodes of /dev to shut (another
+ * GPU's), not those. */
+#include "kernel/sandbox.h"
+#include "util/buf.h"
+#include "util/fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* What the child could open for writing, one bit each. */
+enum { CAN_NULL = 1, CAN_FULL = 2, CAN_SCRATCH = 4, CAN_OUTSIDE = 8, SANDBOX_FAILED = 64 };
+
+static int can_write(const char *path, int create)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+    if (fd < 0) return 0;
+    close(fd);
+    return 1;
+}
+
+/* Applies the sandbox in a child with SHUT and reports what it could then
+ * open: a bit set of CAN_*. */
+static int probe(const char *scratch, const char *outside, const char *const *shut)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        const char *what = NULL;
+        char *err = NULL;
+        if (kv_sandbox_apply(scratch, NULL, shut, &what, &err) != 0) _exit(SANDBOX_FAILED);
+        char *in = kv_asprintf("%s/written", scratch), *out = kv_asprintf("%s/written", outside);
+        int bits = can_write("/dev/null", 0) * CAN_NULL | can_write("/dev/full", 0) * CAN_FULL |
+                   can_write(in, 1) * CAN_SCRATCH | can_write(out, 1) * CAN_OUTSIDE;
+        _exit(bits);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+static char *temp_dir(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    char *t = kv_asprintf("%s/kv-sandbox-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(t));
+    return t;
+}
+
+static void skip_without_landlock(void)
+{
+    if (kv_landlock_abi() <= 0 || access("/dev/full", W_OK) != 0) {
+        print_message("no Landlock on this kernel (or no /dev/full): nothing to test\n");
+        skip();
+    }
+}
+
+static void writes_only_in_scratch_and_dev(void **state)
+{
+    (void)state;
+    skip_without_landlock();
+    char *scratch = temp_dir(), *outside = temp_dir();
+    int bits = probe(scratch, outside, NULL);
+    assert_int_equal(bits, CAN_NULL | CAN_FULL | CAN_SCRATCH);
+    kv_remove_tree(scratch);
+    kv_remove_tree(outside);
+    free(scratch);
+    free(outside);
+}
+
+static void a_shut_node_cannot_be_opened_for_writing(void **state)
+{
+    (void)state;
+    skip_without_landlock();
+    char *scratch = temp_dir(), *outside = temp_dir();
+    static const char *const shut[] = {"/dev/full", NULL};
+    int bits = probe(scratch, outside, shut);
+    /* /dev granted entry by entry: the rest of it as before. */
+    assert_int_equal(bits, CAN_NULL | CAN_SCRATCH);
+    static const char *const none[] = {NULL};
+    assert_int_equal(probe(scratch, outside, none), CAN_NULL | CAN_FULL | CAN_SCRATCH);
+    kv_remove_tree(scratch);
+    kv_remove_tree(outside);
+    free(scratch);
+    free(outside);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(writes_only_in_scratch_and_dev),
+        cmocka_unit_test(a_shut_node_cannot_be_opened_for_writing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
