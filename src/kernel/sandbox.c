@@ -92,9 +92,15 @@ static int listed(const char *const *list, const char *s)
     return 0;
 }
 
-/* Grants ACCESS beneath every device node, folder and file of /dev but
- * SHUT's: not its links (a link's rule would hold for where it leads:
- * /dev/fd is /proc/self/fd), sockets or pipes. */
+/* The folders of /dev whose contents a runner may write: terminals, shared
+ * memory, the GPU stacks' capability and render nodes. */
+static const char *const dev_folders[] = {"pts", "shm", "nvidia-caps", "dri", NULL};
+
+/* Grants ACCESS to the character devices directly in /dev but SHUT's, and
+ * beneath dev_folders: not to a block device (a root runner could write
+ * the disk under every file the judge keeps), a plain file, a socket or a
+ * pipe, nor to a link (its rule would hold for where it leads: /dev/fd is
+ * /proc/self/fd). */
 static int allow_dev_but(int ruleset, uint64_t access, const char *const *shut, char **err)
 {
     DIR *d = opendir("/dev");
@@ -105,23 +111,20 @@ static int allow_dev_but(int ruleset, uint64_t access, const char *const *shut, 
     int rc = 0;
     struct dirent *e;
     while (rc == 0 && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
         char path[300];
         struct stat st;
         snprintf(path, sizeof path, "/dev/%s", e->d_name);
         if (listed(shut, path) || lstat(path, &st) != 0) continue;
-        if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode) && !S_ISDIR(st.st_mode) &&
-            !S_ISREG(st.st_mode))
-            continue;
-        rc = allow_beneath(ruleset, path, access, err);
+        if (S_ISCHR(st.st_mode) || (S_ISDIR(st.st_mode) && listed(dev_folders, e->d_name)))
+            rc = allow_beneath(ruleset, path, access, err);
     }
     closedir(d);
     return rc;
 }
 
-/* Landlock: writes only beneath SCRATCH, OWN_DIR and /dev (less SHUT), no ptrace
- * out, and what ABI allows of the network and scopes. Returns the ABI applied
- * (0: none). */
+/* Landlock: writes only beneath SCRATCH and OWN_DIR and to /dev's character
+ * devices (less SHUT), no ptrace out, and what ABI allows of the network and
+ * scopes. Returns the ABI applied (0: none). */
 static int apply_landlock(const char *scratch, const char *own_dir, const char *const *shut,
                           char **err)
 {
@@ -153,8 +156,7 @@ static int apply_landlock(const char *scratch, const char *own_dir, const char *
         LL_FS_WRITE_FILE | (abi >= 3 ? LL_FS_TRUNCATE : 0) | (abi >= 5 ? LL_FS_IOCTL_DEV : 0);
     int rc = allow_beneath(rs, scratch, write, err);
     if (rc == 0 && own_dir) rc = allow_beneath(rs, own_dir, write, err);
-    if (rc == 0)
-        rc = shut ? allow_dev_but(rs, dev, shut, err) : allow_beneath(rs, "/dev", dev, err);
+    if (rc == 0) rc = allow_dev_but(rs, dev, shut, err);
     if (rc == 0 && syscall(SYS_landlock_restrict_self, rs, 0) != 0) {
         *err = kv_asprintf("landlock_restrict_self: %s", strerror(errno));
         rc = -1;

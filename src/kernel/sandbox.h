@@ -2,8 +2,9 @@
  * what a hostile candidate's process may no longer do.
  *
  * With Landlock (Linux 5.13+): no file may be written, created or removed
- * outside the runner's scratch folder, its program's own folder and /dev (the GPU's device nodes,
- * less any another device's);
+ * outside the runner's scratch folder and its program's own folder, but
+ * /dev's character devices (the GPU's nodes, less another GPU's; never a
+ * disk) and what is in /dev/pts, /dev/shm, /dev/nvidia-caps and /dev/dri;
  * no process outside the sandbox may be traced or have its memory read
  * (/proc/PID/mem); from Landlock ABI 4 no TCP bind or connect; from ABI 6
  * no signal to a process outside the sandbox and no abstract unix socket
@@ -15,9 +16,8 @@
 
 /* Applies the sandbox to this process, with SCRATCH and OWN_DIR (may be
  * NULL) the writable folders. SHUT (NULL-terminated, may be NULL): nodes
- * directly in /dev this process may not open for writing (another GPU's);
- * with it, /dev is granted entry by entry, its links left out, rather than
- * whole. Returns 0 with *WHAT (static) naming what was applied ("landlock
+ * directly in /dev this process may not open for writing (another GPU's).
+ * Returns 0 with *WHAT (static) naming what was applied ("landlock
  * abi 7: files, ptrace, tcp, signals; no capabilities"), or -1 with *ERR
  * when a step that must work failed. A kernel without Landlock is not an
  * error: *WHAT then says so. */

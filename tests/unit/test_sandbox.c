@@ -1,7 +1,7 @@
 /* The runner's sandbox (src/kernel/sandbox.h), applied in a forked child as
  * the runner applies it to itself: files written only in its scratch
- * folder and /dev, and, when it is given nodes of /dev to shut (another
- * GPU's), not those. */
+ * folder and to /dev's character devices, never a disk, and, when it is
+ * given nodes of /dev to shut (another GPU's), not those. */
 #include "kernel/sandbox.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -20,7 +20,25 @@
 #include <unistd.h>
 
 /* What the child could open for writing, one bit each. */
-enum { CAN_NULL = 1, CAN_FULL = 2, CAN_SCRATCH = 4, CAN_OUTSIDE = 8, SANDBOX_FAILED = 64 };
+enum {
+    CAN_NULL = 1,
+    CAN_FULL = 2,
+    CAN_SCRATCH = 4,
+    CAN_OUTSIDE = 8,
+    CAN_DISK = 16,
+    SANDBOX_FAILED = 64
+};
+
+/* A block device this process may open for writing (a root's disk, loop
+ * device or zram), or NULL. */
+static const char *writable_disk(void)
+{
+    static const char *const disks[] = {"/dev/loop0",   "/dev/vda",   "/dev/sda",
+                                        "/dev/nvme0n1", "/dev/zram0", NULL};
+    for (int i = 0; disks[i]; i++)
+        if (access(disks[i], W_OK) == 0) return disks[i];
+    return NULL;
+}
 
 static int can_write(const char *path, int create)
 {
@@ -41,8 +59,10 @@ static int probe(const char *scratch, const char *outside, const char *const *sh
         char *err = NULL;
         if (kv_sandbox_apply(scratch, NULL, shut, &what, &err) != 0) _exit(SANDBOX_FAILED);
         char *in = kv_asprintf("%s/written", scratch), *out = kv_asprintf("%s/written", outside);
+        const char *disk = writable_disk();
         int bits = can_write("/dev/null", 0) * CAN_NULL | can_write("/dev/full", 0) * CAN_FULL |
-                   can_write(in, 1) * CAN_SCRATCH | can_write(out, 1) * CAN_OUTSIDE;
+                   can_write(in, 1) * CAN_SCRATCH | can_write(out, 1) * CAN_OUTSIDE |
+                   (disk && can_write(disk, 0)) * CAN_DISK;
         _exit(bits);
     }
     int status = 0;
@@ -67,11 +87,14 @@ static void skip_without_landlock(void)
     }
 }
 
-static void writes_only_in_scratch_and_dev(void **state)
+static void writes_only_in_scratch_and_dev_s_character_devices(void **state)
 {
     (void)state;
     skip_without_landlock();
     char *scratch = temp_dir(), *outside = temp_dir();
+    /* A disk this process could write (root's) is one the candidate's may
+     * not: it holds every file of the judge's. */
+    if (writable_disk()) print_message("a disk the runner must not write: %s\n", writable_disk());
     int bits = probe(scratch, outside, NULL);
     assert_int_equal(bits, CAN_NULL | CAN_FULL | CAN_SCRATCH);
     kv_remove_tree(scratch);
@@ -87,7 +110,6 @@ static void a_shut_node_cannot_be_opened_for_writing(void **state)
     char *scratch = temp_dir(), *outside = temp_dir();
     static const char *const shut[] = {"/dev/full", NULL};
     int bits = probe(scratch, outside, shut);
-    /* /dev granted entry by entry: the rest of it as before. */
     assert_int_equal(bits, CAN_NULL | CAN_SCRATCH);
     static const char *const none[] = {NULL};
     assert_int_equal(probe(scratch, outside, none), CAN_NULL | CAN_FULL | CAN_SCRATCH);
@@ -100,7 +122,7 @@ static void a_shut_node_cannot_be_opened_for_writing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(writes_only_in_scratch_and_dev),
+        cmocka_unit_test(writes_only_in_scratch_and_dev_s_character_devices),
         cmocka_unit_test(a_shut_node_cannot_be_opened_for_writing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
