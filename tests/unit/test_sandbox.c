@@ -71,12 +71,38 @@ static int probe(const char *scratch, const char *outside, const char *const *sh
     return WEXITSTATUS(status);
 }
 
+/* The runner's scratch folder and a folder outside it, made for each test. */
+typedef struct folders {
+    char *scratch, *outside;
+} folders;
+
 static char *temp_dir(void)
 {
     const char *tmp = getenv("TMPDIR");
+    /* mkdtemp's template: it replaces the Xs. */
     char *t = kv_asprintf("%s/kv-sandbox-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     assert_non_null(mkdtemp(t));
     return t;
+}
+
+static int make_folders(void **state)
+{
+    folders *f = kv_calloc(1, sizeof *f);
+    f->scratch = temp_dir();
+    f->outside = temp_dir();
+    *state = f;
+    return 0;
+}
+
+static int remove_folders(void **state)
+{
+    folders *f = *state;
+    kv_remove_tree(f->scratch);
+    kv_remove_tree(f->outside);
+    free(f->scratch);
+    free(f->outside);
+    free(f);
+    return 0;
 }
 
 static void skip_without_landlock(void)
@@ -89,41 +115,33 @@ static void skip_without_landlock(void)
 
 static void writes_only_in_scratch_and_dev_s_character_devices(void **state)
 {
-    (void)state;
+    folders *f = *state;
     skip_without_landlock();
-    char *scratch = temp_dir(), *outside = temp_dir();
     /* A disk this process could write (root's) is one the candidate's may
      * not: it holds every file of the judge's. */
     if (writable_disk()) print_message("a disk the runner must not write: %s\n", writable_disk());
-    int bits = probe(scratch, outside, NULL);
+    int bits = probe(f->scratch, f->outside, NULL);
     assert_int_equal(bits, CAN_NULL | CAN_FULL | CAN_SCRATCH);
-    kv_remove_tree(scratch);
-    kv_remove_tree(outside);
-    free(scratch);
-    free(outside);
 }
 
 static void a_shut_node_cannot_be_opened_for_writing(void **state)
 {
-    (void)state;
+    folders *f = *state;
     skip_without_landlock();
-    char *scratch = temp_dir(), *outside = temp_dir();
     static const char *const shut[] = {"/dev/full", NULL};
-    int bits = probe(scratch, outside, shut);
+    int bits = probe(f->scratch, f->outside, shut);
     assert_int_equal(bits, CAN_NULL | CAN_SCRATCH);
     static const char *const none[] = {NULL};
-    assert_int_equal(probe(scratch, outside, none), CAN_NULL | CAN_FULL | CAN_SCRATCH);
-    kv_remove_tree(scratch);
-    kv_remove_tree(outside);
-    free(scratch);
-    free(outside);
+    assert_int_equal(probe(f->scratch, f->outside, none), CAN_NULL | CAN_FULL | CAN_SCRATCH);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(writes_only_in_scratch_and_dev_s_character_devices),
-        cmocka_unit_test(a_shut_node_cannot_be_opened_for_writing),
+        cmocka_unit_test_setup_teardown(writes_only_in_scratch_and_dev_s_character_devices,
+                                        make_folders, remove_folders),
+        cmocka_unit_test_setup_teardown(a_shut_node_cannot_be_opened_for_writing, make_folders,
+                                        remove_folders),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
