@@ -6,6 +6,7 @@
 
 #include "config/objectives.h"
 #include "store/store.h"
+#include "util/eval_job.h"
 
 #include <kevolve/kevolve.h>
 
@@ -19,6 +20,11 @@ int cmd_export(int argc, char **argv);
 int cmd_config_keys(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+
+/* `kevolve eval` with several candidates (cmd_eval_many.c): TMPL's job for
+ * each of CANDS[0..N), in turn, through the evaluator and the device's
+ * long-lived judge; one JSON line each. */
+int kv_cli_eval_many(const kv_job *tmpl, char *const *cands, int n);
 
 /* The store a command line names: ARG itself, or ARG/run.db when ARG is an
  * output folder (malloc'd). */

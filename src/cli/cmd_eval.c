@@ -32,7 +32,7 @@ static void eval_usage(FILE *f)
             "                    [--cache-dir DIR] [--run-dir DIR] [--arch sm_XX]\n"
             "                    [--cpu-reference] [--baseline-max-age S] [--fresh-baseline]\n"
             "                    [--parent FILE] [--screen-keep F] [--energy] [--compile-only]\n"
-            "                    [--print-job] CANDIDATE\n"
+            "                    [--print-job] CANDIDATE [CANDIDATE...]\n"
             "       kevolve eval --job FILE\n"
             "  The options write one evaluation job (docs/evaluation.md), which --print-job\n"
             "  prints instead of running; --job runs one from a file (what kevolve run hands\n"
@@ -53,7 +53,10 @@ static void eval_usage(FILE *f)
             "  report the energy per call and the mean power (cuda: NVML's counter).\n"
             "  --compile-only: compile and print the artifact's hash, judge nothing (cuda\n"
             "  with --arch: no GPU needed). Prints {\"metrics\":...,\"artifacts\":...} on\n"
-            "  stdout and nothing else.\n"
+            "  stdout and nothing else. Several CANDIDATEs are judged in turn as a run's\n"
+            "  children are (the device's long-lived judge serves them all; set\n"
+            "  KEVOLVE_JUDGE_SERVER=0 for a judge each), one JSON line each:\n"
+            "  {\"candidate\",\"status\",\"reason_code\",\"metrics\",\"artifacts\"}.\n"
             "\n"
             "exit codes: 0 judged (correct or not: the verdict is in the metrics), 1 the\n"
             "harness failed (no compiler, no device), 2 usage error (an unknown task or\n"
@@ -322,11 +325,12 @@ int cmd_eval(int argc, char **argv)
     if (job_file && (options || optind != argc)) {
         bad = "--job takes the whole evaluation from its file: give no other option or CANDIDATE";
     } else if (!job_file) {
-        if (!bad && (optind != argc - 1 || !o.task || o.stage < 0 || o.stage > 3))
-            bad = !o.task                      ? "--task is required"
-                  : optind >= argc             ? "no CANDIDATE file given"
-                  : o.stage < 0 || o.stage > 3 ? "--stage must be 1, 2 or 3"
-                                               : "exactly one CANDIDATE file expected";
+        if (!bad && (optind >= argc || !o.task || o.stage < 0 || o.stage > 3))
+            bad = !o.task          ? "--task is required"
+                  : optind >= argc ? "no CANDIDATE file given"
+                                   : "--stage must be 1, 2 or 3";
+        if (!bad && optind < argc - 1 && (print_job || parent_file || o.compile_only))
+            bad = "--print-job, --parent and --compile-only take one CANDIDATE";
         if (!bad) o.candidate = argv[optind];
     }
     if (bad) {
@@ -369,6 +373,10 @@ int cmd_eval(int argc, char **argv)
         printf("%s\n", text);
         free(text);
         json_decref(doc);
+    } else if (!job_file && optind < argc - 1) {
+        for (int i = optind + 1; i < argc && rc == KV_EXIT_OK; i++)
+            rc = check_names(o.task, o.backend, argv[i]);
+        if (rc == KV_EXIT_OK) rc = kv_cli_eval_many(&o, argv + optind, argc - optind);
     } else if (kv_kernel_eval(&o, &result, &err) != 0) {
         fprintf(stderr, "kevolve eval: %s\n", err ? err : "evaluation failed");
         rc = KV_EXIT_FAILURE;

@@ -1,6 +1,7 @@
 /* kevolve: entry point and subcommand table. */
 #include "cli/cli.h"
 #include "eval/pyeval.h"
+#include "kernel/judge_server.h"
 #include "kernel/runner.h"
 #include "util/log.h"
 
@@ -70,6 +71,9 @@ int main(int argc, char **argv)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
     /* The judge's runner (kernel/runner.h): not a user's command, so not listed. */
     if (strcmp(argv[1], "__runner") == 0) return kv_runner_main(argc - 1, argv + 1);
+    /* A device's long-lived judge, started by the evaluator with its control
+     * channel as descriptor 3 (kernel/judge_server.h): not listed either. */
+    if (strcmp(argv[1], "__judge_server") == 0) return kv_judge_server_main(3);
     kv_error("unknown command '%s'", argv[1]);
     usage(stderr);
     return KV_EXIT_USAGE;

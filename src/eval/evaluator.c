@@ -42,20 +42,22 @@ typedef struct job {
     json_t *parent_screen;     /* a kernel job's parent: {"combined_score", "speedup"}, or NULL */
     char *job_path;            /* a kernel job's document, or NULL */
     int slot_sock;             /* our end of a kernel job's device-slot channel, or -1 */
-    kv_scenario_results rows;  /* a kernel job's rows per scenario, from its last run */
-    int stage;                 /* 1-based stage now running */
-    int attempt;               /* runs of the current stage so far */
-    int first_attempts;        /* runs of stage 1 */
-    int lost;                  /* runs the launcher lost (Slurm), started again */
-    int moved;                 /* runs moved off a device that failed its check */
-    char *step_name;           /* its current run's name under a launcher (Slurm), or NULL */
-    int device;        /* the device its current run was bound to or handed (slots), or -1 */
-    kv_proc *proc;     /* NULL while queued */
-    double started;    /* monotonic seconds, when it first started */
-    json_t *metrics;   /* merged over stages */
-    json_t *artifacts; /* merged over stages */
-    json_t *stages;    /* one record per stage run */
-    struct job *next;  /* queue link */
+    int judge_end; /* the judge's end of a kernel job's channel to it, until the job's device is
+                      known, or -1 */
+    kv_scenario_results rows; /* a kernel job's rows per scenario, from its last run */
+    int stage;                /* 1-based stage now running */
+    int attempt;              /* runs of the current stage so far */
+    int first_attempts;       /* runs of stage 1 */
+    int lost;                 /* runs the launcher lost (Slurm), started again */
+    int moved;                /* runs moved off a device that failed its check */
+    char *step_name;          /* its current run's name under a launcher (Slurm), or NULL */
+    int device;               /* the device its current run was bound to or handed (slots), or -1 */
+    kv_proc *proc;            /* NULL while queued */
+    double started;           /* monotonic seconds, when it first started */
+    json_t *metrics;          /* merged over stages */
+    json_t *artifacts;        /* merged over stages */
+    json_t *stages;           /* one record per stage run */
+    struct job *next;         /* queue link */
 } job;
 
 /* How the messages name J: the controller's tickets are 0, -1, -2, ...
@@ -91,6 +93,16 @@ struct kv_evaluator {
      * run by `WORKER eval --job FILE`, its device from SLOTS. */
     json_t *job;
     kv_slots *slots;
+    /* The devices' long-lived judges (kernel/judge_server.h): one per device
+     * a job was bound to, started then, started again when one ended;
+     * none when KEVOLVE_JUDGE_SERVER is 0 (each job its own judge). */
+    struct device_judge {
+        int device;
+        kv_proc *proc;
+        int control; /* our end of its control channel */
+    } * judges;
+    size_t n_judges;
+    int judges_off;
     char *backend;         /* the backend of SLOTS' devices, for their health checks */
     json_t *device_events; /* devices taken out of rotation since the caller last looked */
     char *work_dir;
@@ -294,6 +306,8 @@ kv_evaluator *kv_evaluator_new_task(const kv_evaluator_config *cfg, const kv_job
     /* Under a launcher that places evaluations on other machines, each
      * one's device is the scheduler's to give: no slots here. */
     if (!ev->launch) ev->slots = kv_slots_new(devices, n_devices);
+    const char *js = getenv("KEVOLVE_JUDGE_SERVER");
+    ev->judges_off = js && strcmp(js, "0") == 0;
     return ev;
 }
 
@@ -304,6 +318,7 @@ static void job_free(job *j)
     if (!j) return;
     kv_proc_free(j->proc);
     if (j->slot_sock >= 0) close(j->slot_sock);
+    if (j->judge_end >= 0) close(j->judge_end);
     if (j->job_path && !keep_programs()) unlink(j->job_path);
     free(j->job_path);
     free(j->step_name);
@@ -462,6 +477,7 @@ static int write_job(kv_evaluator *ev, job *j, char **err)
     if (j->parent_screen)
         json_object_set(json_object_get(doc, "screen"), "parent", j->parent_screen);
     if (ev->slots) json_object_set_new(doc, "slot_fd", json_integer(3));
+    if (ev->slots && !ev->judges_off) json_object_set_new(doc, "judge_fd", json_integer(4));
     if (!j->job_path) j->job_path = kv_asprintf("%s.job.json", j->program_path);
     char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     json_decref(doc);
@@ -496,13 +512,20 @@ static int start_run(kv_evaluator *ev, job *j)
     for (size_t i = 0; i < ev->n_command; i++)
         argvp[k++] = cmd[i];
     char *err = NULL;
-    int chan[2] = {-1, -1};
+    int chan[2] = {-1, -1}, jchan[2] = {-1, -1};
     if (ev->job) {
         /* The job document carries everything, the stage included; the
-         * device comes over the slot channel, the worker's descriptor 3. */
+         * device comes over the slot channel, the worker's descriptor 3;
+         * the device's judge, over descriptor 4. */
         if (write_job(ev, j, &err) != 0 ||
-            (ev->slots && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0)) {
+            (ev->slots && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0) ||
+            (ev->slots && !ev->judges_off &&
+             socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, jchan) != 0)) {
             if (!err) err = kv_asprintf("cannot make a device-slot channel: %s", strerror(errno));
+            for (int i = 0; i < 2; i++) {
+                if (chan[i] >= 0) close(chan[i]);
+                if (jchan[i] >= 0) close(jchan[i]);
+            }
             if (argvp != argv) free(argvp);
             free(step_opt);
             j->attempt++;
@@ -534,6 +557,7 @@ static int start_run(kv_evaluator *ev, job *j)
             env[e++] = kv_asprintf("KEVOLVE_PARENT_METRICS=%s", j->parent_metrics_path);
     }
 
+    int fds[2] = {chan[1], jchan[1]};
     kv_proc_spec spec = {
         .argv = argvp,
         .extra_env = env,
@@ -541,10 +565,15 @@ static int start_run(kv_evaluator *ev, job *j)
         .memory_limit_mb = ev->memory_limit_mb,
         .cpu_limit_s = ev->timeout > 0 ? (long)ceil(ev->timeout) + 5 : 0,
         .max_output = KV_EVAL_MAX_OUTPUT,
-        .fds = chan[1] >= 0 ? &chan[1] : NULL,
-        .n_fds = chan[1] >= 0 ? 1 : 0,
+        .fds = chan[1] >= 0 ? fds : NULL,
+        .n_fds = chan[1] < 0    ? 0
+                 : jchan[1] < 0 ? 1
+                                : 2,
     };
     j->proc = kv_proc_start(&spec, &err);
+    if (jchan[1] >= 0) close(jchan[1]);
+    if (j->judge_end >= 0) close(j->judge_end);
+    j->judge_end = jchan[0];
     for (size_t i = 0; i < e; i++)
         free(env[i]);
     if (argvp != argv) free(argvp);
@@ -563,6 +592,75 @@ static int start_run(kv_evaluator *ev, job *j)
 }
 
 /* ---- device slots ----------------------------------------------------------- */
+
+/* DEVICE's long-lived judge: started when there is none or it ended (a
+ * verdict it could not unwind ends it). NULL when it cannot start. */
+static struct device_judge *device_judge(kv_evaluator *ev, int device)
+{
+    struct device_judge *d = NULL;
+    for (size_t i = 0; i < ev->n_judges && !d; i++)
+        if (ev->judges[i].device == device) d = &ev->judges[i];
+    if (d && d->proc && kv_proc_poll(d->proc, 0)) {
+        kv_proc_free(d->proc);
+        close(d->control);
+        d->proc = NULL;
+        d->control = -1;
+    }
+    if (d && d->proc) return d;
+    if (!d) {
+        ev->judges = kv_realloc(ev->judges, (ev->n_judges + 1) * sizeof *ev->judges);
+        d = &ev->judges[ev->n_judges++];
+        *d = (struct device_judge){.device = device, .control = -1};
+    }
+    int ctl[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) != 0) return NULL;
+    char *argv[] = {ev->command[0], "__judge_server", NULL};
+    kv_proc_spec spec = {.argv = argv, .max_output = 1 << 16, .fds = &ctl[1], .n_fds = 1};
+    char *err = NULL;
+    d->proc = kv_proc_start(&spec, &err);
+    close(ctl[1]);
+    free(err); /* none: each job judges itself, as before */
+    if (!d->proc) {
+        close(ctl[0]);
+        return NULL;
+    }
+    d->control = ctl[0];
+    return d;
+}
+
+/* J's worker prepares on DEVICE: its judge channel goes to the device's
+ * judge (or is closed: the worker then judges the job itself). */
+static void hand_to_judge(kv_evaluator *ev, job *j, int device)
+{
+    if (j->judge_end < 0) return;
+    struct device_judge *d = device >= 0 ? device_judge(ev, device) : NULL;
+    if (d) {
+        char byte = 'j', cbuf[CMSG_SPACE(sizeof(int))];
+        memset(cbuf, 0, sizeof cbuf);
+        struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+        struct msghdr m = {
+            .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &j->judge_end, sizeof(int));
+        (void)!sendmsg(d->control, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    close(j->judge_end);
+    j->judge_end = -1;
+}
+
+static void end_judges(kv_evaluator *ev)
+{
+    for (size_t i = 0; i < ev->n_judges; i++) {
+        if (ev->judges[i].control >= 0) close(ev->judges[i].control);
+        kv_proc_free(ev->judges[i].proc);
+    }
+    free(ev->judges);
+    ev->judges = NULL;
+    ev->n_judges = 0;
+}
 
 /* The running job of TICKET, or NULL. */
 static job *running_job(kv_evaluator *ev, int64_t ticket)
@@ -623,6 +721,7 @@ static void serve_slot(kv_evaluator *ev, job *j)
                 kv_slots_release(ev->slots, j->ticket);
             else
                 j->device = d; /* a fault while it prepares there is that device's */
+            hand_to_judge(ev, j, d);
         } else if (msg == KV_SLOT_HOLD) {
             kv_proc_resume_clock(j->proc);
         } else if (msg == KV_SLOT_FREE) {
@@ -1035,6 +1134,8 @@ static void advance(kv_evaluator *ev)
 {
     for (size_t i = 0; i < ev->n_running; i++)
         serve_slot(ev, ev->running[i]);
+    for (size_t i = 0; i < ev->n_judges; i++) /* what they print, kept moving */
+        if (ev->judges[i].proc) kv_proc_poll(ev->judges[i].proc, 0);
     for (size_t i = 0; i < ev->n_running;) {
         job *j = ev->running[i];
         int ended = kv_proc_poll(j->proc, 0);
@@ -1134,6 +1235,7 @@ static int submit_named(kv_evaluator *ev, int64_t ticket, const char *name, cons
     j->parent_metrics_path = parent_path;
     j->parent_screen = screen ? json_incref((json_t *)screen) : NULL;
     j->slot_sock = -1;
+    j->judge_end = -1;
     j->device = -1;
     j->stage = 1;
     j->metrics = json_object();
@@ -1243,6 +1345,7 @@ void kv_evaluator_free(kv_evaluator *ev)
 {
     if (!ev) return;
     kv_evaluator_cancel_all(ev);
+    end_judges(ev);
     kv_launcher_free(ev->launch);
     for (size_t i = 0; i < ev->n_done; i++)
         kv_eval_result_clear(&ev->done[i]);

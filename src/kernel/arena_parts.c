@@ -30,3 +30,8 @@ void kv_parts_give(kv_parts *p, size_t at)
         return;
     }
 }
+
+void kv_parts_reset(kv_parts *p)
+{
+    p->n = 0;
+}

@@ -18,5 +18,7 @@ typedef struct kv_parts {
 int kv_parts_take(kv_parts *p, size_t len, size_t *at);
 /* Gives back the part at AT; nothing when no part starts there. */
 void kv_parts_give(kv_parts *p, size_t at);
+/* Gives back every part: the allocation is whole again. */
+void kv_parts_reset(kv_parts *p);
 
 #endif

@@ -75,14 +75,14 @@ static int take_lock(const char *cache, const kv_backend *b, int device, double 
     return fd;
 }
 
-int kv_device_hold(const kv_job *job, const kv_backend *b, const char *cache, int device,
+int kv_device_hold(const kv_job *job, int asked, const kv_backend *b, const char *cache, int device,
                    double *waited, double *granted, char **err)
 {
     double t0 = kv_now_s();
     int fd = -1;
     *granted = t0;
     if (job->slot_fd >= 0) {
-        int got = kv_slot_ask(job->slot_fd, err);
+        int got = asked ? kv_slot_await(job->slot_fd, err) : kv_slot_ask(job->slot_fd, err);
         if (got < 0) goto out;
         if (got != device) {
             /* Its device left rotation while it prepared there. */

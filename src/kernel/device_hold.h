@@ -21,8 +21,10 @@ int kv_device_bind(const kv_job *job, char **err);
  * job's: the caller moves its budget by them) and *GRANTED to when the
  * evaluator's slot came (kv_now_s; when it asked for none, when it began)
  * and returns the lock's descriptor (close-on-exec), or -1 with *ERR
- * ("device busy: ..." and the like). */
-int kv_device_hold(const kv_job *job, const kv_backend *b, const char *cache, int device,
+ * ("device busy: ..." and the like). ASKED: the slot was asked for
+ * already (a long-lived judge's client asked as it handed its job over):
+ * only its grant is waited for. */
+int kv_device_hold(const kv_job *job, int asked, const kv_backend *b, const char *cache, int device,
                    double *waited, double *granted, char **err);
 
 /* Lets go of the device held through LOCK (closed) and tells the

@@ -12,6 +12,7 @@
 #include "kernel/compile.h"
 #include "kernel/device_hold.h"
 #include "kernel/judge.h"
+#include "kernel/judge_server.h"
 #include "kernel/sandbox.h"
 #include "kernel/tasks.h"
 #include "kernel/tool.h"
@@ -160,7 +161,8 @@ static json_t *accepted(int stage, json_t *res, json_t *artifacts)
                                  "device_wait_seconds",
                                  "device_hold_clock",
                                  "late_looks",
-                                 "clock_calibration"};
+                                 "clock_calibration",
+                                 "judge"};
     for (size_t k = 0; k < sizeof copy / sizeof copy[0]; k++) {
         json_t *v = json_object_get(res, copy[k]);
         if (v) json_object_set(artifacts, copy[k], v);
@@ -484,7 +486,20 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
     double left = kv_proc_time_left();
     double timeout = left - (left * 0.05 < 5 ? left * 0.05 : 5);
     if (timeout < 1) timeout = 1;
-    int wrc = kv_worker_run(kv_judge_main, &ctx, timeout, &w, err);
+    /* The device's long-lived judge, where the evaluator runs one and the
+     * job is not memcheck's (whose runner ends to report): it keeps, for
+     * the jobs of one key, what it drew and measured for the first. */
+    int wrc = 1;
+    if (job->judge_fd >= 0 && !ctx.memcheck) {
+        char *key =
+            kv_asprintf("%s|%s|%d|%s|%s|%d|%g|%d|%s|%s|%s", job->run_dir ? job->run_dir : "",
+                        backend->name, device, task->name, set, job->quick, job->limits.call_s,
+                        job->cpu_reference, device_ref ? ref.key : "-",
+                        backend->helpers ? helpers.key : "-", job->self_exe ? job->self_exe : "");
+        wrc = kv_judge_ask_server(&ctx, key, timeout, &w);
+        free(key);
+    }
+    if (wrc == 1) wrc = kv_worker_run(kv_judge_main, &ctx, timeout, &w, err);
     /* The judge let go when its device work ended, or when its candidate
      * failed; not when it died. */
     if (job->slot_fd >= 0) kv_slot_tell(job->slot_fd, KV_SLOT_FREE);

@@ -347,42 +347,50 @@ static char *find_compute_sanitizer(void)
     return NULL;
 }
 
-/* Starts a runner for the code C (the candidate or the baseline): its
- * process, its device opened, its sandbox applied. None of C's code runs
- * in it until ready_runner loads it, so this may happen before the device
- * is held. */
-static kv_runner *spawn_runner(judge *j, const kv_compiled *c, const char *device_src,
-                               const char *who)
+kv_runner *kv_judge_start_runner(const kv_backend *backend, const char *device_confine,
+                                 const kv_judge_ctx *ctx, const kv_compiled *c,
+                                 const char *device_src, char **err)
 {
-    kv_worker_phase("starting the %s's process", who);
     /* A driver's cache of built device code, the program's own: a shared
      * one could be poisoned for the next evaluation's baseline. */
-    char *own = kv_judge_can(j, KV_CAP_DEVICE_CODE) ? kv_asprintf("%s.pocl", c->lib_path) : NULL;
+    char *own =
+        kv_backend_has(backend, KV_CAP_DEVICE_CODE) ? kv_asprintf("%s.pocl", c->lib_path) : NULL;
     /* The runner sees the judge's device alone, where the backend can say
      * so: as device 0 of what it sees. */
-    char *confine = j->b->confine[0] && j->b->backend->visible_env
-                        ? kv_asprintf("%s=%s", j->b->backend->visible_env, j->b->confine)
+    char *confine = device_confine[0] && backend->visible_env
+                        ? kv_asprintf("%s=%s", backend->visible_env, device_confine)
                         : NULL;
-    kv_runner_spec spec = {.backend = j->b->backend,
-                           .device = confine ? 0 : j->ctx->device,
+    kv_runner_spec spec = {.backend = backend,
+                           .device = confine ? 0 : ctx->device,
                            .confine_env = confine,
-                           .self_exe = j->ctx->self_exe,
+                           .self_exe = ctx->self_exe,
                            .lib = c->lib_path,
                            .device_src = device_src,
                            .own_dir = own};
     static char *memcheck_args[] = {"--tool", "memcheck", "--print-limit", "20", NULL};
     char *cs = NULL;
-    if (j->ctx->memcheck) {
+    if (ctx->memcheck) {
         cs = find_compute_sanitizer();
-        if (!cs) kv_worker_fail("harness_error", j->extra, "compute-sanitizer not found");
+        if (!cs) {
+            *err = kv_strdup("harness_error: compute-sanitizer not found");
+            free(confine);
+            free(own);
+            return NULL;
+        }
         spec.wrapper = cs;
         spec.wrapper_args = memcheck_args;
     }
-    char *isolation = NULL, *err = NULL;
-    kv_runner *rn = kv_runner_start(&spec, 120, &isolation, &err);
+    kv_runner *rn = kv_runner_spawn(&spec, err);
     free(confine);
     free(cs);
     free(own);
+    return rn;
+}
+
+kv_runner *kv_judge_greet_runner(judge *j, kv_runner *rn, char *spawn_err)
+{
+    char *isolation = NULL, *err = spawn_err;
+    if (rn) rn = kv_runner_greet(rn, 120, &isolation, &err);
     if (!rn) {
         const char *e = err ? err : "";
         /* A device the judge opened but the runner could not is still "no device". */
@@ -393,6 +401,20 @@ static kv_runner *spawn_runner(judge *j, const kv_compiled *c, const char *devic
     return rn;
 }
 
+/* Starts a runner for the code C (the candidate or the baseline): its
+ * process, its device opened, its sandbox applied. None of C's code runs
+ * in it until ready_runner loads it, so this may happen before the device
+ * is held. */
+kv_runner *kv_judge_spawn_runner(judge *j, const kv_compiled *c, const char *device_src,
+                                 const char *who)
+{
+    kv_worker_phase("starting the %s's process", who);
+    char *err = NULL;
+    kv_runner *rn =
+        kv_judge_start_runner(j->b->backend, j->b->confine, j->ctx, c, device_src, &err);
+    return kv_judge_greet_runner(j, rn, err);
+}
+
 /* Makes RN (spawned for WHO) the runner in use: calibrates the judge's
  * clock against it, then loads its code. Device work: the device is held. */
 static void ready_runner(judge *j, kv_runner *rn, const char *who)
@@ -401,7 +423,13 @@ static void ready_runner(judge *j, kv_runner *rn, const char *who)
     j->rn = rn;
     j->who = who;
     j->base_threads = kv_runner_threads(j->rn);
-    if (j->ctx->base) kv_judge_calibrate(j); /* only timing needs it */
+    /* Only timing needs it; a long-lived judge measures it once, before
+     * any candidate's code was loaded. */
+    if (j->ctx->base && !j->calibrated) {
+        kv_judge_calibrate(j);
+        j->c_kept = j->c;
+        j->calibrated = j->serving;
+    }
     t0 = kv_now_s();
     kv_worker_phase("loading the %s", who);
     kv_rfail f;
@@ -424,9 +452,10 @@ static void hold_device(judge *j)
     double waited = 0;
     char *err = NULL;
     kv_worker_waiting();
-    double asked = kv_now_s(), granted = asked;
-    j->lock = kv_device_hold(j->job, j->ctx->backend, j->ctx->cache, j->ctx->device, &waited,
-                             &granted, &err);
+    /* A long-lived judge's client asked as it handed its job over. */
+    double asked = j->ctx->slot_asked ? j->ctx->asked_at : kv_now_s(), granted = kv_now_s();
+    j->lock = kv_device_hold(j->job, j->ctx->slot_asked, j->ctx->backend, j->ctx->cache,
+                             j->ctx->device, &waited, &granted, &err);
     kv_worker_waited(waited);
     json_object_set_new(j->extra, "device_wait_seconds", json_real(waited));
     if (j->lock < 0) kv_worker_fail("harness_error", j->extra, "%s", err);
@@ -440,8 +469,9 @@ static void hold_device(judge *j)
                                   "granted", granted, "held", j->held_at));
     double t0 = j->held_at;
     kv_worker_phase("measuring the %s device %d", j->ctx->backend->name, j->ctx->device);
-    if (j->b->measure && j->b->measure(j->b, &err) != 0)
+    if (j->b->measure && !j->measured && j->b->measure(j->b, &err) != 0)
         kv_worker_fail("harness_error", j->extra, "measuring the device: %s", err);
+    j->measured = j->serving; /* a long-lived judge measures the device once */
     if (j->job->ceiling_gbps > 0) j->b->ceiling_gbps = j->b->bandwidth_gbps = j->job->ceiling_gbps;
     kv_judge_lap(j, PROF_MEASURE, &t0);
 }
@@ -475,7 +505,8 @@ static json_t *time_baseline(judge *j)
     double t0 = kv_now_s(), before[PROF_COUNT];
     memcpy(before, j->prof, sizeof before);
     late_looks looks = j->looks;
-    ready_runner(j, spawn_runner(j, j->ctx->base, j->ctx->base_device_src, "baseline"), "baseline");
+    ready_runner(j, kv_judge_spawn_runner(j, j->ctx->base, j->ctx->base_device_src, "baseline"),
+                 "baseline");
     j->trusted = 1;
     json_t *out = json_object();
     for (int i = 0; i < j->task->num_scenarios; i++) {
@@ -713,31 +744,66 @@ static void memcheck_verdict(judge *j, json_t *result)
     json_object_set_new(result, "memcheck_clean", json_true());
 }
 
+void kv_judge_begin(judge *j, const kv_judge_ctx *ctx)
+{
+    memset(j->prof, 0, sizeof j->prof);
+    memset(j->prof_check, 0, sizeof j->prof_check);
+    j->job = ctx->job;
+    j->ctx = ctx;
+    j->lock = -1;
+    j->rn = NULL;
+    j->n_tele = 0;
+    j->who = NULL;
+    j->grace_s = 0;
+    j->trusted = 0;
+    j->recalibrated = 0;
+    memset(&j->looks, 0, sizeof j->looks);
+    j->fresh_baseline = NULL;
+    if (j->calibrated) j->c = j->c_kept;
+    kv_judge_view_task(j, ctx->task);
+    j->s = settings_for(ctx->job, ctx->backend);
+    kv_rng_seed(&j->rng, ctx->seed);
+    j->extra = json_object();
+}
+
+void kv_judge_open(judge *j)
+{
+    const kv_judge_ctx *ctx = j->ctx;
+    char *err = NULL;
+    kv_worker_phase("opening the %s device %d", ctx->backend->name, ctx->device);
+    const char *fault = kv_device_fault(ctx->backend->name, ctx->device);
+    if (fault) kv_worker_fail("no_device", NULL, "%s", fault);
+    j->b = kv_jdev_new(ctx->backend, ctx->device, &err);
+    if (!j->b) kv_worker_fail("not_built", NULL, "%s", err);
+    j->b->helpers = ctx->helpers ? ctx->helpers->lib_path : NULL;
+    if (j->b->open(j->b, &err) != 0)
+        kv_worker_fail(kv_starts_with(err, "harness_error") ? "harness_error" : "no_device", NULL,
+                       "%s", err);
+    if (ctx->ref) load_reference(j, ctx->ref);
+}
+
+void kv_judge_abandon(judge *j)
+{
+    stop_runner(j);
+    if (j->lock >= 0) let_go_device(j);
+    kv_judge_tele_finish(j);
+    kv_judge_free_live(j);
+    if (j->extra) json_decref(j->extra);
+    j->extra = NULL;
+}
+
 void kv_judge_main(void *vctx)
 {
     kv_judge_ctx *ctx = vctx;
-    judge j = {.job = ctx->job, .ctx = ctx, .lock = -1};
-    kv_judge_view_task(&j, ctx->task);
-    j.s = settings_for(ctx->job, ctx->backend);
-    kv_rng_seed(&j.rng, ctx->seed);
-    j.extra = json_object();
-    char *err = NULL;
+    judge j = {.lock = -1};
+    kv_judge_begin(&j, ctx);
     double t0 = kv_now_s();
     /* Prepared while another evaluation may hold the device: the judge's
      * context and kernels, the task's reference, the candidate's process
      * (which runs none of its code before it is loaded), and on a device
      * that is not the host the held-out shapes' inputs and CPU references. */
-    kv_worker_phase("opening the %s device %d", ctx->backend->name, ctx->device);
-    const char *fault = kv_device_fault(ctx->backend->name, ctx->device);
-    if (fault) kv_worker_fail("no_device", NULL, "%s", fault);
-    j.b = kv_jdev_new(ctx->backend, ctx->device, &err);
-    if (!j.b) kv_worker_fail("not_built", NULL, "%s", err);
-    j.b->helpers = ctx->helpers ? ctx->helpers->lib_path : NULL;
-    if (j.b->open(j.b, &err) != 0)
-        kv_worker_fail(kv_starts_with(err, "harness_error") ? "harness_error" : "no_device", NULL,
-                       "%s", err);
-    if (ctx->ref) load_reference(&j, ctx->ref);
-    kv_runner *cand = spawn_runner(&j, ctx->cand, ctx->device_src, "candidate");
+    kv_judge_open(&j);
+    kv_runner *cand = kv_judge_spawn_runner(&j, ctx->cand, ctx->device_src, "candidate");
     if (kv_judge_can(&j, KV_CAP_DEVICE_INPUTS)) {
         /* Host work, not the device's: its seconds count as preparing. */
         double before[PROF_COUNT];
@@ -746,63 +812,72 @@ void kv_judge_main(void *vctx)
         memcpy(j.prof, before, sizeof before);
     }
     kv_judge_lap(&j, PROF_PREPARE, &t0);
-    hold_device(&j);
+    kv_judge_run(&j, cand);
+    /* The child exits right after; nothing to free that the OS will not. */
+}
+
+void kv_judge_run(judge *j, kv_runner *cand)
+{
+    const kv_judge_ctx *ctx = j->ctx;
+    double t0 = kv_now_s();
+    hold_device(j);
     json_t *result = json_object();
-    json_object_set(result, "device", j.b->device);
-    json_object_set_new(result, "bandwidth_gbps", json_real(j.b->bandwidth_gbps));
-    json_object_set_new(result, "ceiling_gbps", json_real(j.b->ceiling_gbps));
-    json_t *baseline = ctx->base ? kept_or_timed_baseline(&j, result) : NULL;
-    ready_runner(&j, cand, "candidate");
+    json_object_set(result, "device", j->b->device);
+    json_object_set_new(result, "bandwidth_gbps", json_real(j->b->bandwidth_gbps));
+    json_object_set_new(result, "ceiling_gbps", json_real(j->b->ceiling_gbps));
+    json_t *baseline = ctx->base ? kept_or_timed_baseline(j, result) : NULL;
+    ready_runner(j, cand, "candidate");
     /* Screening: one scenario of each class checked and timed, cheapest
      * first, a child that cannot beat its parent stopping there; then the
      * held-out shapes; then the rest of the scenarios, checked and timed. */
-    int nsc = j.task->num_scenarios;
+    int nsc = j->task->num_scenarios;
     json_t **summary = kv_calloc((size_t)nsc + 1, sizeof *summary);
     int *rep = kv_calloc((size_t)nsc + 1, sizeof *rep);
-    int screening = ctx->job->parent && baseline && kv_judge_representatives(j.task, rep) > 0;
+    int screening = ctx->job->parent && baseline && kv_judge_representatives(j->task, rep) > 0;
     int stopped =
-        screening && !ctx->memcheck && screen_cheapest_first(&j, summary, rep, baseline, result);
+        screening && !ctx->memcheck && screen_cheapest_first(j, summary, rep, baseline, result);
     json_t *held = json_array();
     for (int stage = screening ? 0 : 1; stage < 2; stage++) {
         for (int i = 0; i < nsc; i++)
             if (!summary[i] && (stage == 1 || (rep[i] && !stopped)))
-                summary[i] = check_shape(&j, &j.task->scenarios[i], 0);
+                summary[i] = check_shape(j, &j->task->scenarios[i], 0);
         if (json_array_size(held) == 0)
-            for (int i = 0; i < j.task->num_held_out; i++)
-                json_array_append_new(held, check_shape(&j, &j.task->held_out[i], 1));
+            for (int i = 0; i < j->task->num_held_out; i++)
+                json_array_append_new(held, check_shape(j, &j->task->held_out[i], 1));
         if (ctx->memcheck) break;
         for (int i = 0; baseline && i < nsc; i++)
             if (summary[i] && !json_object_get(summary[i], "median_us"))
-                time_against_baseline(&j, &j.task->scenarios[i], summary[i], baseline);
-        if (stage == 0 && (stopped || screened_out(&j, summary, rep, result))) break;
+                time_against_baseline(j, &j->task->scenarios[i], summary[i], baseline);
+        if (stage == 0 && (stopped || screened_out(j, summary, rep, result))) break;
     }
-    if (ctx->memcheck) memcheck_verdict(&j, result);
+    if (ctx->memcheck) memcheck_verdict(j, result);
     json_t *scen = json_array();
     for (int i = 0; i < nsc; i++)
         if (summary[i]) json_array_append_new(scen, summary[i]);
     free(summary);
     free(rep);
     t0 = kv_now_s();
-    stop_runner(&j);
-    kv_judge_lap(&j, PROF_STOP, &t0);
-    note_device_errors(&j, result);
-    keep_fresh_baseline(&j, result);
-    double held_s = let_go_device(&j);
-    kv_judge_tele_finish(&j); /* NVML only: outside the hold */
+    stop_runner(j);
+    kv_judge_lap(j, PROF_STOP, &t0);
+    note_device_errors(j, result);
+    keep_fresh_baseline(j, result);
+    double held_s = let_go_device(j);
+    kv_judge_tele_finish(j); /* NVML only: outside the hold */
     json_object_set_new(result, "device_held_seconds", json_real(held_s));
-    json_object_set(result, "device_wait_seconds", json_object_get(j.extra, "device_wait_seconds"));
-    json_object_set(result, "device_hold_clock", json_object_get(j.extra, "device_hold_clock"));
+    json_object_set(result, "device_wait_seconds",
+                    json_object_get(j->extra, "device_wait_seconds"));
+    json_object_set(result, "device_hold_clock", json_object_get(j->extra, "device_hold_clock"));
     json_object_set_new(result, "scenarios", scen);
     json_object_set_new(result, "held_out", held);
-    json_object_set(result, "isolation", json_object_get(j.extra, "isolation"));
-    json_object_set(result, "clock_calibration", json_object_get(j.extra, "clock_calibration"));
+    json_object_set(result, "isolation", json_object_get(j->extra, "isolation"));
+    json_object_set(result, "clock_calibration", json_object_get(j->extra, "clock_calibration"));
     json_object_set_new(result, "build_logs",
-                        json_pack("{s:O?}", "candidate", json_object_get(j.extra, "build_log")));
+                        json_pack("{s:O?}", "candidate", json_object_get(j->extra, "build_log")));
     json_t *prof = json_object();
     double named = 0;
     for (int i = 0; i < PROF_COUNT; i++) {
-        json_object_set_new(prof, prof_names[i], json_real(j.prof[i]));
-        if (i != PROF_PREPARE) named += j.prof[i];
+        json_object_set_new(prof, prof_names[i], json_real(j->prof[i]));
+        if (i != PROF_PREPARE) named += j->prof[i];
     }
     /* What the device's hold spent outside every step above (the host's
      * work between them): where the next saving may hide. */
@@ -815,11 +890,19 @@ void kv_judge_main(void *vctx)
         "alloc_part", "alloc_release",  "alloc_own"};
     json_t *steps = json_object();
     for (int i = 0; i < CHECK_STEPS; i++)
-        json_object_set_new(steps, check_names[i], json_real(j.prof_check[i]));
+        json_object_set_new(steps, check_names[i], json_real(j->prof_check[i]));
     json_object_set_new(result, "profile_check_seconds", steps);
-    json_object_set_new(result, "late_looks", late_looks_json(&j));
+    json_object_set_new(result, "late_looks", late_looks_json(j));
+    /* A long-lived judge: which one, how many children it served, what it keeps. */
+    if (j->serving)
+        json_object_set_new(result, "judge",
+                            json_pack("{s:I,s:I,s:I}", "pid", (json_int_t)getpid(), "child",
+                                      (json_int_t)j->served, "references_kept_bytes",
+                                      (json_int_t)j->kept_bytes));
     if (baseline) json_decref(baseline);
     kv_worker_phase("done");
     kv_worker_result(result);
-    /* The child exits right after; nothing to free that the OS will not. */
+    json_decref(result);
+    json_decref(j->extra);
+    j->extra = NULL;
 }

@@ -38,6 +38,8 @@ typedef struct kv_judge_ctx {
     int memcheck; /* correctness only, the runner under compute-sanitizer memcheck */
     uint64_t seed;
     const char *cache; /* where the device's lock lives (device_hold.h) */
+    int slot_asked;    /* the job's device slot was asked for (judge_server.h), */
+    double asked_at;   /* then (kv_now_s: the host's monotonic clock) */
 } kv_judge_ctx;
 
 /* Worker entry (kv_worker_run's FN); CTX is a kv_judge_ctx. Reports through

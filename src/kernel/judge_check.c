@@ -418,8 +418,12 @@ json_t *kv_judge_check_shape(judge *j, const kv_shape *sh, int held)
      * device that is the host's CPU): drawn now. */
     if (held && !prep && kv_judge_in_place(j) && !kv_judge_can(j, KV_CAP_DEVICE_INPUTS))
         prep = kv_judge_held_draw(j, sh);
-    if (kv_judge_in_place(j) && (!held || (prep && prep->in_place))) {
-        json_t *res = kv_judge_check_in_place(j, sh, prep);
+    /* A long-lived judge's later children: the held-out shapes drawn in
+     * place as the scenarios are, fresh for each (the device reference
+     * agreed with the CPU's on its first child's). */
+    int fresh_in_place = held && !prep && j->serving && kv_judge_held_in_place(j);
+    if (kv_judge_in_place(j) && (!held || (prep && prep->in_place) || fresh_in_place)) {
+        json_t *res = kv_judge_check_in_place(j, sh, held, prep);
         if (prep) kv_judge_held_free(j, prep);
         return res;
     }

@@ -44,9 +44,11 @@ typedef struct trial_state {
     kv_arena a;
     kv_arena keep; /* outputs of run 0 and run 1, judge only */
     size_t keep_off[2][KV_MAX_TENSORS];
-    kv_arena ref[2]; /* device reference: this trial's and the last */
-    size_t where[KV_MAX_TENSORS][2];
-    int cur; /* ref[cur] is this trial's */
+    /* The references, this trial's (NOW) and the last (PREV): the
+     * judge's kept ones (KEPT, one per trial, a long-lived judge's), else
+     * LOCAL's two in turn. */
+    kept_trial *kept, local[2];
+    kept_trial *now, *prev;
     uint64_t seed[KV_MAX_TENSORS], forced[KV_MAX_TENSORS];
     int idist[KV_MAX_TENSORS]; /* each input's draw: DIST, or an index tensor's */
     kv_dist dist;
@@ -61,17 +63,61 @@ typedef struct trial_state {
  * backend's helpers read them. */
 static const double *ref_val(judge *j, trial_state *ts, int i, int prev)
 {
-    if (!j->ref) return prev ? ts->d.prev[i] : ts->d.val[i];
-    kv_arena *r = &ts->ref[prev ? 1 - ts->cur : ts->cur];
-    return j->b->ptr(j->b, r, ts->where[i][0]);
+    kept_trial *r = prev ? ts->prev : ts->now;
+    if (!j->ref) return r->val[i];
+    return j->b->ptr(j->b, &r->ref, r->where[i][0]);
 }
 
 static const double *ref_scale(judge *j, trial_state *ts, int i, int prev)
 {
-    if (!j->ref) return prev ? ts->d.prev_scale[i] : ts->d.scale[i];
+    kept_trial *r = prev ? ts->prev : ts->now;
+    if (!j->ref) return r->scale[i];
     if (!j->task->reference_scale) return NULL;
-    kv_arena *r = &ts->ref[prev ? 1 - ts->cur : ts->cur];
-    return j->b->ptr(j->b, r, ts->where[i][1]);
+    return j->b->ptr(j->b, &r->ref, r->where[i][1]);
+}
+
+/* The bytes of a trial's reference of D's outputs (values and scales). */
+static size_t reference_bytes(const judge *j, const shape_data *d)
+{
+    size_t n = 0;
+    for (int i = 0; i < j->task->num_tensors; i++)
+        if (j->task->tensors[i].role == KV_OUT) n += 2 * (d->count[i] + 32) * sizeof(double);
+    return n;
+}
+
+/* A long-lived judge keeps the references of SH's TRIALS (at most
+ * KEPT_MOST bytes of them in all): TS's KEPT, or NULL when they do not
+ * fit (computed each time, as a judge of one child does). */
+static void find_kept(judge *j, trial_state *ts, const kv_shape *sh, int trials)
+{
+    const kv_task *t = j->task;
+    /* A held-out shape's inputs are fresh for every child: an answer
+     * replayed from an earlier child (a scenario's) must not pass there. */
+    if (!j->serving || ts->d.held) return;
+    int k = (int)(sh - t->scenarios);
+    if (!j->kept)
+        j->kept = kv_calloc((size_t)(t->num_scenarios + t->num_held_out), sizeof *j->kept);
+    if (!j->kept[k]) {
+        size_t most = kv_judge_can(j, KV_CAP_DEVICE_INPUTS) ? (size_t)16 << 30 : (size_t)1 << 30;
+        size_t bytes = (size_t)trials * reference_bytes(j, &ts->d);
+        if (j->kept_bytes + bytes > most) return;
+        j->kept_bytes += bytes;
+        j->kept[k] = kv_calloc((size_t)trials + 1, sizeof *j->kept[k]);
+    }
+    ts->kept = j->kept[k];
+}
+
+/* Trial TRIAL's reference slot: the kept one, else one of LOCAL's. */
+static void pick_slots(trial_state *ts, int trial)
+{
+    if (ts->kept) {
+        ts->now = &ts->kept[trial];
+        ts->prev = trial > 0 ? &ts->kept[trial - 1] : NULL;
+        return;
+    }
+    ts->now = &ts->local[trial % 2];
+    ts->now->have = 0; /* computed again over the trial before last */
+    ts->prev = trial > 0 ? &ts->local[(trial - 1) % 2] : NULL;
 }
 
 /* A held-out shape's trial (TS's H): its images written into the arena, and
@@ -98,12 +144,22 @@ static void draw_inputs(judge *j, trial_state *ts)
     const kv_task *t = j->task;
     double t0 = kv_now_s();
     char *err = NULL;
+    kept_trial *k = ts->now;
     for (int i = 0; i < t->num_tensors; i++) {
         if (t->tensors[i].role != KV_IN) continue;
         size_t n = ts->d.count[i];
-        ts->seed[i] = kv_rng_next(&j->rng);
-        ts->forced[i] = n ? kv_rng_below(&j->rng, n) : 0;
-        ts->idist[i] = kv_judge_dist(j, i, ts->d.shape->syms, (int)ts->dist, &ts->forced[i]);
+        if (k->have) { /* the inputs whose reference is kept, drawn again */
+            ts->seed[i] = k->seed[i];
+            ts->forced[i] = k->forced[i];
+            ts->idist[i] = k->idist[i];
+        } else {
+            ts->seed[i] = kv_rng_next(&j->rng);
+            ts->forced[i] = n ? kv_rng_below(&j->rng, n) : 0;
+            ts->idist[i] = kv_judge_dist(j, i, ts->d.shape->syms, (int)ts->dist, &ts->forced[i]);
+            k->seed[i] = ts->seed[i];
+            k->forced[i] = ts->forced[i];
+            k->idist[i] = ts->idist[i];
+        }
         if (j->b->gen(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype, ts->idist[i], n, ts->seed[i],
                       ts->forced[i], &err) != 0)
             kv_judge_fail_err(j, err, "drawing inputs");
@@ -131,12 +187,12 @@ static void agree_with_cpu(judge *j, trial_state *ts)
                           "device's against",
                           d->shape->name);
         double *val = kv_malloc((n + 1) * sizeof(double)), *scale = NULL;
-        kv_arena *r = &ts->ref[ts->cur];
-        if (j->b->read(j->b, r, ts->where[i][0], val, n * sizeof(double), &err) != 0)
+        kv_arena *r = &ts->now->ref;
+        if (j->b->read(j->b, r, ts->now->where[i][0], val, n * sizeof(double), &err) != 0)
             kv_judge_fail_err(j, err, "device reference: reading back");
         if (h->scale[i]) {
             scale = kv_malloc((n + 1) * sizeof(double));
-            if (j->b->read(j->b, r, ts->where[i][1], scale, n * sizeof(double), &err) != 0)
+            if (j->b->read(j->b, r, ts->now->where[i][1], scale, n * sizeof(double), &err) != 0)
                 kv_judge_fail_err(j, err, "device reference: reading back");
         }
         for (size_t k = 0; k < n; k++) {
@@ -154,40 +210,49 @@ static void agree_with_cpu(judge *j, trial_state *ts)
     }
 }
 
-/* The trial's reference; the last trial's kept for the cache check. */
-static void reference(judge *j, trial_state *ts, int trial)
+/* The trial's reference into TS's NOW, unless it is kept from an earlier
+ * child (the same inputs); the last trial's stays for the cache check.
+ * Returns 1 when it was computed here. */
+static int reference(judge *j, trial_state *ts, int trial)
 {
     const kv_task *t = j->task;
     shape_data *d = &ts->d;
+    kept_trial *k = ts->now;
+    d->have_prev = trial > 0;
+    if (k->have) return 0;
+    /* A kept slot not filled: any arena it names went with a job a verdict cut short. */
+    if (ts->kept) memset(&k->ref, 0, sizeof k->ref);
     double t0 = kv_now_s();
     if (j->ref) {
-        ts->cur = 1 - ts->cur;
-        kv_judge_reference_arena(j, d->shape->syms, &ts->a, &ts->l, 0, &ts->ref[ts->cur],
-                                 ts->where);
+        kv_judge_reference_arena(j, d->shape->syms, &ts->a, &ts->l, 0, &k->ref, k->where);
     } else {
-        /* The last trial's reference becomes the previous one; this one is
-         * written over what was the previous. */
-        for (int i = 0; i < t->num_tensors && trial > 0; i++)
-            if (t->tensors[i].role == KV_OUT) {
-                double *v = d->prev[i], *sc = d->prev_scale[i];
-                d->prev[i] = d->val[i];
-                d->prev_scale[i] = d->scale[i];
-                d->val[i] = v;
-                d->scale[i] = sc;
-            }
         /* The inputs as the arena holds them (the judge's own mapping). */
         for (int i = 0; i < t->num_tensors; i++) {
             if (t->tensors[i].role != KV_IN) continue;
             const void *img = j->b->ptr(j->b, &ts->a, ts->l.off[i]);
-            for (size_t k = 0; k < d->count[i]; k++)
-                d->val[i][k] = kv_dtype_load(t->tensors[i].dtype, img, k);
+            for (size_t e = 0; e < d->count[i]; e++)
+                d->val[i][e] = kv_dtype_load(t->tensors[i].dtype, img, e);
         }
         kv_judge_reference(j, d->shape->syms, &ts->a, &ts->l, 0, d->val, d->val, d->scale, 0);
+        for (int i = 0; i < t->num_tensors; i++) {
+            if (t->tensors[i].role != KV_OUT) continue;
+            size_t n = (d->count[i] + 1) * sizeof(double);
+            if (!k->val[i]) k->val[i] = kv_malloc(n);
+            memcpy(k->val[i], d->val[i], n);
+            if (d->scale[i]) {
+                if (!k->scale[i]) k->scale[i] = kv_malloc(n);
+                memcpy(k->scale[i], d->scale[i], n);
+            }
+        }
     }
-    d->have_prev = trial > 0;
     char *err = NULL;
     if (j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "reference");
+    if (ts->kept) { /* the judge's, past this job */
+        if (j->ref) kv_judge_keep_arena(j, &k->ref);
+        k->have = 1;
+    }
     kv_judge_lap(j, PROF_REFERENCE, &t0);
+    return 1;
 }
 
 /* Fails unless the outputs stay as run RUNNO left them once a moment has
@@ -318,9 +383,9 @@ static void check_run(judge *j, trial_state *ts, int runno)
 }
 
 /* D's sizes; with a host reference, its inputs' values and the outputs'
- * references (this trial's and the last); HELD (a held-out shape): the
- * judge's copy of its inputs. */
-static void state_init(judge *j, trial_state *ts, const kv_shape *sh, int held)
+ * references; HELD: a held-out shape, DRAWN before the hold (the judge's
+ * copy of its inputs). */
+static void state_init(judge *j, trial_state *ts, const kv_shape *sh, int held, int drawn)
 {
     const kv_task *t = j->task;
     memset(ts, 0, sizeof *ts);
@@ -337,21 +402,17 @@ static void state_init(judge *j, trial_state *ts, const kv_shape *sh, int held)
                 ts->keep_off[r][i] = keep;
                 keep += padded;
             }
-        else if (held) {
+        else if (drawn) {
             ts->orig_off[i] = orig;
             orig += padded;
         }
         if (j->ref) continue;
         d->val[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
-        if (t->tensors[i].role != KV_OUT) continue;
-        d->prev[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
-        if (t->reference_scale) {
+        if (t->tensors[i].role == KV_OUT && t->reference_scale)
             d->scale[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
-            d->prev_scale[i] = kv_malloc((d->count[i] + 1) * sizeof(double));
-        }
     }
     kv_judge_own_new(j, keep, &ts->keep, "an arena for the judge's copies");
-    if (held)
+    if (drawn)
         kv_judge_own_new(j, orig + 256, &ts->orig, "an arena for the judge's copy of the inputs");
     kv_judge_layout(j, sh->syms, 1, 1, &ts->l);
 }
@@ -361,18 +422,25 @@ static void state_free(judge *j, trial_state *ts)
     kv_judge_arena_free(j, &ts->a);
     kv_judge_own_free(j, &ts->keep);
     kv_judge_own_free(j, &ts->orig);
-    for (int r = 0; r < 2; r++)
-        kv_judge_own_free(j, &ts->ref[r]);
+    for (int r = 0; r < 2; r++) {
+        kv_judge_own_free(j, &ts->local[r].ref);
+        for (int i = 0; i < j->task->num_tensors; i++) {
+            free(ts->local[r].val[i]);
+            free(ts->local[r].scale[i]);
+        }
+    }
     kv_shape_data_free(&ts->d, j->task);
 }
 
-json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh, held_prep *prep)
+json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh, int held, held_prep *prep)
 {
     trial_state *ts = kv_calloc(1, sizeof *ts);
     double t0 = kv_now_s();
-    state_init(j, ts, sh, prep != NULL);
+    state_init(j, ts, sh, held, prep != NULL);
     int trials = prep ? prep->trials : kv_judge_trials(j, &ts->d);
+    find_kept(j, ts, sh, trials);
     kv_judge_lap(j, PROF_ALLOC, &t0);
+    int reused = 0; /* trials whose reference an earlier child's judging left */
     for (int trial = 0; trial < trials; trial++) {
         kv_worker_phase("correctness %s trial %d", sh->name, trial + 1);
         t0 = kv_now_s();
@@ -385,12 +453,14 @@ json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh, held_prep *prep)
         kv_judge_lap(j, PROF_ALLOC, &t0);
         ts->dist = (kv_dist)(trial % KV_DIST_COUNT);
         ts->h = prep ? &prep->t[trial] : NULL;
+        pick_slots(ts, trial);
         if (ts->h)
             write_inputs(j, ts);
         else
             draw_inputs(j, ts);
-        reference(j, ts, trial);
-        if (ts->h && j->ref && trial == 0) {
+        int computed = reference(j, ts, trial);
+        reused += !computed;
+        if (computed && ts->h && j->ref && trial == 0) {
             t0 = kv_now_s();
             agree_with_cpu(j, ts);
             kv_judge_lap(j, PROF_REFERENCE, &t0);
@@ -409,6 +479,7 @@ json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh, held_prep *prep)
     json_t *res = json_pack("{s:s,s:f,s:f,s:f,s:f,s:i}", "name", sh->name, "max_abs_err",
                             d->max_abs, "max_rel_err", d->max_rel, "rel_l2_err", d->rel_l2,
                             "tol_ratio", d->max_ratio, "trials", trials);
+    if (j->serving) json_object_set_new(res, "kept_references", json_integer(reused));
     state_free(j, ts);
     free(ts);
     return res;

@@ -120,6 +120,18 @@ typedef struct late_looks {
     int n_waits;
 } late_looks;
 
+/* One correctness trial's reference, with the draws of its inputs: a
+ * long-lived judge (judge_server.c) keeps it for every later child, which
+ * gets the same inputs drawn again (judge_check_in_place.c). */
+typedef struct kept_trial {
+    int have;
+    uint64_t seed[KV_MAX_TENSORS], forced[KV_MAX_TENSORS];
+    int idist[KV_MAX_TENSORS];
+    kv_arena ref;                                        /* device reference: values, scales */
+    size_t where[KV_MAX_TENSORS][2];                     /* output i's values, scales in REF */
+    double *val[KV_MAX_TENSORS], *scale[KV_MAX_TENSORS]; /* host reference */
+} kept_trial;
+
 /* A read of the device's telemetry in its own thread (judge_tele.c). */
 typedef struct tele_read tele_read;
 
@@ -164,6 +176,23 @@ typedef struct judge {
     double replied_at; /* when the runner's last reply came */
     late_looks looks;
     json_t *fresh_baseline; /* timed here, not yet kept (the result holds it) */
+    /* A long-lived judge (judge_server.c): SERVING while it serves a
+     * client; what it keeps for the next ones: the references of the
+     * correctness trials (KEPT[k]: shape k's, scenarios then held-out
+     * shapes, KEPT_BYTES in all), the clock's calibration and the device's
+     * bandwidth (taken before any candidate's code was loaded), the slab
+     * (mapped again into each runner: SLAB_SHARED). LIVE: the job's own
+     * arenas, freed when a verdict cuts the job short. */
+    int serving;
+    kept_trial **kept;
+    size_t kept_bytes;
+    int calibrated, measured;
+    calib c_kept; /* the calibration kept (C may be lowered for one child) */
+    int slab_shared;
+    kv_arena *live;
+    int n_live, cap_live;
+    int no_unwind; /* a thread of the judge reads its stack: a verdict ends the judge */
+    long served;   /* the children it served, this one included */
 } judge;
 
 /* Host-side images of one shape's tensors, for the correctness trials. */
@@ -183,6 +212,32 @@ typedef struct shape_data {
     int have_prev;
     double max_abs, max_rel, rel_l2, max_ratio; /* worst errors over trials */
 } shape_data;
+
+/* ---- the judge's flow (judge.c), shared with a long-lived judge ---- */
+
+/* Readies J for the job of CTX: its settings, its inputs' generator, the
+ * task's view; what a long-lived judge keeps is left as it is. */
+void kv_judge_begin(judge *j, const kv_judge_ctx *ctx);
+/* Opens the device and loads the task's reference (before the hold). */
+void kv_judge_open(judge *j);
+/* Starts a runner for the code C (who: "candidate" or "baseline"); its
+ * code is not loaded yet. */
+kv_runner *kv_judge_spawn_runner(judge *j, const kv_compiled *c, const char *device_src,
+                                 const char *who);
+/* The same in two halves: the process started for CTX's job on BACKEND's
+ * device (DEVICE_CONFINE: its jdev's confine) (NULL
+ * with *ERR), then its hello awaited, failing the job as the above does
+ * (SPAWN_ERR: the first half's error, taken). */
+kv_runner *kv_judge_start_runner(const kv_backend *backend, const char *device_confine,
+                                 const kv_judge_ctx *ctx, const kv_compiled *c,
+                                 const char *device_src, char **err);
+kv_runner *kv_judge_greet_runner(judge *j, kv_runner *rn, char *spawn_err);
+/* The job's device work with the candidate's runner CAND (spawned, not
+ * loaded): holds the device, checks, times, lets go and sends the result. */
+void kv_judge_run(judge *j, kv_runner *cand);
+/* Ends what a verdict cut short: the runner stopped, the telemetry reads
+ * joined, the job's arenas freed. */
+void kv_judge_abandon(judge *j);
 
 /* 1 when the judge's backend has capabilities CAPS (KV_CAP_*). */
 static inline int kv_judge_can(const judge *j, unsigned caps)
@@ -264,8 +319,15 @@ void kv_judge_arena_free(judge *j, kv_arena *a);
  * names it in an error). */
 void kv_judge_own_new(judge *j, size_t bytes, kv_arena *a, const char *what);
 void kv_judge_own_free(judge *j, kv_arena *a);
-/* Frees the slab, not unmapping it: the runner in use is about to stop. */
+/* Frees the slab, not unmapping it: the runner in use is about to stop.
+ * A long-lived judge keeps it (its parts all free) for the next runner. */
 void kv_judge_arena_drop_slab(judge *j);
+/* Takes A (made by kv_judge_own_new) out of the job's LIVE arenas: the
+ * judge keeps it past the job. */
+void kv_judge_keep_arena(judge *j, const kv_arena *a);
+/* Frees the job's arenas still live (a verdict cut it short) and gives
+ * every part back to the slab. */
+void kv_judge_free_live(judge *j);
 /* Fails (out_of_bounds_write) when a canary of A around a tensor of L
  * changed; D names the shape. */
 void kv_judge_check_canaries(judge *j, const shape_data *d, kv_arena *a, const layout *l);
@@ -352,7 +414,7 @@ int kv_judge_in_place(const judge *j);
  * reference computed there, outputs compared there; only counts and the
  * worst element come back. PREP: a held-out shape's trials as drawn before
  * the hold (kv_judge_held_in_place), else NULL (a scenario). */
-json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh, held_prep *prep);
+json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh, int held, held_prep *prep);
 /* 1 when held-out shapes drawn before the hold are checked in place: a
  * device reference, which must match the CPU's on the first trial, and
  * device inputs. */

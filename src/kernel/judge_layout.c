@@ -86,6 +86,40 @@ static void forgive_request_cpu(judge *j)
     if (j->rn) kv_judge_note_idle_cpu(j);
 }
 
+/* A long-lived judge notes the job's own arenas (not the slab's parts),
+ * to free them when a verdict cuts the job short. */
+static void note_live(judge *j, const kv_arena *a)
+{
+    if (!j->serving) return;
+    if (j->n_live == j->cap_live) {
+        j->cap_live = j->cap_live ? 2 * j->cap_live : 16;
+        j->live = kv_realloc(j->live, (size_t)j->cap_live * sizeof *j->live);
+    }
+    j->live[j->n_live++] = *a;
+}
+
+static void forget_live(judge *j, const kv_arena *a)
+{
+    for (int i = 0; i < j->n_live; i++)
+        if (j->live[i].host == a->host && j->live[i].dptr == a->dptr && j->live[i].fd == a->fd) {
+            j->live[i] = j->live[--j->n_live];
+            return;
+        }
+}
+
+void kv_judge_free_live(judge *j)
+{
+    for (int i = 0; i < j->n_live; i++)
+        j->b->arena_free(j->b, &j->live[i]);
+    j->n_live = 0;
+    kv_parts_reset(&j->parts);
+}
+
+void kv_judge_keep_arena(judge *j, const kv_arena *a)
+{
+    forget_live(j, a);
+}
+
 /* Maps A into the runner in use (with L's guards where given). */
 static void share(judge *j, const kv_arena *a, const layout *l)
 {
@@ -153,6 +187,11 @@ static int slab_part(judge *j, size_t bytes, kv_arena *a)
 {
     char *err = NULL;
     if (j->slab_refused) return 0;
+    /* A long-lived judge's slab, kept from its last runner: mapped into this one. */
+    if (j->slab.bytes && !j->slab_shared) {
+        share(j, &j->slab, NULL);
+        j->slab_shared = 1;
+    }
     if (!j->slab.bytes) {
         if (j->b->arena_new(j->b, slab_bytes(j), KV_CANARY, &j->slab, &err) != 0) {
             free(err); /* no room for it: arenas of their own, as before */
@@ -162,6 +201,7 @@ static int slab_part(judge *j, size_t bytes, kv_arena *a)
         j->slab.id = ++j->next_arena;
         j->parts.total = j->slab.bytes;
         share(j, &j->slab, NULL);
+        j->slab_shared = 1;
     }
     size_t at = 0;
     if (kv_parts_take(&j->parts, round_up(bytes, PART_ALIGN), &at) != 0) return 0;
@@ -188,6 +228,7 @@ void kv_judge_arena_new(judge *j, const layout *l, kv_arena *a)
     char *err = NULL;
     if (j->b->arena_new(j->b, l->bytes, KV_CANARY, a, &err) != 0)
         kv_judge_fail_err(j, err, "allocating tensors");
+    note_live(j, a);
     kv_judge_check_lap(j, ALLOC_DEVICE, &t0);
     a->id = ++j->next_arena;
     share(j, a, l);
@@ -199,13 +240,17 @@ void kv_judge_own_new(judge *j, size_t bytes, kv_arena *a, const char *what)
     double t0 = kv_now_s();
     char *err = NULL;
     if (j->b->arena_new(j->b, bytes ? bytes : 64, 0, a, &err) != 0) kv_judge_fail_err(j, err, what);
+    note_live(j, a);
     kv_judge_check_lap(j, ALLOC_OWN, &t0);
 }
 
 void kv_judge_own_free(judge *j, kv_arena *a)
 {
     double t0 = kv_now_s();
-    if (a->bytes) j->b->arena_free(j->b, a);
+    if (a->bytes) {
+        forget_live(j, a);
+        j->b->arena_free(j->b, a);
+    }
     kv_judge_check_lap(j, ALLOC_OWN, &t0);
 }
 
@@ -215,6 +260,7 @@ void kv_judge_arena_free(judge *j, kv_arena *a)
     double t0 = kv_now_s();
     unshare(j, a->id);
     if (!a->parent) {
+        forget_live(j, a);
         j->b->arena_free(j->b, a);
         kv_judge_check_lap(j, ALLOC_RELEASE, &t0);
         return;
@@ -230,6 +276,11 @@ void kv_judge_arena_drop_slab(judge *j)
 {
     /* The runner stops next: its mappings go with it. */
     double t0 = kv_now_s();
+    if (j->serving && j->slab.bytes) { /* kept: every part free, mapped into the next runner */
+        j->slab_shared = 0;
+        kv_parts_reset(&j->parts);
+        return;
+    }
     if (j->slab.bytes) j->b->arena_free(j->b, &j->slab);
     memset(&j->slab, 0, sizeof j->slab);
     j->slab.fd = -1;

@@ -876,6 +876,7 @@ static void measure_energy(judge *j, timing *tm, size_t n, double median_us, dou
     pthread_t th;
     if (pthread_create(&th, NULL, poll_energy, &p) != 0)
         kv_judge_fail(j, "harness_error", "cannot start the energy counter's reader");
+    j->no_unwind++; /* the reader holds P, on this stack, until joined */
     double *b0 = kv_malloc(ENERGY_MAX_BLOCKS * sizeof *b0),
            *b1 = kv_malloc(ENERGY_MAX_BLOCKS * sizeof *b1);
     size_t nb = 0;
@@ -902,6 +903,7 @@ static void measure_energy(judge *j, timing *tm, size_t n, double median_us, dou
     p.stop = 1;
     pthread_mutex_unlock(&p.mu);
     pthread_join(th, NULL);
+    j->no_unwind--;
     pthread_mutex_destroy(&p.mu);
     *last_reply = j->replied_at = nb ? b1[nb - 1] : kv_now_s();
     kv_judge_note_idle_cpu(j);

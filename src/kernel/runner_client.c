@@ -135,10 +135,8 @@ static int wait_reply(kv_runner *r, uint64_t seq, double timeout_s, const char *
     }
 }
 
-kv_runner *kv_runner_start(const kv_runner_spec *spec, double timeout_s, char **isolation,
-                           char **err)
+kv_runner *kv_runner_spawn(const kv_runner_spec *spec, char **err)
 {
-    *isolation = NULL;
     /* The candidate's process may not read this one's memory. */
     prctl(PR_SET_DUMPABLE, 0);
     kv_runner *r = kv_calloc(1, sizeof *r);
@@ -221,6 +219,12 @@ kv_runner *kv_runner_start(const kv_runner_spec *spec, double timeout_s, char **
         return NULL;
     }
     r->pid = kv_proc_pid(r->proc);
+    return r;
+}
+
+kv_runner *kv_runner_greet(kv_runner *r, double timeout_s, char **isolation, char **err)
+{
+    *isolation = NULL;
     /* Hello: the device opened and the sandbox applied, no candidate yet. */
     kv_rfail f = {{0}};
     int rc = wait_reply(r, 0, timeout_s, "the runner's start", &f, err);
@@ -239,6 +243,14 @@ kv_runner *kv_runner_start(const kv_runner_spec *spec, double timeout_s, char **
     }
     *isolation = kv_strdup(r->reply->detail);
     return r;
+}
+
+kv_runner *kv_runner_start(const kv_runner_spec *spec, double timeout_s, char **isolation,
+                           char **err)
+{
+    *isolation = NULL;
+    kv_runner *r = kv_runner_spawn(spec, err);
+    return r ? kv_runner_greet(r, timeout_s, isolation, err) : NULL;
 }
 
 /* Sends MSG (its header's seq set to the next one) with FD beside it when

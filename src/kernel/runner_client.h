@@ -44,6 +44,11 @@ typedef struct kv_runner_spec {
  * open the device (a harness error: "no CUDA device: ..."). */
 kv_runner *kv_runner_start(const kv_runner_spec *spec, double timeout_s, char **isolation,
                            char **err);
+/* The same in two halves, for a judge that starts a runner while it works
+ * with another: the process started (NULL with *ERR), then its hello
+ * waited for (NULL with *ERR: the runner is stopped and freed). */
+kv_runner *kv_runner_spawn(const kv_runner_spec *spec, char **err);
+kv_runner *kv_runner_greet(kv_runner *r, double timeout_s, char **isolation, char **err);
 
 /* The steps. Each returns 0 when it ended well, 1 when it failed by the
  * candidate's doing (F filled: the runner's own report, its death, or the

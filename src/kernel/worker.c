@@ -23,6 +23,7 @@
  * handler, so plain static storage. */
 static int g_fd = -1;
 static char g_phase[256];
+static void (*g_unwind)(const char *code); /* a long-lived judge's, or NULL */
 static char g_altstack[64 * 1024];
 
 void kv_worker_outcome_clear(kv_worker_outcome *o)
@@ -195,7 +196,29 @@ void kv_worker_fail(const char *code, const json_t *extra, const char *fmt, ...)
     send_json(o);
     json_decref(o);
     kv_buf_free(&b);
+    if (g_unwind) g_unwind(code); /* returns only when the judge must end */
     _exit(2);
+}
+
+void kv_worker_serve(int fd, void (*unwind)(const char *code))
+{
+    g_fd = fd;
+    g_unwind = unwind;
+    g_phase[0] = '\0';
+}
+
+void kv_worker_serve_setup(void)
+{
+    stack_t ss = {.ss_sp = g_altstack, .ss_size = sizeof g_altstack};
+    sigaltstack(&ss, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_crash;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
 }
 
 /* Child side: its own group, dies with its parent, no stdin, and nothing
@@ -209,16 +232,7 @@ static void child_setup(int fd)
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, 0);
     dup2(2, 1);
-    stack_t ss = {.ss_sp = g_altstack, .ss_size = sizeof g_altstack};
-    sigaltstack(&ss, NULL);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_crash;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        sigaction(sigs[i], &sa, NULL);
+    kv_worker_serve_setup();
 }
 
 /* The forked child: setup, then FN. Never returns. */
@@ -368,6 +382,50 @@ int kv_worker_run(void (*fn)(void *ctx), void *ctx, double timeout_s, kv_worker_
     if (text.data) parse_lines(text.data, out);
     kv_buf_free(&text);
     return 0;
+}
+
+int kv_worker_follow(int fd, double timeout_s, double wait_cap_s, kv_worker_outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    out->exit_code = -1;
+    double t0 = kv_now_s(), deadline = t0 + timeout_s;
+    kv_buf text = KV_BUF_INIT;
+    char chunk[8192];
+    /* Waiting from the start: in line behind the judge's other clients. */
+    child_wait wait = {.waiting = 1, .since = t0};
+    double wait_began = t0;
+    for (;;) {
+        int was = wait.waiting;
+        deadline += waits_ended(&text, &wait);
+        if (wait.waiting && !was) wait_began = wait.since;
+        double now = kv_now_s();
+        if ((!wait.waiting && timeout_s > 0 && now >= deadline) ||
+            (wait.waiting && now - wait_began >= wait_cap_s)) {
+            out->timed_out = 1;
+            break;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = poll(&p, 1, 100);
+        if (r <= 0) continue;
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break; /* the judge closed the channel: done, or gone */
+        kv_buf_append(&text, chunk, (size_t)n);
+    }
+    out->seconds = kv_now_s() - t0;
+    int started = text.len > 0;
+    if (text.data) parse_lines(text.data, out);
+    /* A judge that stops answering is ended as a worker would be: its
+     * process group (its runners with it). */
+    json_t *first = started ? kv_json_loads(strtok(text.data, "\n")) : NULL;
+    long pid = (long)json_integer_value(json_object_get(first, "pid"));
+    if (out->timed_out && pid > 1) {
+        kill(-(pid_t)pid, SIGKILL);
+        kill((pid_t)pid, SIGKILL);
+    }
+    if (first) json_decref(first);
+    kv_buf_free(&text);
+    return started ? 0 : 1;
 }
 
 const char *kv_worker_signal_name(int sig)

@@ -31,6 +31,15 @@ void kv_worker_outcome_clear(kv_worker_outcome *o);
 int kv_worker_run(void (*fn)(void *ctx), void *ctx, double timeout_s, kv_worker_outcome *out,
                   char **err);
 
+/* The client of a long-lived judge (judge_server.h): reads what the judge
+ * says for this job on FD, as kv_worker_run reads its child, until the
+ * judge closes it. The job waits in line from the start (its limit stands
+ * still) until the judge says it waited; WAIT_CAP_S bounds that wait, and
+ * TIMEOUT_S the rest. A judge past either is killed (OUT's timed_out).
+ * Returns 0 with OUT filled, 1 when the judge closed FD without a word (it
+ * never started the job: the caller judges it itself). */
+int kv_worker_follow(int fd, double timeout_s, double wait_cap_s, kv_worker_outcome *out);
+
 /* ---- In the child ---- */
 
 /* Reports the phase it is in ("correctness decode trial 2"); used in the
@@ -49,6 +58,13 @@ void kv_worker_result(const json_t *result);
  * JSON, may be NULL, not taken) and exits the child. */
 _Noreturn void kv_worker_fail(const char *code, const json_t *extra, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* In a long-lived judge: what follows goes to FD (a client's channel), and
+ * kv_worker_fail, once it has said the failure, calls UNWIND(code), which
+ * does not return unless the judge must end (it then exits). */
+void kv_worker_serve(int fd, void (*unwind)(const char *code));
+/* A long-lived judge's crash handlers, as a worker child's. */
+void kv_worker_serve_setup(void);
+
 /* Name of signal SIG ("SIGSEGV"). */
 const char *kv_worker_signal_name(int sig);
 /* 1 inside a worker child. */

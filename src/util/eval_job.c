@@ -19,6 +19,7 @@ void kv_job_init(kv_job *j)
     j->limits.device_wait_s = 600;
     j->limits.baseline_max_age_s = 900;
     j->slot_fd = -1;
+    j->judge_fd = -1;
 }
 
 void kv_job_clear(kv_job *j)
@@ -67,6 +68,7 @@ json_t *kv_job_to_json(const kv_job *j)
                                   j->limits.call_s, "device_wait_s", j->limits.device_wait_s,
                                   "baseline_max_age_s", j->limits.baseline_max_age_s));
     if (j->slot_fd >= 0) json_object_set_new(o, "slot_fd", json_integer(j->slot_fd));
+    if (j->judge_fd >= 0) json_object_set_new(o, "judge_fd", json_integer(j->judge_fd));
     json_t *screen = json_pack("{s:f}", "keep", j->screen_keep);
     if (j->parent) json_object_set(screen, "parent", (json_t *)j->parent);
     json_object_set_new(o, "screen", screen);
@@ -248,6 +250,9 @@ int kv_job_from_json(json_t *doc, kv_job *j, char **err)
         } else if (strcmp(key, "slot_fd") == 0) {
             rc = get_int(&r, v, key, &j->slot_fd);
             if (rc == 0 && j->slot_fd < 3) rc = bad(&r, key, "not a descriptor above 2");
+        } else if (strcmp(key, "judge_fd") == 0) {
+            rc = get_int(&r, v, key, &j->judge_fd);
+            if (rc == 0 && j->judge_fd < 3) rc = bad(&r, key, "not a descriptor above 2");
         } else if (strcmp(key, "screen") == 0) {
             rc = read_screen(v, j, err);
         } else {
@@ -315,13 +320,9 @@ int kv_slot_tell(int fd, char msg)
     return n == 1 ? 0 : -1;
 }
 
-/* Sends ASK on FD and reads the 5-byte answer REPLY (its device). */
-static int slot_request(int fd, char ask, char reply, char **err)
+/* Reads the 5-byte answer REPLY on FD (its device). */
+static int slot_answer(int fd, char reply, char **err)
 {
-    if (kv_slot_tell(fd, ask) != 0) {
-        *err = kv_asprintf("cannot ask the evaluator for a device: %s", strerror(errno));
-        return -1;
-    }
     unsigned char msg[5];
     ssize_t n;
     while ((n = recv(fd, msg, sizeof msg, 0)) < 0 && errno == EINTR) {
@@ -334,6 +335,21 @@ static int slot_request(int fd, char ask, char reply, char **err)
     int32_t device;
     memcpy(&device, msg + 1, sizeof device);
     return device;
+}
+
+/* Sends ASK on FD and reads the 5-byte answer REPLY (its device). */
+static int slot_request(int fd, char ask, char reply, char **err)
+{
+    if (kv_slot_tell(fd, ask) != 0) {
+        *err = kv_asprintf("cannot ask the evaluator for a device: %s", strerror(errno));
+        return -1;
+    }
+    return slot_answer(fd, reply, err);
+}
+
+int kv_slot_await(int fd, char **err)
+{
+    return slot_answer(fd, KV_SLOT_GRANT, err);
 }
 
 int kv_slot_ask(int fd, char **err)

@@ -70,6 +70,9 @@ typedef struct kv_job {
     /* The descriptor of the evaluator's device-slot channel in the worker
      * (kv_slot_*), or -1: the job takes its own device. */
     int slot_fd;
+    /* The descriptor of a channel to the device's long-lived judge
+     * (kernel/judge_server.h), or -1: the job's own judge. */
+    int judge_fd;
     /* Not in the document: the kevolve binary the runners re-execute
      * (tests run the harness from other programs); NULL: this one. */
     const char *self_exe;
@@ -116,6 +119,9 @@ int kv_slot_ask(int fd, char **err);
  * prepares there meanwhile: contexts, its runner). Returns the device, or
  * -1 with *ERR. */
 int kv_slot_bind(int fd, char **err);
+/* The grant of an ask sent earlier (kv_slot_tell with KV_SLOT_ASK): the
+ * device, or -1 with *ERR. */
+int kv_slot_await(int fd, char **err);
 /* In the worker: sends MSG (KV_SLOT_HOLD or KV_SLOT_FREE); 0 or -1. */
 int kv_slot_tell(int fd, char msg);
 

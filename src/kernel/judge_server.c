@@ -1,0 +1,494 @@
+/* The long-lived judge and its clients (see judge_server.h). */
+#define _GNU_SOURCE
+#include "kernel/judge_server.h"
+#include "kernel/judge_internal.h"
+#include "kernel/tasks.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/eval_job.h"
+#include "util/json.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <errno.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_CLIENTS 256
+#define MAX_MESSAGE ((uint32_t)16 << 20)
+
+/* One job handed over: its channel, its slot channel, what it names. The
+ * intake thread reads it and starts its runner, then marks it QUEUED; from
+ * then on it is the main thread's (GONE: not a job, dropped there). */
+typedef struct client {
+    int fd, slot_fd;
+    int queued, gone;
+    json_t *doc;
+    kv_job job;
+    kv_judge_ctx ctx;
+    kv_compiled cand, base, ref, helpers;
+    kv_runner *rn;
+    char *spawn_err; /* why its runner did not start (said when it is served) */
+} client;
+
+/* The judge and what it serves. The main thread judges; the intake
+ * thread takes the evaluator's channels, reads the jobs and starts their
+ * runners meanwhile, so that a runner is ready when its job's turn comes.
+ * MU guards C, N, the clients' QUEUED and GONE, and what runners start
+ * with (BACKEND, CONFINE: set once the device is open); WAKE tells the
+ * main thread to look again. */
+static struct {
+    judge j;
+    char *key; /* what J keeps was made for jobs of this key */
+    kv_task view;
+    kv_shape *owned;
+    char *helpers; /* the judge's kernels, as opened */
+    jmp_buf unwound;
+    int in_job;
+    pthread_mutex_t mu;
+    client *c[MAX_CLIENTS];
+    int n;
+    const kv_backend *backend;
+    char confine[64];
+    int ending; /* the control channel closed: the run is over */
+    int wake[2];
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = {-1, -1}};
+
+/* ---- the message: a length and the slot channel, then the job ---- */
+
+static json_t *compiled_json(const kv_compiled *c)
+{
+    return c ? json_pack("{s:s,s:s}", "lib", c->lib_path, "key", c->key ? c->key : "")
+             : json_null();
+}
+
+static int compiled_from(const json_t *o, kv_compiled *c)
+{
+    if (!json_is_object(o)) return 0;
+    const char *lib = json_string_value(json_object_get(o, "lib"));
+    if (!lib) return -1;
+    c->lib_path = kv_strdup(lib);
+    c->key = kv_strdup(json_string_value(json_object_get(o, "key")));
+    return 1;
+}
+
+int kv_judge_ask_server(const kv_judge_ctx *ctx, const char *key, double timeout_s,
+                        kv_worker_outcome *w)
+{
+    const kv_job *job = ctx->job;
+    int fd = job->judge_fd;
+    if (fd < 0 || job->slot_fd < 0) return 1;
+    json_t *names = json_array();
+    for (int i = 0; i < ctx->task->num_scenarios; i++)
+        json_array_append_new(names, json_string(ctx->task->scenarios[i].name));
+    json_t *doc = json_pack(
+        "{s:s,s:o,s:s,s:o,s:s,s:i,s:o,s:o,s:o,s:o,s:s?,s:s?,s:s?,s:s?,s:s?,s:I}", "key", key, "job",
+        kv_job_to_json(job), "task", ctx->task->name, "scenarios", names, "backend",
+        ctx->backend->name, "device", ctx->device, "cand", compiled_json(ctx->cand), "base",
+        compiled_json(ctx->base), "ref", compiled_json(ctx->ref), "helpers",
+        compiled_json(ctx->helpers), "self_exe", ctx->self_exe, "baseline_path", ctx->baseline_path,
+        "device_src", ctx->device_src, "base_device_src", ctx->base_device_src, "cache", ctx->cache,
+        "seed", (json_int_t)ctx->seed);
+    /* When it asks for the device (just after this is sent): the judge's
+     * record of the wait. */
+    json_object_set_new(doc, "asked_at", json_real(kv_now_s()));
+    char *text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    uint32_t len = (uint32_t)strlen(text);
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    memset(cbuf, 0, sizeof cbuf);
+    struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &job->slot_fd, sizeof(int));
+    int sent = sendmsg(fd, &m, MSG_NOSIGNAL) == (ssize_t)sizeof len;
+    for (size_t at = 0; sent && at < len;) {
+        ssize_t n = send(fd, text + at, len - at, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) sent = 0;
+        at += n > 0 ? (size_t)n : 0;
+    }
+    free(text);
+    /* In line for the device from now: the evaluator stops the job's clock. */
+    if (!sent || kv_slot_tell(job->slot_fd, KV_SLOT_ASK) != 0) {
+        close(fd);
+        return 1;
+    }
+    double wait_cap = job->limits.device_wait_s + 120;
+    int rc = kv_worker_follow(fd, timeout_s, wait_cap, w);
+    close(fd);
+    if (rc == 1) {
+        /* Not taken: its place in line is given up; its own judge asks again. */
+        kv_slot_tell(job->slot_fd, KV_SLOT_FREE);
+        kv_worker_outcome_clear(w);
+    }
+    return rc;
+}
+
+/* Reads N bytes from FD (the client wrote them at once). 0 or -1. */
+static int read_all(int fd, void *p, size_t n)
+{
+    unsigned char *b = p;
+    while (n > 0) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        if (poll(&pf, 1, 10000) <= 0) return -1;
+        ssize_t r = read(fd, b, n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        b += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static void client_free(client *c)
+{
+    if (c->rn) kv_runner_stop(c->rn);
+    if (c->fd >= 0) close(c->fd);
+    if (c->slot_fd >= 0) close(c->slot_fd);
+    kv_job_clear(&c->job);
+    if (c->doc) json_decref(c->doc);
+    kv_compiled_clear(&c->cand);
+    kv_compiled_clear(&c->base);
+    kv_compiled_clear(&c->ref);
+    kv_compiled_clear(&c->helpers);
+    free(c->spawn_err);
+    free(c);
+}
+
+/* Reads C's job: its message, its slot channel, its context. 0 or -1. */
+static int read_job(client *c)
+{
+    uint32_t len = 0;
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+    if (recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC) != (ssize_t)sizeof len) return -1;
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+    if (cm && cm->cmsg_type == SCM_RIGHTS) memcpy(&c->slot_fd, CMSG_DATA(cm), sizeof(int));
+    if (c->slot_fd < 0 || len == 0 || len > MAX_MESSAGE) return -1;
+    char *text = kv_malloc(len + 1);
+    int rc = read_all(c->fd, text, len);
+    text[len] = '\0';
+    c->doc = rc == 0 ? kv_json_loads(text) : NULL;
+    free(text);
+    if (!c->doc) return -1;
+    json_t *d = c->doc;
+    char *err = NULL;
+    if (kv_job_from_json(json_incref(json_object_get(d, "job")), &c->job, &err) != 0) {
+        free(err);
+        return -1;
+    }
+    c->job.slot_fd = c->slot_fd;
+    c->job.judge_fd = -1;
+    kv_judge_ctx *x = &c->ctx;
+    x->job = &c->job;
+    x->backend = kv_backend_find(json_string_value(json_object_get(d, "backend")));
+    x->device = (int)json_integer_value(json_object_get(d, "device"));
+    if (!x->backend || compiled_from(json_object_get(d, "cand"), &c->cand) != 1 ||
+        compiled_from(json_object_get(d, "base"), &c->base) < 0 ||
+        compiled_from(json_object_get(d, "ref"), &c->ref) < 0 ||
+        compiled_from(json_object_get(d, "helpers"), &c->helpers) < 0 ||
+        !kv_task_find(json_string_value(json_object_get(d, "task"))) ||
+        !json_string_value(json_object_get(d, "key")))
+        return -1;
+    x->cand = &c->cand;
+    x->base = c->base.lib_path ? &c->base : NULL;
+    x->ref = c->ref.lib_path ? &c->ref : NULL;
+    x->helpers = c->helpers.lib_path ? &c->helpers : NULL;
+    x->self_exe = json_string_value(json_object_get(d, "self_exe"));
+    x->baseline_path = json_string_value(json_object_get(d, "baseline_path"));
+    x->device_src = json_string_value(json_object_get(d, "device_src"));
+    x->base_device_src = json_string_value(json_object_get(d, "base_device_src"));
+    x->cache = json_string_value(json_object_get(d, "cache"));
+    x->seed = (uint64_t)json_integer_value(json_object_get(d, "seed"));
+    x->slot_asked = 1;
+    x->asked_at = json_number_value(json_object_get(d, "asked_at"));
+    return 0;
+}
+
+/* ---- what the judge keeps ---- */
+
+/* Drops everything kept (jobs of another key follow). */
+static void drop_kept(void)
+{
+    judge *j = &g.j;
+    const kv_task *t = j->task;
+    if (j->b) {
+        for (int k = 0; j->kept && k < t->num_scenarios + t->num_held_out; k++) {
+            for (kept_trial *e = j->kept[k]; e && e->have; e++) {
+                if (e->ref.bytes) j->b->arena_free(j->b, &e->ref);
+                for (int i = 0; i < t->num_tensors; i++) {
+                    free(e->val[i]);
+                    free(e->scale[i]);
+                }
+            }
+            free(j->kept ? j->kept[k] : NULL);
+        }
+        for (int k = 0; j->held && k < t->num_held_out; k++)
+            kv_judge_held_free(j, &j->held[k]);
+        if (j->slab.bytes) j->b->arena_free(j->b, &j->slab);
+        kv_jdev_free(j->b);
+    }
+    if (j->ref_so) dlclose(j->ref_so);
+    free(j->kept);
+    free(j->held);
+    free(j->live);
+    memset(j, 0, sizeof *j);
+    j->lock = -1;
+    free(g.key);
+    g.key = NULL;
+    free(g.owned);
+    g.owned = NULL;
+}
+
+/* The task's view for C's job: its scenarios, by the names it sent. */
+static void make_view(const client *c)
+{
+    const kv_task *task = kv_task_find(json_string_value(json_object_get(c->doc, "task")));
+    const json_t *names = json_object_get(c->doc, "scenarios");
+    g.view = *task;
+    g.owned = kv_calloc((size_t)task->num_scenarios + 1, sizeof *g.owned);
+    int n = 0;
+    for (int s = 0; s < task->num_scenarios; s++) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(names, i, v)
+        {
+            if (strcmp(json_string_value(v) ? json_string_value(v) : "", task->scenarios[s].name) ==
+                0)
+                g.owned[n++] = task->scenarios[s];
+        }
+    }
+    g.view.scenarios = g.owned;
+    g.view.num_scenarios = n;
+}
+
+/* A verdict that failed the candidate: the job is unwound and the judge
+ * goes on, unless what failed may be the judge's own. */
+static void unwind(const char *code)
+{
+    judge *j = &g.j;
+    int own = strcmp(code, "harness_error") == 0 || strcmp(code, "no_device") == 0 ||
+              strcmp(code, "not_built") == 0 ||
+              (j->extra && json_object_get(j->extra, "device_errors"));
+    if (!g.in_job || own || j->no_unwind) return; /* the judge ends */
+    longjmp(g.unwound, 1);
+}
+
+/* Starts C's runner now, while another job may hold the device: once the
+ * device is open (the runner sees it alone). Either thread, on a client
+ * it owns. */
+static void start_runner(client *c)
+{
+    pthread_mutex_lock(&g.mu);
+    const kv_backend *backend = g.backend;
+    char confine[sizeof g.confine];
+    memcpy(confine, g.confine, sizeof confine);
+    pthread_mutex_unlock(&g.mu);
+    if (c->rn || c->spawn_err || !backend) return;
+    c->rn = kv_judge_start_runner(backend, confine, &c->ctx, c->ctx.cand, c->ctx.device_src,
+                                  &c->spawn_err);
+}
+
+static void wake_main(void)
+{
+    char b = 1;
+    (void)!write(g.wake[1], &b, 1);
+}
+
+/* Serves C: its slot's grant has come. */
+static void serve(client *c)
+{
+    judge *j = &g.j;
+    const char *key = json_string_value(json_object_get(c->doc, "key"));
+    if (g.key && strcmp(g.key, key) != 0) {
+        pthread_mutex_lock(&g.mu); /* no runner starts while the device is shut */
+        g.backend = NULL;
+        pthread_mutex_unlock(&g.mu);
+        drop_kept();
+    }
+    kv_worker_serve(c->fd, unwind);
+    json_t *hello = json_pack("{s:s,s:I}", "type", "started", "pid", (json_int_t)getpid());
+    char *line = json_dumps(hello, JSON_COMPACT);
+    json_decref(hello);
+    if (line) {
+        (void)!send(c->fd, line, strlen(line), MSG_NOSIGNAL);
+        (void)!send(c->fd, "\n", 1, MSG_NOSIGNAL);
+    }
+    free(line);
+    if (!g.key) make_view(c);
+    c->ctx.task = &g.view;
+    j->serving = 1;
+    j->served++;
+    g.in_job = 1;
+    if (setjmp(g.unwound) == 0) {
+        kv_judge_begin(j, &c->ctx);
+        if (!g.key) {
+            kv_judge_open(j);
+            g.key = kv_strdup(key);
+            /* Named by this job's files: the judge's own copy from now. */
+            free(g.helpers);
+            g.helpers = c->ctx.helpers ? kv_strdup(c->ctx.helpers->lib_path) : NULL;
+            j->b->helpers = g.helpers;
+            pthread_mutex_lock(&g.mu);
+            g.backend = j->b->backend;
+            memcpy(g.confine, j->b->confine, sizeof g.confine);
+            client *waiting[MAX_CLIENTS];
+            int n = 0;
+            for (int i = 0; i < g.n; i++)
+                if (g.c[i]->queued && g.c[i] != c) waiting[n++] = g.c[i];
+            pthread_mutex_unlock(&g.mu);
+            /* The jobs queued before the device was open: their runners now. */
+            for (int i = 0; i < n; i++)
+                start_runner(waiting[i]);
+        }
+        if (!j->held && kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) kv_judge_held_prepare(j);
+        start_runner(c);
+        kv_worker_phase("starting the candidate's process");
+        kv_runner *rn = kv_judge_greet_runner(j, c->rn, c->spawn_err);
+        c->rn = NULL;
+        c->spawn_err = NULL;
+        kv_judge_run(j, rn);
+    } else {
+        kv_judge_abandon(j);
+    }
+    g.in_job = 0;
+    kv_worker_serve(-1, NULL);
+}
+
+/* Takes a job's channel from the evaluator: -1 when the control channel closed. */
+static int take_client(int control_fd)
+{
+    char byte;
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+    ssize_t n = recvmsg(control_fd, &m, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) return 0;
+    if (n <= 0) return -1;
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+    if (!cm || cm->cmsg_type != SCM_RIGHTS) return 0;
+    int fd;
+    memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+    client *c = kv_calloc(1, sizeof *c);
+    c->fd = fd;
+    c->slot_fd = -1;
+    pthread_mutex_lock(&g.mu);
+    int room = g.n < MAX_CLIENTS;
+    if (room) g.c[g.n++] = c;
+    pthread_mutex_unlock(&g.mu);
+    if (!room) { /* its worker judges it itself */
+        close(fd);
+        free(c);
+    }
+    return 0;
+}
+
+/* The intake thread: new channels, their jobs read, their runners started. */
+static void *intake(void *arg)
+{
+    int control_fd = *(const int *)arg;
+    struct pollfd pf[1 + MAX_CLIENTS];
+    client *fresh[MAX_CLIENTS];
+    for (;;) {
+        int n = 0;
+        pf[0] = (struct pollfd){.fd = control_fd, .events = POLLIN};
+        pthread_mutex_lock(&g.mu);
+        for (int i = 0; i < g.n; i++)
+            if (!g.c[i]->queued && !g.c[i]->gone) {
+                fresh[n] = g.c[i];
+                pf[1 + n++] = (struct pollfd){.fd = g.c[i]->fd, .events = POLLIN};
+            }
+        pthread_mutex_unlock(&g.mu);
+        if (poll(pf, (nfds_t)n + 1, 200) < 0 && errno != EINTR) break;
+        if (pf[0].revents && take_client(control_fd) < 0) break;
+        for (int i = 0; i < n; i++) {
+            if (!pf[1 + i].revents) continue;
+            int ok = read_job(fresh[i]) == 0;
+            if (ok) start_runner(fresh[i]);
+            pthread_mutex_lock(&g.mu);
+            fresh[i]->queued = ok;
+            fresh[i]->gone = !ok;
+            pthread_mutex_unlock(&g.mu);
+            wake_main();
+        }
+    }
+    pthread_mutex_lock(&g.mu);
+    g.ending = 1;
+    pthread_mutex_unlock(&g.mu);
+    wake_main();
+    return NULL;
+}
+
+/* Drops C (the main thread's: queued or gone). */
+static void drop_client(client *c)
+{
+    pthread_mutex_lock(&g.mu);
+    for (int i = 0; i < g.n; i++)
+        if (g.c[i] == c) {
+            g.c[i] = g.c[--g.n];
+            break;
+        }
+    pthread_mutex_unlock(&g.mu);
+    client_free(c);
+}
+
+int kv_judge_server_main(int control_fd)
+{
+    kv_worker_serve_setup();
+    signal(SIGPIPE, SIG_IGN); /* a worker gone: writes to it fail, nothing more */
+    g.j.lock = -1;
+    pthread_t th;
+    if (pipe2(g.wake, O_CLOEXEC | O_NONBLOCK) != 0 ||
+        pthread_create(&th, NULL, intake, &control_fd) != 0)
+        return 1;
+    struct pollfd pf[1 + 2 * MAX_CLIENTS];
+    client *mine[MAX_CLIENTS];
+    for (;;) {
+        int n = 0, ending;
+        pthread_mutex_lock(&g.mu);
+        ending = g.ending;
+        for (int i = 0; i < g.n; i++)
+            if (g.c[i]->queued || g.c[i]->gone) mine[n++] = g.c[i];
+        pthread_mutex_unlock(&g.mu);
+        if (ending) break;
+        pf[0] = (struct pollfd){.fd = g.wake[0], .events = POLLIN};
+        for (int i = 0; i < n; i++) {
+            pf[1 + 2 * i] = (struct pollfd){.fd = mine[i]->fd, .events = POLLIN};
+            pf[2 + 2 * i] =
+                (struct pollfd){.fd = mine[i]->gone ? -1 : mine[i]->slot_fd, .events = POLLIN};
+        }
+        if (poll(pf, (nfds_t)(1 + 2 * n), -1) < 0 && errno != EINTR) break;
+        char drain[64];
+        while (read(g.wake[0], drain, sizeof drain) > 0) {
+        }
+        /* One job at a time, then look again. */
+        for (int i = 0; i < n; i++) {
+            client *c = mine[i];
+            if (c->gone || pf[1 + 2 * i].revents) { /* not a job, or its worker is gone */
+                drop_client(c);
+                break;
+            }
+            if (pf[2 + 2 * i].revents) { /* its device slot's grant has come */
+                serve(c);
+                drop_client(c);
+                break;
+            }
+        }
+    }
+    _exit(0); /* the intake thread may be in a read: nothing to unwind for */
+}

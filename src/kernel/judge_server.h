@@ -1,0 +1,40 @@
+/* A long-lived judge per device: one process that serves the children of a
+ * run one after another, each candidate still in a runner of its own, and
+ * keeps what every child would otherwise pay for again: the device's
+ * context and the judge's kernels, the task's reference, the slab of
+ * arenas, the clock's calibration and the device's bandwidth (both taken
+ * before any candidate's code was loaded), the held-out shapes' inputs,
+ * and the references of the correctness trials (the later children get
+ * the same correctness inputs drawn again; their timed blocks get fresh
+ * ones). Nothing it keeps is ever mapped into a runner but the slab, whose
+ * parts are canaries again before each is handed out.
+ *
+ * The evaluator starts it (`kevolve __judge_server`, one per device in
+ * rotation) and hands it, over its control channel, one end of a socket
+ * pair per job; the job's worker holds the other (the job's judge_fd). The
+ * worker sends its job there once compiled, with its device-slot channel,
+ * and asks for the device: the judge starts the job's runner at once and
+ * serves the jobs in the order the evaluator grants the device. It answers
+ * each as a worker child does (worker.h). A verdict that fails the
+ * candidate unwinds the job and the judge goes on; one that may leave the
+ * judge itself in doubt (a harness error, a device error, a crash of its
+ * own) ends it, and the evaluator starts another. A job the judge never
+ * started (it ended first) is judged by its worker as before. */
+#ifndef KV_KERNEL_JUDGE_SERVER_H
+#define KV_KERNEL_JUDGE_SERVER_H
+
+#include "kernel/judge.h"
+#include "kernel/worker.h"
+
+/* `kevolve __judge_server`: serves the jobs whose channels come over
+ * CONTROL_FD until it closes. Returns the exit status. */
+int kv_judge_server_main(int control_fd);
+
+/* A worker's side: hands CTX's job (KEY: what the judge keeps depends on,
+ * see eval.c) to the judge on the job's judge_fd and follows it as
+ * kv_worker_follow does. Returns 0 with *W filled; 1 when the judge did
+ * not take the job (nothing of it ran: the caller judges it itself). */
+int kv_judge_ask_server(const kv_judge_ctx *ctx, const char *key, double timeout_s,
+                        kv_worker_outcome *w);
+
+#endif
