@@ -246,8 +246,10 @@ static void drop_kept(void)
     free(j->kept);
     free(j->held);
     free(j->live);
+    long served = j->served; /* the judge's count goes on */
     memset(j, 0, sizeof *j);
     j->lock = -1;
+    j->served = served;
     free(g.key);
     g.key = NULL;
     free(g.owned);
