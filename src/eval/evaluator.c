@@ -35,6 +35,14 @@
 /* How often to wake when a child has no exit descriptor (no pidfd). */
 #define KV_EVAL_SLICE_MS 20
 
+/* A device's long-lived judge: its process and our end of its control
+ * channel, over which each job's channel to it goes. */
+struct device_judge {
+    int device;
+    kv_proc *proc;
+    int control;
+};
+
 typedef struct job {
     int64_t ticket;
     char *program_path;
@@ -96,11 +104,7 @@ struct kv_evaluator {
     /* The devices' long-lived judges (kernel/judge_server.h): one per device
      * a job was bound to, started then, started again when one ended;
      * none when KEVOLVE_JUDGE_SERVER is 0 (each job its own judge). */
-    struct device_judge {
-        int device;
-        kv_proc *proc;
-        int control; /* our end of its control channel */
-    } * judges;
+    struct device_judge *judges;
     size_t n_judges;
     int judges_off;
     char *backend;         /* the backend of SLOTS' devices, for their health checks */

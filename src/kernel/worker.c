@@ -406,6 +406,7 @@ int kv_worker_follow(int fd, double timeout_s, double wait_cap_s, kv_worker_outc
         }
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int r = poll(&p, 1, 100);
+        if (r < 0 && errno != EINTR) break;
         if (r <= 0) continue;
         ssize_t n = read(fd, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR) continue;
