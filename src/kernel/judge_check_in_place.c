@@ -85,9 +85,10 @@ static size_t reference_bytes(const judge *j, const shape_data *d)
     return n;
 }
 
-/* A long-lived judge keeps the references of SH's TRIALS (at most
- * KEPT_MOST bytes of them in all): TS's KEPT, or NULL when they do not
- * fit (computed each time, as a judge of one child does). */
+/* A long-lived judge keeps the references of SH's TRIALS (at most 16 GiB
+ * of them in all on a device, 1 GiB in the host's memory): TS's KEPT, or
+ * NULL when they do not fit (computed each time, as a judge of one child
+ * does). */
 static void find_kept(judge *j, trial_state *ts, const kv_shape *sh, int trials)
 {
     const kv_task *t = j->task;
