@@ -11,6 +11,7 @@
 #include "eval/pyeval.h"
 #include "eval/slots.h"
 #include "util/eval_job.h"
+#include "util/fd_pass.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -638,19 +639,7 @@ static void hand_to_judge(kv_evaluator *ev, job *j, int device)
 {
     if (j->judge_end < 0) return;
     struct device_judge *d = device >= 0 ? device_judge(ev, device) : NULL;
-    if (d) {
-        char byte = 'j', cbuf[CMSG_SPACE(sizeof(int))];
-        memset(cbuf, 0, sizeof cbuf);
-        struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-        struct msghdr m = {
-            .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &j->judge_end, sizeof(int));
-        (void)!sendmsg(d->control, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-    }
+    if (d) (void)!kv_send_with_fd(d->control, "j", 1, j->judge_end, MSG_DONTWAIT);
     close(j->judge_end);
     j->judge_end = -1;
 }

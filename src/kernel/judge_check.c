@@ -71,6 +71,21 @@ static int device_reference_for(const judge *j, const shape_data *d)
     return j->ref && !d->held;
 }
 
+size_t kv_judge_reference_place(const judge *j, const int64_t *syms, size_t where[][2])
+{
+    const kv_task *t = j->task;
+    size_t total = 0;
+    for (int i = 0; i < t->num_tensors; i++) {
+        if (t->tensors[i].role != KV_OUT) continue;
+        size_t count = kv_tensor_count(t, i, syms);
+        where[i][0] = total;
+        total += (count + 32) * sizeof(double);
+        where[i][1] = total;
+        total += (count + 32) * sizeof(double);
+    }
+    return total;
+}
+
 void kv_judge_reference_arena(judge *j, const int64_t *syms, kv_arena *a, const layout *l,
                               size_t set, kv_arena *out, size_t where[][2])
 {
@@ -81,16 +96,7 @@ void kv_judge_reference_arena(judge *j, const int64_t *syms, kv_arena *a, const 
     args.num_syms = (uint32_t)t->num_syms;
     for (int i = 0; i < t->num_syms; i++)
         args.syms[i] = syms[i];
-    /* The reference's outputs: doubles in an arena of the judge's own. */
-    size_t total = 0;
-    for (int i = 0; i < t->num_tensors; i++) {
-        if (t->tensors[i].role != KV_OUT) continue;
-        size_t count = kv_tensor_count(t, i, syms);
-        where[i][0] = total;
-        total += (count + 32) * sizeof(double);
-        where[i][1] = total;
-        total += (count + 32) * sizeof(double);
-    }
+    size_t total = kv_judge_reference_place(j, syms, where);
     char *err = NULL;
     if (out->bytes == 0) kv_judge_own_new(j, total, out, "device reference");
     if (out->bytes < total) kv_judge_fail(j, "harness_error", "device reference: arena too small");

@@ -48,9 +48,7 @@ typedef struct trial_state {
      * judge's kept ones (KEPT, one per trial, a long-lived judge's), else
      * LOCAL's two in turn. */
     kept_trial *kept, local[2];
-    kept_trial *now, *prev;
-    uint64_t seed[KV_MAX_TENSORS], forced[KV_MAX_TENSORS];
-    int idist[KV_MAX_TENSORS]; /* each input's draw: DIST, or an index tensor's */
+    kept_trial *now, *prev; /* NOW's seeds are the trial's draws */
     kv_dist dist;
     /* A held-out shape's trial, as drawn on the host (NULL: a scenario's,
      * drawn in the arena), and the judge's copy of its inputs. */
@@ -76,15 +74,6 @@ static const double *ref_scale(judge *j, trial_state *ts, int i, int prev)
     return j->b->ptr(j->b, &r->ref, r->where[i][1]);
 }
 
-/* The bytes of a trial's reference of D's outputs (values and scales). */
-static size_t reference_bytes(const judge *j, const shape_data *d)
-{
-    size_t n = 0;
-    for (int i = 0; i < j->task->num_tensors; i++)
-        if (j->task->tensors[i].role == KV_OUT) n += 2 * (d->count[i] + 32) * sizeof(double);
-    return n;
-}
-
 /* A long-lived judge keeps the references of SH's TRIALS (at most 16 GiB
  * of them in all on a device, 1 GiB in the host's memory): TS's KEPT, or
  * NULL when they do not fit (computed each time, as a judge of one child
@@ -100,7 +89,8 @@ static void find_kept(judge *j, trial_state *ts, const kv_shape *sh, int trials)
         j->kept = kv_calloc((size_t)(t->num_scenarios + t->num_held_out), sizeof *j->kept);
     if (!j->kept[k]) {
         size_t most = kv_judge_can(j, KV_CAP_DEVICE_INPUTS) ? (size_t)16 << 30 : (size_t)1 << 30;
-        size_t bytes = (size_t)trials * reference_bytes(j, &ts->d);
+        size_t where[KV_MAX_TENSORS][2];
+        size_t bytes = (size_t)trials * kv_judge_reference_place(j, sh->syms, where);
         if (j->kept_bytes + bytes > most) return;
         j->kept_bytes += bytes;
         j->kept[k] = kv_calloc((size_t)trials + 1, sizeof *j->kept[k]);
@@ -149,20 +139,13 @@ static void draw_inputs(judge *j, trial_state *ts)
     for (int i = 0; i < t->num_tensors; i++) {
         if (t->tensors[i].role != KV_IN) continue;
         size_t n = ts->d.count[i];
-        if (k->have) { /* the inputs whose reference is kept, drawn again */
-            ts->seed[i] = k->seed[i];
-            ts->forced[i] = k->forced[i];
-            ts->idist[i] = k->idist[i];
-        } else {
-            ts->seed[i] = kv_rng_next(&j->rng);
-            ts->forced[i] = n ? kv_rng_below(&j->rng, n) : 0;
-            ts->idist[i] = kv_judge_dist(j, i, ts->d.shape->syms, (int)ts->dist, &ts->forced[i]);
-            k->seed[i] = ts->seed[i];
-            k->forced[i] = ts->forced[i];
-            k->idist[i] = ts->idist[i];
+        if (!k->have) { /* else the inputs whose reference is kept, drawn again */
+            k->seed[i] = kv_rng_next(&j->rng);
+            k->forced[i] = n ? kv_rng_below(&j->rng, n) : 0;
+            k->idist[i] = kv_judge_dist(j, i, ts->d.shape->syms, (int)ts->dist, &k->forced[i]);
         }
-        if (j->b->gen(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype, ts->idist[i], n, ts->seed[i],
-                      ts->forced[i], &err) != 0)
+        if (j->b->gen(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype, k->idist[i], n, k->seed[i],
+                      k->forced[i], &err) != 0)
             kv_judge_fail_err(j, err, "drawing inputs");
     }
     if (j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "drawing inputs");
@@ -339,8 +322,8 @@ static void check_run(judge *j, trial_state *ts, int runno)
                                           kv_dtype_size(t->tensors[i].dtype), d->count[i], &changed,
                                           &first, &err)
                        : j->b->count_changed(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype,
-                                             ts->idist[i], d->count[i], ts->seed[i], ts->forced[i],
-                                             &changed, &err);
+                                             ts->now->idist[i], d->count[i], ts->now->seed[i],
+                                             ts->now->forced[i], &changed, &err);
         if (rc != 0) kv_judge_fail_err(j, err, "checking inputs");
         if (changed)
             kv_judge_fail_shape(j, d, "input_modified",

@@ -351,6 +351,9 @@ void kv_judge_check_quiet(judge *j, const shape_data *d, const char *context);
  * (inputs as doubles). */
 void kv_judge_reference(judge *j, const int64_t *syms, kv_arena *a, const layout *l, size_t set,
                         double *const *in, double **val, double **scale, int device);
+/* Where the reference of shape SYMS puts output i's values (WHERE[i][0])
+ * and error scales (WHERE[i][1]) in its arena, doubles; its bytes. */
+size_t kv_judge_reference_place(const judge *j, const int64_t *syms, size_t where[][2]);
 /* The task's device reference on set SET of A, into OUT (a judge-only
  * arena, made here when OUT->bytes is 0): output i's values at WHERE[i][0],
  * its error scales at WHERE[i][1]. */

@@ -6,6 +6,7 @@
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/eval_job.h"
+#include "util/fd_pass.h"
 #include "util/json.h"
 
 #include <dlfcn.h>
@@ -51,7 +52,6 @@ static struct {
     kv_shape *owned;
     char *helpers; /* the judge's kernels, as opened */
     jmp_buf unwound;
-    int in_job;
     pthread_mutex_t mu;
     client *c[MAX_CLIENTS];
     int n;
@@ -102,17 +102,7 @@ int kv_judge_ask_server(const kv_judge_ctx *ctx, const char *key, double timeout
     char *text = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     uint32_t len = (uint32_t)strlen(text);
-    char cbuf[CMSG_SPACE(sizeof(int))];
-    memset(cbuf, 0, sizeof cbuf);
-    struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
-    struct msghdr m = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &job->slot_fd, sizeof(int));
-    int sent = sendmsg(fd, &m, MSG_NOSIGNAL) == (ssize_t)sizeof len;
+    int sent = kv_send_with_fd(fd, &len, sizeof len, job->slot_fd, 0) == (ssize_t)sizeof len;
     for (size_t at = 0; sent && at < len;) {
         ssize_t n = send(fd, text + at, len - at, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) continue;
@@ -171,13 +161,7 @@ static void client_free(client *c)
 static int read_job(client *c)
 {
     uint32_t len = 0;
-    char cbuf[CMSG_SPACE(sizeof(int))];
-    struct iovec iov = {.iov_base = &len, .iov_len = sizeof len};
-    struct msghdr m = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
-    if (recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC) != (ssize_t)sizeof len) return -1;
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-    if (cm && cm->cmsg_type == SCM_RIGHTS) memcpy(&c->slot_fd, CMSG_DATA(cm), sizeof(int));
+    if (kv_recv_with_fd(c->fd, &len, sizeof len, &c->slot_fd) != (ssize_t)sizeof len) return -1;
     if (c->slot_fd < 0 || len == 0 || len > MAX_MESSAGE) return -1;
     char *text = kv_malloc(len + 1);
     int rc = read_all(c->fd, text, len);
@@ -286,7 +270,7 @@ static void unwind(const char *code)
     int own = strcmp(code, "harness_error") == 0 || strcmp(code, "no_device") == 0 ||
               strcmp(code, "not_built") == 0 ||
               (j->extra && json_object_get(j->extra, "device_errors"));
-    if (!g.in_job || own || j->no_unwind) return; /* the judge ends */
+    if (own || j->no_unwind) return; /* the judge ends */
     longjmp(g.unwound, 1);
 }
 
@@ -322,7 +306,6 @@ static void serve(client *c)
         pthread_mutex_unlock(&g.mu);
         drop_kept();
     }
-    kv_worker_serve(c->fd, unwind);
     json_t *hello = json_pack("{s:s,s:I}", "type", "started", "pid", (json_int_t)getpid());
     char *line = json_dumps(hello, JSON_COMPACT);
     json_decref(hello);
@@ -335,8 +318,8 @@ static void serve(client *c)
     c->ctx.task = &g.view;
     j->serving = 1;
     j->served++;
-    g.in_job = 1;
     if (setjmp(g.unwound) == 0) {
+        kv_worker_serve(c->fd, unwind); /* a verdict unwinds to here */
         kv_judge_begin(j, &c->ctx);
         if (!g.key) {
             kv_judge_open(j);
@@ -367,7 +350,6 @@ static void serve(client *c)
     } else {
         kv_judge_abandon(j);
     }
-    g.in_job = 0;
     kv_worker_serve(-1, NULL);
 }
 
@@ -375,17 +357,10 @@ static void serve(client *c)
 static int take_client(int control_fd)
 {
     char byte;
-    char cbuf[CMSG_SPACE(sizeof(int))];
-    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-    struct msghdr m = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
-    ssize_t n = recvmsg(control_fd, &m, MSG_CMSG_CLOEXEC);
-    if (n < 0 && errno == EINTR) return 0;
-    if (n <= 0) return -1;
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-    if (!cm || cm->cmsg_type != SCM_RIGHTS) return 0;
     int fd;
-    memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+    ssize_t n = kv_recv_with_fd(control_fd, &byte, 1, &fd);
+    if (n <= 0) return -1;
+    if (fd < 0) return 0;
     client *c = kv_calloc(1, sizeof *c);
     c->fd = fd;
     c->slot_fd = -1;

@@ -4,6 +4,7 @@
 #include "kernel/rproto.h"
 #include "kernel/sandbox.h"
 #include "util/buf.h"
+#include "util/fd_pass.h"
 #include "util/fs.h"
 
 #include <errno.h>
@@ -153,18 +154,7 @@ static void set_error(kv_rmsg_reply *r, char *err)
  * if any, in *FD. Returns its length, 0 at the judge's end, -1 on error. */
 static ssize_t receive(void *buf, int *fd)
 {
-    *fd = -1;
-    char cbuf[CMSG_SPACE(sizeof(int))];
-    struct iovec iov = {.iov_base = buf, .iov_len = KV_RMSG_MAX};
-    struct msghdr msg = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
-    ssize_t n;
-    while ((n = recvmsg(RUNNER_SOCK, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
-    }
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); n > 0 && c; c = CMSG_NXTHDR(&msg, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-            memcpy(fd, CMSG_DATA(c), sizeof(int));
-    return n;
+    return kv_recv_with_fd(RUNNER_SOCK, buf, KV_RMSG_MAX, fd);
 }
 
 int kv_runner_main(int argc, char **argv)

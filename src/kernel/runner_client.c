@@ -6,6 +6,7 @@
 #include "kernel/worker.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/fd_pass.h"
 #include "util/fs.h"
 #include "util/proc.h"
 
@@ -260,22 +261,7 @@ static int send_msg(kv_runner *r, void *msg, size_t len, int fd, char **err)
     kv_rmsg_hdr *h = msg;
     h->version = KV_RPROTO_VERSION;
     h->seq = ++r->seq;
-    struct iovec iov = {.iov_base = msg, .iov_len = len};
-    char cbuf[CMSG_SPACE(sizeof(int))];
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (fd >= 0) {
-        memset(cbuf, 0, sizeof cbuf);
-        m.msg_control = cbuf;
-        m.msg_controllen = sizeof cbuf;
-        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    }
-    ssize_t n;
-    while ((n = sendmsg(r->sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
-    }
+    ssize_t n = kv_send_with_fd(r->sock, msg, len, fd, 0);
     if (n < 0 && errno != EPIPE && errno != ECONNRESET) {
         *err = kv_asprintf("harness_error: sending to the runner: %s", strerror(errno));
         return -1;

@@ -393,14 +393,11 @@ int kv_worker_follow(int fd, double timeout_s, double wait_cap_s, kv_worker_outc
     char chunk[8192];
     /* Waiting from the start: in line behind the judge's other clients. */
     child_wait wait = {.waiting = 1, .since = t0};
-    double wait_began = t0;
     for (;;) {
-        int was = wait.waiting;
         deadline += waits_ended(&text, &wait);
-        if (wait.waiting && !was) wait_began = wait.since;
         double now = kv_now_s();
         if ((!wait.waiting && timeout_s > 0 && now >= deadline) ||
-            (wait.waiting && now - wait_began >= wait_cap_s)) {
+            (wait.waiting && now - wait.since >= wait_cap_s)) {
             out->timed_out = 1;
             break;
         }
