@@ -16,6 +16,7 @@ int cmd_status(int argc, char **argv);
 int cmd_best(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
+int cmd_tasks(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_config_keys(int argc, char **argv);
 int cmd_serve(int argc, char **argv);

@@ -21,6 +21,7 @@ static const struct command {
     {"best", cmd_best, "write the best program of a run"},
     {"eval", cmd_eval, "evaluate one kernel candidate against a built-in task"},
     {"devices", cmd_devices, "list the devices each kernel backend sees"},
+    {"tasks", cmd_tasks, "list the built-in kernel tasks: scenarios, tolerances, backends"},
     {"export", cmd_export, "export a run's best kernel per shape as a library"},
     {"serve", cmd_serve, "serve a run's live dashboard over HTTP"},
     {"report", cmd_report, "write a run's dashboard as one HTML file"},
