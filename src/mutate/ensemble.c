@@ -20,7 +20,7 @@ struct kv_ensemble {
     double *weights;             /* scratch */
     kv_bandit *bandit;
     kv_bandit_stats *stats; /* the statistics when there is no bandit */
-    int64_t *unable;        /* draws that found nothing to change (this session) */
+    int64_t *unable;        /* draws that found nothing to change, since kv_ensemble_new */
 };
 
 /* 1 when entry I is a language model (it can fail, and fall back). */

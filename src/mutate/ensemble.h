@@ -76,7 +76,8 @@ void kv_ensemble_stats(const kv_ensemble *e, size_t i, kv_bandit_stats *out);
 void kv_ensemble_set_stats(kv_ensemble *e, size_t i, const kv_bandit_stats *in);
 /* Notes that entry I, drawn, found nothing to change in its parent (a
  * built-in mutator: tune with no annotated values, crossover with equal
- * parents) and the draw went to another. Counted for this session. */
+ * parents) and the draw went to another. Counted from the ensemble's creation
+ * (kv_ensemble_new), in memory only: a resumed run counts afresh. */
 void kv_ensemble_note_unable(kv_ensemble *e, size_t i);
 /* Each entry's share of the next draws, OUT[0..size): estimated from the
  * bandit, or the normalised weights without one, less the draws an entry
