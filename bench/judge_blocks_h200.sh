@@ -5,9 +5,9 @@
 # .dev/bin/kevolve-old), side by side.
 #   1. bench/judge_in_place_h200.sh, ROUNDS (2): one fast child, old and
 #      new alternately, with its profile; then the red team (RED, the 15 of
-#      session 15's call 4) against the new judge.
+#      commit 01eb5c8's call 4) against the new judge.
 #   2. bench/hold_gaps.py on the new judge's fast children.
-#   3. bench/judge_spread.sh, K (5) quick evaluations each of session 15's
+#   3. bench/judge_spread.sh, K (5) quick evaluations each of commit 01eb5c8's
 #      best and the Hopper prefill seed, with the new judge, then (OLD_SPREAD
 #      1) the old.
 #   4. (HARNESS 1) bench/kernel_harness_cuda.sh with the new binaries.
@@ -19,7 +19,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
 . bench/device_env.sh
 OUT=${OUT:-/tmp/kevolve_judge_blocks}
-BEST=bench/results/h200-2026-12-02-session15/call3_run_best.cu
+BEST=bench/results/h200-2026-12-02-late-look/call3_run_best.cu
 SEED=tasks/gqa_attention/cuda/prefill_hopper.cu
 RED=${RED:-ctl_fp32 ctl_bf16_p ctl_single_block ctl_workspace late_stream late_thread replay_hash_cache replay_skip_written slow_baseline_stream inplace_partial inplace_nondeterministic inplace_writes_input reach_copy_reference tol_fp16_accumulate outlive_setsid}
 mkdir -p "$OUT"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 21 (session 16) on the GPU machine, in one call: the judge's timed
+# Issue 21 (commit d94eae3) on the GPU machine, in one call: the judge's timed
 # inputs drawn and checked by kernels specialised to KVJ_QUICK_NORMAL's
 # dtype, against the generic kernels before them.
 #   1. bench/judge_gen_speed.sh: the draw and the check alone on 1 GiB,
@@ -17,7 +17,7 @@ cd "$ROOT" || exit 1
 . bench/device_env.sh
 OUT=${OUT:-/tmp/kevolve_judge_inputs}
 RED=${RED:-ctl_fp32 ctl_bf16_p inplace_writes_input inplace_partial late_thread}
-SPREAD=${SPREAD:-bench/results/h200-2026-12-02-session15/call3_run_best.cu tasks/gqa_attention/cuda/prefill_hopper.cu}
+SPREAD=${SPREAD:-bench/results/h200-2026-12-02-late-look/call3_run_best.cu tasks/gqa_attention/cuda/prefill_hopper.cu}
 mkdir -p "$OUT"
 echo "== the draw and the check alone"
 bench/judge_gen_speed.sh "$OUT/gen" 2>&1 | tee "$OUT/gen_speed.txt"

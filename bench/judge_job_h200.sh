@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 21 on the GPU machine, in one call (about 9 minutes): the judge of
-# session 17 (telemetry read beside the work, 20 ms quick blocks, held-out
-# shapes checked where their data is) on one fast child against session
-# 16's, the red team with the held-out cheats, and, when the new judge gave
+# commit 827d61f (telemetry read beside the work, 20 ms quick blocks, held-out
+# shapes checked where their data is) on one fast child against commit
+# d94eae3's, the red team with the held-out cheats, and, when the new judge gave
 # a verdict, the README's main job of 7 minutes judged as bench/NOTES.md
 # reports it (bench/pipeline_h200.sh PARTS=job).
 # Needs bench/device_pack.sh's .dev (carry it) with .dev/bin/kevolve-old.

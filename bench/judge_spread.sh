@@ -4,8 +4,8 @@
 # as an evolution judges its children), then per scenario the median time
 # of every evaluation and its spread (max / min - 1), and the same for
 # combined_score. The main job's "best against best seed, judged again"
-# is only as sharp as this spread (5% on the H200 in session 15, 6.5-8.4%
-# over five evaluations in session 16).
+# is only as sharp as this spread (5% on the H200 in commit 01eb5c8, 6.5-8.4%
+# over five evaluations in commit d94eae3).
 # QUICK=0 judges in full (15 blocks a scenario, not 5): whether the spread
 # is the blocks' or each evaluation's.
 # Usage: bench/judge_spread.sh PROG...   (KV (build/kevolve), K (5), TASK

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 21 (session 15) on the GPU machine, in one call: the late look with
+# Issue 21 (commit 01eb5c8) on the GPU machine, in one call: the late look with
 # no settle where the copies the judge makes at the runner's reply show an
 # idle device (src/kernel/reply_probe.c), and each arena's canaries checked
 # in one launch, against the judge before them.
