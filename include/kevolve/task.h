@@ -189,6 +189,11 @@ typedef struct kv_task {
      * be timed on the rest (how noisy the task's timings are decides it);
      * evaluator.screen_keep in a config overrides it. */
     double screen_keep;
+    /* Optional: what a caller of an exported library needs beyond the
+     * description to get the same answers, in plain text: the formula,
+     * constants (scale, eps), alignment rules and how each tensor is laid
+     * out. The export's header prints it under the entry point. */
+    const char *maths;
 } kv_task;
 
 #ifdef __cplusplus

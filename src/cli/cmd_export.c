@@ -1,9 +1,6 @@
 /* `kevolve export`: a run's fastest correct program per scenario as one
  * library (src/export/export.h), judged as a candidate of the task before
- * it is written. Exit status: 0 written; 1 refused (an empty run, one of no
- * kernel task or of another task, no correct program, a library that fails
- * its check, a folder in the way), nothing written; 2 usage; 3-5 the
- * store's. */
+ * it is written. Exit status: export_usage's. */
 #include "cli/cli.h"
 #include "export/export.h"
 #include "util/buf.h"
@@ -32,8 +29,21 @@ static void export_usage(FILE *f)
             "  kernels as the run's (gqa_attention for a gqa_attention_search run: scenarios\n"
             "  the run did not time go to the nearest it did). --torch adds DIR/torch, a PyTorch\n"
             "  operator and a transformers attention function (gqa_attention tasks);\n"
-            "  --against-standard (with a GPU and PyTorch) times the library against SDPA's\n"
-            "  cuDNN and flash on every scenario and records which to call per shape.\n");
+            "  --against-standard (a cuda run, a GPU and PyTorch) times the library against\n"
+            "  SDPA's cuDNN and flash on every scenario and records which to call per shape.\n"
+            "  DIR must be new or empty; --force replaces an earlier export there, and only\n"
+            "  when every file in DIR is one its manifest.json lists (a file of yours in DIR\n"
+            "  makes export refuse, naming it). The folder, the options, PyTorch and the GPU\n"
+            "  are checked before the library is compiled.\n"
+            "\n"
+            "exit codes: 0 written; 1 refused, nothing written (an empty run, a run of no\n"
+            "kernel task, no correct program, a library that fails its check, no PyTorch or\n"
+            "no GPU for --against-standard, a file that cannot be written); 2 usage error,\n"
+            "nothing written (an unknown option or --task, no such RUN, a --task whose kernels do "
+            "not fit\n"
+            "the run's, an option the run's task or backend cannot serve, DIR not empty or\n"
+            "holding files no export wrote); 3 the store is damaged or not a kevolve store;\n"
+            "5 the store cannot be read (I/O error)\n");
 }
 
 int cmd_export(int argc, char **argv)
@@ -109,11 +119,12 @@ int cmd_export(int argc, char **argv)
     free(path);
     if (!st) return rc;
     char *err = NULL;
-    if (kv_export(st, &o, &err) != 0) {
+    int erc = kv_export(st, &o, &err);
+    if (erc != 0) {
         kv_error("export: %s; nothing written to %s", err ? err : "failed", o.out_dir);
         free(err);
         kv_store_close(st);
-        return KV_EXIT_FAILURE;
+        return erc == KV_EXPORT_USAGE ? KV_EXIT_USAGE : KV_EXIT_FAILURE;
     }
     kv_store_close(st);
     kv_info("exported %s to %s (manifest.json says what serves each scenario)", o.run, o.out_dir);

@@ -32,13 +32,16 @@ int kvx_put_file(const char *dir, const char *name, const char *text, char **err
     return rc;
 }
 
-/* The headers the library's source includes: <kevolve/task.h> and the
- * task's own headers (its folder's *.cuh), under DIR/include. */
+/* The headers the library's source includes: <kevolve/task.h>,
+ * <kevolve/bf16.h> (the bf16 tasks' programs use it) and the task's own
+ * headers (its folder's *.cuh), under DIR/include. */
 static int put_headers(const kvx_plan *p, const char *dir, char **err)
 {
-    if (kvx_put_file(dir, "include/kevolve/task.h", kv_embedded_text("include/kevolve/task.h"),
-                     err))
-        return -1;
+    static const char *const abi[] = {"include/kevolve/task.h", "include/kevolve/bf16.h"};
+    for (size_t i = 0; i < sizeof abi / sizeof abi[0]; i++) {
+        const char *text = kv_embedded_text(abi[i]);
+        if (text && kvx_put_file(dir, abi[i], text, err)) return -1;
+    }
     const char *base = p->task->baselines ? p->task->baselines[0] : NULL;
     size_t folder = base ? strcspn(base, "/") + 1 : 0;
     const char *name;
@@ -147,12 +150,6 @@ static json_t *check(const kvx_plan *p, const kv_export_opts *o, const char *sou
     job.cache_dir = o->cache_dir;
     job.arch = o->arch;
     job.self_exe = o->self_exe;
-    if (o->compile_only && !o->arch && kv_backend_has(p->backend, KV_CAP_ARCH)) {
-        *err = kv_asprintf("--compile-only on %s needs --arch (no device to ask for its "
-                           "architecture)",
-                           p->backend->name);
-        return NULL;
-    }
     json_t *res = NULL;
     char *why = NULL;
     double t0 = kv_now_s();
@@ -249,6 +246,37 @@ static int against_standard(const kv_export_opts *o, const char *dir, json_t *m,
     return rc;
 }
 
+/* Whether O's interpreter has PyTorch and PyTorch a GPU: asked before
+ * the library is judged, which takes a while. Returns 0, or
+ * KV_EXPORT_REFUSED with *ERR. */
+static int torch_with_gpu(const kv_export_opts *o, char **err)
+{
+    const char *py = o->python ? o->python : "python3";
+    char *argv[] = {(char *)py, "-c",
+                    "import sys\n"
+                    "try:\n    import torch\nexcept Exception:\n    sys.exit(3)\n"
+                    "sys.exit(0 if torch.cuda.is_available() else 4)\n",
+                    NULL};
+    kv_proc_spec spec = {.argv = argv, .timeout_s = 300, .max_output = 1 << 16};
+    char *why = NULL;
+    kv_proc *proc = kv_proc_run(&spec, &why);
+    int code = proc && kv_proc_how(proc) == KV_PROC_EXITED ? kv_proc_exit_code(proc) : -1;
+    if (code == 3)
+        *err = kv_asprintf("--against-standard needs PyTorch in %s (--python names another "
+                           "interpreter)",
+                           py);
+    else if (code == 4)
+        *err = kv_asprintf("--against-standard needs a CUDA GPU, and PyTorch in %s sees none", py);
+    else if (code != 0)
+        *err = kv_asprintf("--against-standard: cannot ask %s for PyTorch: %s", py,
+                           proc  ? kv_proc_describe(proc)
+                           : why ? why
+                                 : "cannot run it");
+    free(why);
+    kv_proc_free(proc);
+    return code == 0 ? 0 : KV_EXPORT_REFUSED;
+}
+
 /* 1 when DIR exists and holds anything. */
 static int non_empty(const char *dir)
 {
@@ -262,27 +290,180 @@ static int non_empty(const char *dir)
     return any;
 }
 
+/* Calls FN on every entry under ROOT/REL ("" for ROOT itself), folders
+ * before what they hold, names in byte order, until FN returns nonzero
+ * (returned). -1 when a folder cannot be read. */
+typedef int (*walk_fn)(const char *rel, int is_dir, void *ud);
+static int walk(const char *root, const char *rel, walk_fn fn, void *ud)
+{
+    char *dir = *rel ? kv_path_join(root, rel) : kv_strdup(root);
+    struct dirent **names = NULL;
+    int n = scandir(dir, &names, NULL, alphasort), rc = n < 0 ? -1 : 0;
+    for (int i = 0; i < n; i++) {
+        const char *name = names[i]->d_name;
+        if (rc == 0 && strcmp(name, ".") && strcmp(name, "..")) {
+            char *sub = *rel ? kv_asprintf("%s/%s", rel, name) : kv_strdup(name);
+            char *full = kv_path_join(root, sub);
+            struct stat st;
+            int is_dir = lstat(full, &st) == 0 && S_ISDIR(st.st_mode);
+            rc = fn(sub, is_dir, ud);
+            if (rc == 0 && is_dir) rc = walk(root, sub, fn, ud);
+            free(full);
+            free(sub);
+        }
+        free(names[i]);
+    }
+    free(names);
+    free(dir);
+    return rc;
+}
+
+static int add_file(const char *rel, int is_dir, void *ud)
+{
+    if (!is_dir) json_array_append_new(ud, json_string(rel));
+    return 0;
+}
+
+/* What an earlier export wrote in a folder, from its manifest M: the
+ * files it lists ("files"; a manifest of an older kevolve has none, so
+ * its source, header, library, manifest, standard.json and its include/,
+ * lib/ and torch/ folders), and what a first use of its PyTorch package
+ * builds under torch/. */
+typedef struct owned {
+    const json_t *files; /* NULL: an older manifest */
+    const json_t *m;
+    const char *foreign; /* the first entry not the export's (malloc'd) */
+} owned;
+
+static int owned_by(const owned *o, const char *rel, int is_dir)
+{
+    size_t n = strlen(rel), i;
+    const json_t *f;
+    int torch = 0;
+    json_array_foreach(o->files, i, f)
+    {
+        const char *w = json_string_value(f);
+        if (!w) continue;
+        if (strcmp(w, rel) == 0 || (is_dir && strncmp(w, rel, n) == 0 && w[n] == '/')) return 1;
+        torch |= strncmp(w, "torch/", 6) == 0;
+    }
+    if (!o->files) {
+        static const char *const keys[] = {"source", "header", "library"};
+        for (size_t k = 0; k < 3; k++) {
+            const char *w = json_string_value(json_object_get(o->m, keys[k]));
+            if (w && strcmp(w, rel) == 0) return 1;
+        }
+        if (!strcmp(rel, "manifest.json") || !strcmp(rel, "standard.json")) return 1;
+        if (!strcmp(rel, "include") || !strncmp(rel, "include/", 8)) return 1;
+        if (!strcmp(rel, "lib") || !strncmp(rel, "lib/", 4)) return 1;
+        torch = 1;
+    }
+    /* The package builds its operator in torch/build, Python caches. */
+    return torch && (!strcmp(rel, "torch/build") || !strncmp(rel, "torch/build/", 12) ||
+                     (!strncmp(rel, "torch/", 6) && strstr(rel, "__pycache__")));
+}
+
+static int note_foreign(const char *rel, int is_dir, void *ud)
+{
+    owned *o = ud;
+    if (owned_by(o, rel, is_dir)) return 0;
+    o->foreign = kv_strdup(rel);
+    return 1;
+}
+
+/* Whether --force may replace DIR: only when all it holds is what an
+ * export wrote there (its manifest.json says what). Returns 0, or -1 with
+ * *ERR naming the first file that is not the export's. */
+static int replaceable(const char *dir, char **err)
+{
+    char *path = kv_path_join(dir, "manifest.json");
+    char *text = kv_read_file(path, NULL);
+    json_t *m = text ? kv_json_loads(text) : NULL;
+    free(text);
+    free(path);
+    if (!json_is_object(m) || !json_object_get(m, "entry")) {
+        *err = kv_asprintf("%s holds no manifest.json of an export: --force replaces only a "
+                           "folder kevolve export wrote; export into a new or empty folder",
+                           dir);
+        json_decref(m);
+        return -1;
+    }
+    owned o = {json_object_get(m, "files"), m, NULL};
+    int rc = walk(dir, "", note_foreign, &o);
+    if (o.foreign)
+        *err = kv_asprintf("%s/%s was not written by kevolve export: --force replaces only an "
+                           "export's own files; move it away, or export into a new or empty "
+                           "folder",
+                           dir, o.foreign);
+    else if (rc < 0)
+        *err = kv_asprintf("cannot read %s: %s", dir, strerror(errno));
+    free((char *)o.foreign);
+    json_decref(m);
+    return o.foreign || rc < 0 ? -1 : 0;
+}
+
+/* The checks of the folder and the options that need neither the run nor
+ * a compiler: KV_EXPORT_USAGE with *ERR when DIR is in the way. */
+static int check_folder(const kv_export_opts *o, char **err)
+{
+    struct stat st;
+    if (stat(o->out_dir, &st) != 0) return 0;
+    if (!S_ISDIR(st.st_mode)) {
+        *err = kv_asprintf("%s is not a folder: export into a new or empty folder", o->out_dir);
+        return KV_EXPORT_USAGE;
+    }
+    if (!non_empty(o->out_dir)) return 0;
+    if (!o->force) {
+        *err = kv_asprintf("%s is not empty: export into a new or empty folder, or add --force "
+                           "to replace an earlier export there",
+                           o->out_dir);
+        return KV_EXPORT_USAGE;
+    }
+    return replaceable(o->out_dir, err) == 0 ? 0 : KV_EXPORT_USAGE;
+}
+
+/* What the options ask that the plan P cannot give, before any compile:
+ * KV_EXPORT_USAGE with *ERR, or KV_EXPORT_REFUSED when the interpreter
+ * that --against-standard needs lacks PyTorch or a GPU; else 0. */
+static int check_options(const kvx_plan *p, const kv_export_opts *o, char **err)
+{
+    if (o->against_standard && !kvx_gqa_shaped(p->task)) {
+        *err = kv_asprintf("--against-standard times attention against SDPA; %s is not an "
+                           "attention task (export with --torch)",
+                           p->task->name);
+        return KV_EXPORT_USAGE;
+    }
+    const char *dev = p->backend->torch_device;
+    if (o->against_standard && (!dev || strcmp(dev, "cuda") != 0)) {
+        *err = kv_asprintf("--against-standard times the library against PyTorch's CUDA kernels: "
+                           "it needs a run of the cuda backend, not %s (export with --torch)",
+                           p->backend->name);
+        return KV_EXPORT_USAGE;
+    }
+    if ((o->torch || o->against_standard) && kvx_torch_ok(p, err) != 0) return KV_EXPORT_USAGE;
+    if (o->compile_only && !o->arch && kv_backend_has(p->backend, KV_CAP_ARCH)) {
+        *err = kv_asprintf("--compile-only on %s needs --arch (no device to ask for its "
+                           "architecture)",
+                           p->backend->name);
+        return KV_EXPORT_USAGE;
+    }
+    return o->against_standard ? torch_with_gpu(o, err) : 0;
+}
+
 int kv_export(kv_store *store, const kv_export_opts *o, char **err)
 {
     *err = NULL;
     struct stat st;
-    if (stat(o->out_dir, &st) == 0 &&
-        (!S_ISDIR(st.st_mode) || (non_empty(o->out_dir) && !o->force))) {
-        *err = kv_asprintf("%s %s: export into a new or empty folder, or add --force to replace it",
-                           o->out_dir, S_ISDIR(st.st_mode) ? "is not empty" : "is not a folder");
-        return -1;
+    int rc = check_folder(o, err);
+    if (rc == 0 && o->task && !kv_task_find(o->task)) {
+        *err = kv_asprintf("--task %s: no such task (kevolve tasks lists them)", o->task);
+        rc = KV_EXPORT_USAGE;
     }
+    if (rc != 0) return rc;
     kvx_plan p;
-    if (kvx_plan_read(store, o, &p, err) != 0) {
+    if ((rc = kvx_plan_read(store, o, &p, err)) != 0 || (rc = check_options(&p, o, err)) != 0) {
         kvx_plan_free(&p);
-        return -1;
-    }
-    if (o->against_standard && !kvx_gqa_shaped(p.task)) {
-        *err = kv_asprintf("--against-standard times attention against SDPA; %s is not an "
-                           "attention task (export with --torch)",
-                           p.task->name);
-        kvx_plan_free(&p);
-        return -1;
+        return rc;
     }
     char *tmp = kv_asprintf("%s.kevolve-export-%d", o->out_dir, (int)getpid());
     kv_remove_tree(tmp);
@@ -290,7 +471,7 @@ int kv_export(kv_store *store, const kv_export_opts *o, char **err)
     char *source_path = kv_path_join(tmp, name);
     char *text = kvx_source(&p, err), *header = NULL, *lib = NULL, *mtext = NULL;
     json_t *rec = NULL, *m = NULL;
-    int rc = -1;
+    rc = KV_EXPORT_REFUSED;
     if (!text || kv_mkdir_p(tmp, 0755) != 0) {
         if (text) *err = kv_asprintf("cannot make %s: %s", tmp, strerror(errno));
         goto out;
@@ -317,10 +498,15 @@ int kv_export(kv_store *store, const kv_export_opts *o, char **err)
         char *build = kv_asprintf("%s/torch/build", tmp);
         kv_remove_tree(build);
         free(build);
-        free(mtext);
-        mtext = json_dumps(m, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-        if (kvx_put_file(tmp, "manifest.json", mtext, err) != 0) goto out;
     }
+    /* Every file the export wrote, so that --force later knows its own. */
+    json_t *files = json_array();
+    json_array_append_new(files, json_string("manifest.json"));
+    walk(tmp, "", add_file, files);
+    json_object_set_new(m, "files", files);
+    free(mtext);
+    mtext = json_dumps(m, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    if (kvx_put_file(tmp, "manifest.json", mtext, err) != 0) goto out;
     if (stat(o->out_dir, &st) == 0 && kv_remove_tree(o->out_dir) != 0) {
         *err = kv_asprintf("cannot replace %s: %s", o->out_dir, strerror(errno));
         goto out;

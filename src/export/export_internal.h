@@ -37,7 +37,8 @@ typedef struct kvx_plan {
 } kvx_plan;
 
 /* Reads from STORE what O's export takes: the task, the backend, the best
- * program per scenario and their sources. Returns 0, or -1 with *ERR. */
+ * program per scenario and their sources. Returns 0, or KV_EXPORT_REFUSED
+ * or KV_EXPORT_USAGE (a --task that does not fit) with *ERR. */
 int kvx_plan_read(kv_store *store, const kv_export_opts *o, kvx_plan *p, char **err);
 void kvx_plan_free(kvx_plan *p);
 
@@ -54,6 +55,10 @@ extern const char kvx_rule[];
 /* Writes TEXT to DIR/NAME (its folders made). Returns 0, or -1 with *ERR. */
 int kvx_put_file(const char *dir, const char *name, const char *text, char **err);
 
+/* 0 when the plan P can have a PyTorch package (its backend's entry point
+ * takes PyTorch tensors' memory; the generic operator can bind its task),
+ * else -1 with *ERR: asked before the library is judged. */
+int kvx_torch_ok(const kvx_plan *p, char **err);
 /* Writes DIR/torch (the PyTorch package): for tasks shaped like
  * gqa_attention the attention package, for the others the generic
  * operator. Returns 0, or -1 with *ERR. */

@@ -147,14 +147,14 @@ int kvx_plan_read(kv_store *store, const kv_export_opts *o, kvx_plan *p, char **
     }
     p->task = o->task ? kv_task_find(o->task) : ran;
     if (!p->task) {
-        *err = kv_asprintf("no task named %s", o->task);
-        return -1;
+        *err = kv_asprintf("--task %s: no such task", o->task);
+        return KV_EXPORT_USAGE;
     }
     if (!same_kernels(ran, p->task)) {
         *err = kv_asprintf("%s is a run of task %s, whose kernels do not fit task %s (other "
                            "tensors or symbols): export it as %s",
                            run, task, p->task->name, task);
-        return -1;
+        return KV_EXPORT_USAGE;
     }
     if (!(p->backend = kv_backend_find(backend))) {
         *err = kv_asprintf("%s ran on backend %s, which this kevolve does not have", run, backend);

@@ -26,21 +26,23 @@ static enum lang lang_of(const kv_backend *b)
     return kv_backend_has(b, KV_CAP_DEVICE_CODE) ? LANG_OPENCL : LANG_C;
 }
 
-/* "_kxN": the suffix of variant N's names. */
-static void suffix_of(int n, char buf[16])
+/* "_TASK_kxN": the suffix of variant N's names. The task's name keeps two
+ * exports' variants apart where their sources are compiled into one
+ * program; in a shared object they are hidden besides (see kvx_source). */
+static void suffix_of(const kvx_plan *p, int n, char buf[96])
 {
-    snprintf(buf, 16, "_kx%d", n);
+    snprintf(buf, 96, "_%s_kx%d", p->task->name, n);
 }
 
 /* Appends variant N of C source TEXT (includes lifted into INCLUDES). */
-static void c_variant(kv_buf *out, kv_buf *includes, const char *text, int n,
+static void c_variant(const kvx_plan *p, kv_buf *out, kv_buf *includes, const char *text, int n,
                       const kv_names *strings)
 {
     char *body = kv_text_hoist_includes(text, includes);
     kv_names names = {0};
     kv_text_collect(body, 0, &names, NULL);
-    char suffix[16];
-    suffix_of(n, suffix);
+    char suffix[96];
+    suffix_of(p, n, suffix);
     char *renamed = kv_text_rename(body, &names, suffix, strings);
     kv_buf_printf(out, "\n/* ---- variant %d ---- */\n%s\n", n, renamed);
     free(renamed);
@@ -49,30 +51,31 @@ static void c_variant(kv_buf *out, kv_buf *includes, const char *text, int n,
 }
 
 /* Appends variant N of CUDA source TEXT: its macros renamed, the rest in
- * namespace kvx_vN, kv_launch without C linkage. */
-static void cuda_variant(kv_buf *out, kv_buf *includes, const char *text, int n)
+ * namespace kvx_TASK_vN, kv_launch without C linkage. */
+static void cuda_variant(const kvx_plan *p, kv_buf *out, kv_buf *includes, const char *text, int n)
 {
     char *body = kv_text_hoist_includes(text, includes);
     kv_names macros = {0};
     kv_text_collect(body, 1, &macros, NULL);
-    char suffix[16];
-    suffix_of(n, suffix);
+    char suffix[96];
+    suffix_of(p, n, suffix);
     char *renamed = kv_text_rename(body, &macros, suffix, NULL);
     /* extern "C" gives one name to every variant's kv_launch: the namespace
      * is what keeps them apart. */
     kv_buf plain = KV_BUF_INIT;
-    for (const char *p = renamed; *p;) {
-        const char *hit = strstr(p, "extern \"C\"");
+    for (const char *at = renamed; *at;) {
+        const char *hit = strstr(at, "extern \"C\"");
         if (!hit) {
-            kv_buf_puts(&plain, p);
+            kv_buf_puts(&plain, at);
             break;
         }
-        kv_buf_append(&plain, p, (size_t)(hit - p));
-        p = hit + strlen("extern \"C\"");
+        kv_buf_append(&plain, at, (size_t)(hit - at));
+        at = hit + strlen("extern \"C\"");
     }
     kv_buf_printf(out,
-                  "\n/* ---- variant %d ---- */\nnamespace kvx_v%d {\n%s\n} // namespace kvx_v%d\n",
-                  n, n, plain.data ? plain.data : "", n);
+                  "\n/* ---- variant %d ---- */\nnamespace kvx_%s_v%d {\n%s\n} // namespace "
+                  "kvx_%s_v%d\n",
+                  n, p->task->name, n, plain.data ? plain.data : "", p->task->name, n);
     kv_buf_free(&plain);
     free(renamed);
     free(body);
@@ -83,7 +86,7 @@ static void cuda_variant(kv_buf *out, kv_buf *includes, const char *text, int n)
 static void scenario_table(kv_buf *b, const kvx_plan *p, enum lang lang)
 {
     const kv_task *t = p->task;
-    const char *ext_c = lang == LANG_CUDA ? "extern \"C\" " : "";
+    const char *ext_c = lang == LANG_CUDA ? "extern \"C\" KVX_API " : "KVX_API ";
     kv_buf_printf(b,
                   "\n/* ---- the dispatcher ---- */\n"
                   "typedef struct kvx_scenario {\n"
@@ -142,19 +145,30 @@ static void scenario_table(kv_buf *b, const kvx_plan *p, enum lang lang)
         ext_c, kvx_entry(p));
 }
 
-/* kv_launch: the chosen variant's. */
+/* kvx_dispatch: the chosen variant's kv_launch. kv_launch itself is there
+ * for the harness that judges the file as a candidate of the task: weak, so
+ * that two exports' sources link into one program, and never called from
+ * here, so that another library's kv_launch cannot stand in for it. */
 static void dispatcher(kv_buf *b, const kvx_plan *p, enum lang lang)
 {
     kv_buf_printf(b,
-                  "\n%sint kv_launch(const kv_launch_args *a)\n{\n"
+                  "\nstatic int kvx_dispatch(const kv_launch_args *a)\n{\n"
                   "    switch (kvx_scenarios[%s_scenario(a->syms)].variant) {\n",
-                  lang == LANG_CUDA ? "extern \"C\" " : "", kvx_entry(p));
+                  kvx_entry(p));
     for (size_t v = 0; v < p->n_variants; v++)
         if (lang == LANG_CUDA)
-            kv_buf_printf(b, "    case %zu:\n        return kvx_v%zu::kv_launch(a);\n", v, v);
+            kv_buf_printf(b, "    case %zu:\n        return kvx_%s_v%zu::kv_launch(a);\n", v,
+                          p->task->name, v);
         else
-            kv_buf_printf(b, "    case %zu:\n        return kv_launch_kx%zu(a);\n", v, v);
-    kv_buf_puts(b, "    }\n    return -1;\n}\n");
+            kv_buf_printf(b, "    case %zu:\n        return kv_launch_%s_kx%zu(a);\n", v,
+                          p->task->name, v);
+    kv_buf_printf(b,
+                  "    }\n    return -1;\n}\n\n"
+                  "/* The task's entry, for the harness that judges this file (weak: see\n"
+                  " * kvx_dispatch). Callers use %s. */\n"
+                  "%s__attribute__((weak)) KVX_API int kv_launch(const kv_launch_args *a)\n{\n"
+                  "    return kvx_dispatch(a);\n}\n",
+                  kvx_entry(p), lang == LANG_CUDA ? "extern \"C\" " : "");
 }
 
 /* kvx_dense: 1 when STRIDES (elements; NULL, or NULL per tensor: dense)
@@ -181,7 +195,7 @@ static void dense_check(kv_buf *b, const kvx_plan *p)
 static void entry_plain(kv_buf *b, const kvx_plan *p, enum lang lang)
 {
     kv_buf_printf(b,
-                  "\n%sint %s(void *const *tensors, const int64_t *syms, "
+                  "\n%sKVX_API int %s(void *const *tensors, const int64_t *syms, "
                   "const int64_t *const *strides, void *stream)\n{\n"
                   "    if (!kvx_dense(syms, strides)) return -2;\n"
                   "    kv_launch_args a;\n    memset(&a, 0, sizeof a);\n"
@@ -189,7 +203,7 @@ static void entry_plain(kv_buf *b, const kvx_plan *p, enum lang lang)
                   "    for (int i = 0; i < %d; i++)\n        a.tensors[i] = tensors[i];\n"
                   "    a.num_syms = %d;\n"
                   "    for (int i = 0; i < %d; i++)\n        a.syms[i] = syms[i];\n"
-                  "    a.stream = stream;\n    return kv_launch(&a) == 0 ? 0 : -1;\n}\n",
+                  "    a.stream = stream;\n    return kvx_dispatch(&a) == 0 ? 0 : -1;\n}\n",
                   lang == LANG_CUDA ? "extern \"C\" " : "", kvx_entry(p), p->task->num_tensors,
                   p->task->num_tensors, p->task->num_syms, p->task->num_syms);
 }
@@ -238,7 +252,7 @@ static void entry_opencl(kv_buf *b, const kvx_plan *p, const char *device)
         "            c->ctx = ctx;\n            c->dev = dev;\n            c->prog = prog;\n"
         "        } else if (prog) {\n            clReleaseProgram(prog);\n        }\n    }\n"
         "    pthread_mutex_unlock(&kvx_lock);\n    return c;\n}\n\n"
-        "int %s(void *const *tensors, const int64_t *syms, const int64_t *const *strides, "
+        "KVX_API int %s(void *const *tensors, const int64_t *syms, const int64_t *const *strides, "
         "void *queue)\n{\n"
         "    if (!kvx_dense(syms, strides)) return -2;\n"
         "    kvx_cl *c = kvx_program((cl_command_queue)queue);\n    if (!c) return -3;\n"
@@ -249,7 +263,7 @@ static void entry_opencl(kv_buf *b, const kvx_plan *p, const char *device)
         "    for (int i = 0; i < %d; i++)\n        a.syms[i] = syms[i];\n"
         "    a.stream = queue;\n    a.context = c->ctx;\n    a.device = c->dev;\n"
         "    a.cl_kernel = kvx_cl_kernel;\n    a.harness = c;\n"
-        "    return kv_launch(&a) == 0 ? 0 : -1;\n}\n",
+        "    return kvx_dispatch(&a) == 0 ? 0 : -1;\n}\n",
         kvx_entry(p), p->task->num_tensors, p->task->num_tensors, p->task->num_syms,
         p->task->num_syms);
 }
@@ -281,9 +295,9 @@ char *kvx_source(const kvx_plan *p, char **err)
     for (size_t v = 0; v < p->n_variants; v++) {
         const char *text = p->variants[v].source;
         if (lang == LANG_CUDA) {
-            cuda_variant(&body, &includes, text, (int)v);
+            cuda_variant(p, &body, &includes, text, (int)v);
         } else if (lang == LANG_C) {
-            c_variant(&body, &includes, text, (int)v, NULL);
+            c_variant(p, &body, &includes, text, (int)v, NULL);
         } else {
             char *prefix, *dev, *host;
             if (kv_text_split_opencl(text, &prefix, &dev, &host, err) != 0) {
@@ -307,8 +321,8 @@ char *kvx_source(const kvx_plan *p, char **err)
             kv_text_collect(dev_text, 0, &names, &kernels);
             char *host_body = kv_text_hoist_includes(host_text, &includes);
             kv_text_collect(host_body, 0, &names, NULL);
-            char suffix[16];
-            suffix_of((int)v, suffix);
+            char suffix[96];
+            suffix_of(p, (int)v, suffix);
             char *d = kv_text_rename(dev_text, &names, suffix, NULL);
             char *h = kv_text_rename(host_body, &names, suffix, &kernels);
             kv_buf_printf(&device, "\n/* ---- variant %zu ---- */\n%s\n", v, d);
@@ -331,20 +345,46 @@ char *kvx_source(const kvx_plan *p, char **err)
     kv_buf_puts(&out, includes.data);
     kv_buf_puts(&out, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n");
     if (lang == LANG_OPENCL) kv_buf_puts(&out, "#include <CL/cl.h>\n#include <pthread.h>\n");
+    /* After the includes: what they declare keeps its own visibility. */
+    kv_buf_puts(&out, "\n/* Every name below is private to this library (hidden) but the entry\n"
+                      " * points (KVX_API): several exports link into one program. */\n"
+                      "#pragma GCC visibility push(hidden)\n"
+                      "#define KVX_API __attribute__((visibility(\"default\")))\n");
     kv_buf_puts(&out, body.data ? body.data : "");
     scenario_table(&out, p, lang);
     dispatcher(&out, p, lang);
     dense_check(&out, p);
-    if (lang == LANG_OPENCL) {
+    if (lang == LANG_OPENCL)
         entry_opencl(&out, p, device.data);
-        kv_buf_puts(&out, "#endif\n");
-    } else {
+    else
         entry_plain(&out, p, lang);
-    }
+    kv_buf_puts(&out, "\n#pragma GCC visibility pop\n");
+    if (lang == LANG_OPENCL) kv_buf_puts(&out, "#endif\n");
     kv_buf_free(&includes);
     kv_buf_free(&body);
     kv_buf_free(&device);
     return kv_buf_steal(&out);
+}
+
+/* Appends TEXT to a comment, " * " opening each line, words wrapped at 76
+ * columns. */
+static void comment_wrapped(kv_buf *b, const char *text)
+{
+    int col = 0;
+    for (const char *w = text; *w;) {
+        while (*w == ' ')
+            w++;
+        size_t n = strcspn(w, " ");
+        if (!n) break;
+        if (col && col + 1 + (int)n > 76) {
+            kv_buf_puts(b, "\n");
+            col = 0;
+        }
+        kv_buf_printf(b, "%s%.*s", col ? " " : " * ", (int)n, w);
+        col += (int)n + (col ? 1 : 3);
+        w += n;
+    }
+    if (col) kv_buf_puts(b, "\n");
 }
 
 char *kvx_header(const kvx_plan *p)
@@ -371,9 +411,14 @@ char *kvx_header(const kvx_plan *p)
     kv_buf_puts(&b, " * Symbols (in this order): ");
     for (int k = 0; k < t->num_syms; k++)
         kv_buf_printf(&b, "%s%s", k ? ", " : "", t->syms[k]);
+    kv_buf_puts(&b, ".\n");
+    if (t->maths) {
+        kv_buf_puts(&b, " *\n * What it computes:\n");
+        comment_wrapped(&b, t->maths);
+    }
     kv_buf_printf(
         &b,
-        ".\n *\n"
+        " *\n"
         " * Strides: in elements, one array per tensor (rank entries, outermost\n"
         " * first); NULL (or a NULL entry) means dense and row-major. The kernels\n"
         " * read dense row-major tensors only: other strides are refused (-2);\n"

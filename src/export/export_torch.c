@@ -59,7 +59,7 @@ static int put(const char *dir, const char *rel, const char *from, const char *t
     return kvx_put_file(dir, rel, text, err);
 }
 
-int kvx_write_torch(const kvx_plan *p, const char *dir, char **err)
+int kvx_torch_ok(const kvx_plan *p, char **err)
 {
     if (!p->backend->torch_device) {
         *err = kv_asprintf("--torch needs a library whose entry point takes PyTorch tensors' "
@@ -68,8 +68,13 @@ int kvx_write_torch(const kvx_plan *p, const char *dir, char **err)
                            p->backend->name);
         return -1;
     }
+    return kvx_gqa_shaped(p->task) || kvx_generic_ok(p->task, err) ? 0 : -1;
+}
+
+int kvx_write_torch(const kvx_plan *p, const char *dir, char **err)
+{
+    if (kvx_torch_ok(p, err) != 0) return -1;
     int gqa = kvx_gqa_shaped(p->task);
-    if (!gqa && !kvx_generic_ok(p->task, err)) return -1;
     char *pkg = kv_asprintf("torch/%s", kvx_entry(p));
     char *op = kv_path_join(pkg, "op.cpp"), *init = kv_path_join(pkg, "__init__.py");
     char *spec_rel = kv_path_join(pkg, "spec.h");

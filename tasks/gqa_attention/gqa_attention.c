@@ -133,6 +133,17 @@ static const char *const gqa_baselines[] = {
  * (chunked prefill is a prefill whose keys outnumber its queries). */
 #define GQA_KIND_OF "s[3] == 1 ? \"decode\" : \"prefill\""
 
+/* The maths and layout a caller of an export needs (gqa_attention.h). */
+#define GQA_MATHS                                                                                  \
+    "For each sequence b, query head h and query row i (0 <= i < SQ): "                            \
+    "o[b,h,i,:] = sum_j p_j v[b,g,j,:] / sum_j p_j, p_j = exp(s_j - max s), "                      \
+    "s_j = (q[b,h,i,:] . k[b,g,j,:]) / sqrt(D), over the keys j = 0 .. L - SQ + i: "               \
+    "causal, aligned to the bottom right (query row i sits at position L - SQ + i; decode is "     \
+    "SQ = 1 and attends every key, prefill SQ = L). Grouped heads: g = h / (HQ / HKV), HQ a "      \
+    "multiple of HKV. No mask, dropout or softcap; fp32 accumulation, one rounding to bf16. "      \
+    "Layout: every tensor dense and row-major, head-major (q [B, HQ, SQ, D], not [B, SQ, HQ, "     \
+    "D]): element (b, h, i, d) of q at ((b * HQ + h) * SQ + i) * D + d."
+
 /* What every gqa_attention task shares: tensors, held-out shapes,
  * tolerances, references, roofline and baselines. */
 #define GQA_TASK(task_name, text, scen, count)                                                     \
@@ -146,7 +157,7 @@ static const char *const gqa_baselines[] = {
         .reference = gqa_reference, .reference_scale = gqa_reference_scale,                        \
         .roofline = gqa_roofline, GQA_BASELINES,                                                   \
         .reference_cuda = "gqa_attention/cuda/reference_f64.cu", .screen_keep = keep,              \
-        .kind_of = GQA_KIND_OF,                                                                    \
+        .kind_of = GQA_KIND_OF, .maths = GQA_MATHS,                                                \
     }
 
 const kv_task kv_task_gqa_attention =
@@ -253,6 +264,8 @@ const kv_task kv_task_attention_window = {
     .reference_cuda = "gqa_attention/cuda/reference_f64.cu",
     .screen_keep = 0.95,
     .kind_of = GQA_KIND_OF,
+    .maths = GQA_MATHS " Window: row i attends only keys L - SQ + i - W + 1 .. L - SQ + i (W = 0: "
+                       "every key of the causal range).",
 };
 
 const kv_task kv_task_attention_mqa = GQA_TASK_HELD(

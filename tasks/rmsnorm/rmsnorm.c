@@ -121,6 +121,10 @@ const kv_task kv_task_rmsnorm = {
     .reference = rmsnorm_reference,
     .roofline = rmsnorm_roofline,
     .baselines = rmsnorm_baselines,
+    .maths = "For each row t: y[t,c] = x[t,c] / sqrt(ms + eps) * w[c], ms = (1 / hidden) sum_c "
+             "x[t,c]^2, eps = 1e-6 (Qwen3's), the weight applied after the normalisation (no 1 + "
+             "w); fp32 accumulation, one rounding to bf16. Layout: x and y dense row-major "
+             "[tokens, hidden], element (t, c) at t * hidden + c; w [hidden].",
 };
 
 const kv_task kv_task_rmsnorm_add = {
@@ -146,4 +150,8 @@ const kv_task kv_task_rmsnorm_add = {
     .reference = rmsnorm_add_reference,
     .roofline = rmsnorm_add_roofline,
     .baselines = rmsnorm_baselines,
+    .maths = "For each row t: r[t,c] = x[t,c] + residual[t,c], rounded to bf16 and written to "
+             "residual_out; y[t,c] = r[t,c] / sqrt(ms + eps) * w[c] from that rounded r, ms = (1 / "
+             "hidden) sum_c r[t,c]^2, eps = 1e-6; fp32 accumulation. Layout: every [tokens, "
+             "hidden] tensor dense row-major, element (t, c) at t * hidden + c; w [hidden].",
 };

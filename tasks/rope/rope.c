@@ -130,4 +130,13 @@ const kv_task kv_task_rope = {
     .roofline = rope_roofline,
     .baselines = rope_baselines,
     .kind_of = "s[0] <= 64 ? \"decode\" : \"prefill\"",
+    .maths = "In place, for each token t, head h and 0 <= i < head_dim / 2, with p = pos[t], c = "
+             "cos[p,:], s = sin[p,:], x = q[t,h,:] (then k[t,h,:]): x'[i] = x[i] c[i] - x[i + D/2] "
+             "s[i], x'[i + D/2] = x[i + D/2] c[i + D/2] + x[i] s[i + D/2] (D = head_dim): x * cos "
+             "+ rotate_half(x) * sin, rotate_half(x) = (-x[D/2 ..], x[.. D/2]), the halves split "
+             "(not interleaved pairs) as transformers' Qwen3. cos and sin are the caller's table "
+             "(Qwen3 builds it with theta 1,000,000); pos need not be contiguous. fp32 "
+             "arithmetic, one rounding to bf16. Layout: dense row-major q [tokens, heads_q, "
+             "head_dim], k [tokens, heads_kv, head_dim], cos and sin [positions, head_dim], pos "
+             "[tokens] (int32).",
 };

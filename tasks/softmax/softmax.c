@@ -76,4 +76,6 @@ const kv_task kv_task_softmax = {
     .reference = softmax_reference,
     .roofline = softmax_roofline,
     .baselines = softmax_baselines,
+    .maths = "y[r,c] = exp(x[r,c] - m) / sum_j exp(x[r,j] - m), m = max_j x[r,j], along each row; "
+             "f32. Layout: x and y dense row-major [rows, cols], element (r, c) at r * cols + c.",
 };

@@ -83,4 +83,8 @@ const kv_task kv_task_swiglu = {
     .reference = swiglu_reference,
     .roofline = swiglu_roofline,
     .baselines = swiglu_baselines,
+    .maths = "out[t,i] = silu(g) * u, g = gate_up[t,0,i], u = gate_up[t,1,i], silu(g) = g / (1 + "
+             "exp(-g)); fp32 arithmetic, one rounding to bf16. Layout: gate_up dense row-major "
+             "[tokens, 2, inter] (each row the gate's inter values, then the up's: the bytes of a "
+             "[tokens, 2 * inter] matrix), out [tokens, inter].",
 };

@@ -15,7 +15,17 @@
 # PyTorch is installed the operators match float32 at several shapes,
 # trace under torch.compile and serve a small Qwen3 (with transformers).
 # An empty run, a run of no kernel task, of another task, or with no
-# correct program is refused with a clear message and nothing written.
+# correct program is refused with a clear message and nothing written;
+# usage errors (an unknown --task, a full folder, an option the run cannot
+# serve) exit 2 before anything is compiled. --force replaces an export
+# and nothing else. Two exports (gqa_attention_small and rmsnorm) link
+# into one C program in either order, as shared objects or as sources,
+# and both compute their own task.
+#
+# Cost (issue 45.8): one real run (the C run of gqa_attention_small); the
+# rmsnorm, swiglu and OpenCL stores are rows written here, as the CUDA
+# one was already, so every library is still judged by the export but no
+# run is timed for it; the --torch export is the C user's library too.
 . "$(dirname "$0")/lib.sh"
 export KEVOLVE_CACHE_DIR="$WORK/cache"
 gqa=$KV_SOURCE_DIR/tasks/gqa_attention
@@ -88,8 +98,8 @@ run cpu c crun "VEC=1" "VEC=4 ROWS=4" "VEC=8 KEYS_T=1"
 win "$WORK/crun/run.db" 1 decode
 win "$WORK/crun/run.db" 2 prefill
 win "$WORK/crun/run.db" 3 chunked
-expect_exit 0 "$KV" export "$WORK/crun" -o "$WORK/clib" --quick
-lib=$WORK/clib
+expect_exit 0 "$KV" export "$WORK/crun" -o "$WORK/tlib" --quick --torch
+lib=$WORK/tlib
 python3 - "$lib/manifest.json" <<'PY' || fail "the manifest: $(cat "$lib/manifest.json")"
 import json, sys
 m = json.load(open(sys.argv[1]))
@@ -114,10 +124,14 @@ cc -O2 -std=gnu17 -Wall -DENTRY=kevolve_gqa_attention_small -DHEADER='"kevolve_g
 "$WORK/user" >"$WORK/user.txt" || fail "the export's answers are wrong: $(cat "$WORK/user.txt")"
 grep -q "^ok" "$WORK/user.txt" || fail "$(cat "$WORK/user.txt")"
 
+# The header states the maths a caller needs (issue 45.7).
+for want in "aligned to the bottom right" "/ sqrt(D)" "g = h / (HQ / HKV)" "head-major"; do
+    grep -qF "$want" "$lib/kevolve_gqa_attention_small.h" || fail "the header lacks '$want'"
+done
+
 # The PyTorch package: written with --torch, bound to the CPU's tensors;
 # where PyTorch is installed (KV_TORCH_PYTHON names the interpreter), a
 # user's operator, torch.compile and transformers' Qwen3 work with it.
-expect_exit 0 "$KV" export "$WORK/crun" -o "$WORK/tlib" --quick --torch
 for f in __init__.py op.cpp; do
     [ -s "$WORK/tlib/torch/kevolve_gqa_attention_small/$f" ] || fail "--torch wrote no $f"
 done
@@ -130,16 +144,42 @@ if "$py" -c 'import torch' 2>/dev/null; then
 else
     echo "(no PyTorch in $py: the package's use skipped; KV_TORCH_PYTHON names an interpreter with it)"
 fi
-# Timing against PyTorch's CUDA kernels needs a CUDA export (and PyTorch).
-expect_exit 1 "$KV" export "$WORK/crun" -o "$WORK/x0" --quick --against-standard --python "$py"
+# Timing against PyTorch's CUDA kernels needs a CUDA export (and PyTorch):
+# a usage error, found before the library is compiled (its cache stays
+# empty).
+KEVOLVE_CACHE_DIR=$WORK/cache0 expect_exit 2 "$KV" export "$WORK/crun" -o "$WORK/x0" --quick \
+    --against-standard --python "$py"
 grep -q -- "--against-standard" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
+[ -z "$(ls -A "$WORK/cache0" 2>/dev/null)" ] || fail "--against-standard compiled before refusing"
+"$KV" export --help | grep -q "^exit codes: 0 written" || fail "export --help lists no exit codes"
 
-# Refusals, with nothing written.
-expect_exit 1 "$KV" export "$WORK/crun" -o "$WORK/clib"
+# Refusals, with nothing written: usage errors exit 2.
+expect_exit 2 "$KV" export "$WORK/crun" -o "$WORK/tlib"
 grep -q "is not empty" "$WORK/err.txt" || fail "a full folder was not refused: $(cat "$WORK/err.txt")"
-expect_exit 1 "$KV" export "$WORK/crun" -o "$WORK/x1" --task softmax
+expect_exit 2 "$KV" export "$WORK/crun" -o "$WORK/x1" --task softmax
 grep -q "is a run of task gqa_attention_small, whose kernels do not fit task softmax" "$WORK/err.txt" ||
     fail "another task's export was not refused: $(cat "$WORK/err.txt")"
+expect_exit 2 "$KV" export "$WORK/crun" -o "$WORK/x1" --task no_such_task
+grep -q "no_such_task: no such task" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
+
+# --force replaces what an export wrote, and nothing else: a file of the
+# user's in the folder is named and kept; a folder with no export's
+# manifest is not replaced. (--compile-only: the replacement's library
+# need not be judged again.)
+mkdir -p "$WORK/tlib/mine" "$WORK/own"
+echo "my notes" >"$WORK/tlib/mine/notes.txt"
+echo "mine" >"$WORK/own/a.txt"
+expect_exit 2 "$KV" export "$WORK/crun" -o "$WORK/tlib" --force --compile-only
+grep -q "tlib/mine was not written by kevolve export" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
+[ "$(cat "$WORK/tlib/mine/notes.txt")" = "my notes" ] || fail "--force removed a user's file"
+expect_exit 2 "$KV" export "$WORK/crun" -o "$WORK/own" --force --compile-only
+grep -q "holds no manifest.json of an export" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
+[ -s "$WORK/own/a.txt" ] || fail "--force removed a folder that was not an export"
+rm -r "$WORK/tlib/mine"
+mkdir -p "$WORK/tlib/torch/build" && touch "$WORK/tlib/torch/build/op.o" # a first use's build
+expect_exit 0 "$KV" export "$WORK/crun" -o "$WORK/tlib" --force --compile-only --torch
+grep -q '"files"' "$WORK/tlib/manifest.json" || fail "the manifest lists no files"
+[ ! -e "$WORK/tlib/torch/build" ] || fail "--force kept the old export's build"
 expect_exit 0 "$KV" run --config "$TINY/config.yaml" --output "$WORK/tiny" --iterations 2
 expect_exit 1 "$KV" export "$WORK/tiny" -o "$WORK/x2"
 grep -q "is not a run of a kernel task" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
@@ -161,20 +201,35 @@ for x in x0 x1 x2 x3 x4; do
 done
 [ -z "$(ls -d "$WORK"/*.kevolve-export-* 2>/dev/null)" ] || fail "a refused export left its work folder"
 
-# The generic operator: a C run of rmsnorm, and rows of swiglu's naive
-# program (its run is minutes here), exported with --torch.
-cat >"$WORK/rms.yaml" <<YAML
-initial_program: $KV_SOURCE_DIR/tasks/rmsnorm/cpu/naive.c
-max_iterations: 0
-evaluator: {task: rmsnorm, quick: true, timeout: 300}
-YAML
-expect_exit 0 "$KV" run --config "$WORK/rms.yaml" --output "$WORK/rmsrun"
-expect_exit 0 "$KV" export "$WORK/rmsrun" -o "$WORK/rmslib" --quick --torch
+# The generic operator: rows of rmsnorm's and swiglu's naive programs
+# (their runs are minutes here), exported with --torch.
+cp "$WORK/crun/run.db" "$WORK/rmsrun.db"
+rows "$WORK/rmsrun.db" rmsnorm cpu cpu decode_h1024_t1,decode_h1024_t64,decode_h5120_t8,prefill_h1024_t2048,prefill_h5120_t8192,qknorm_d128_r40,qknorm_d128_r8192 \
+    "$KV_SOURCE_DIR/tasks/rmsnorm/cpu/naive.c"
+expect_exit 0 "$KV" export "$WORK/rmsrun.db" -o "$WORK/rmslib" --quick --torch
+grep -qF "eps = 1e-6" "$WORK/rmslib/kevolve_rmsnorm.h" || fail "the rmsnorm header states no eps"
+
+# Two exports in one program (issue 45.1): each library's names are its
+# own but its entry points, so either link order, and the two sources
+# compiled together, give both tasks' answers.
+two() {
+    cc -O2 -std=gnu17 -Wall -DRMSNORM -DENTRY=kevolve_gqa_attention_small \
+        -DHEADER='"kevolve_gqa_attention_small.h"' -I "$lib" -I "$lib/include" -I "$WORK/rmslib" -I "$WORK/rmslib/include" \
+        "$KV_SOURCE_DIR/tests/tools/export_user.c" "$@" -lm -lpthread -o "$WORK/two" 2>"$WORK/cc.txt" ||
+        fail "two exports do not link into one program: $(cat "$WORK/cc.txt")"
+    "$WORK/two" >"$WORK/two.txt" || fail "two exports in one program ($*): $(cat "$WORK/two.txt")"
+}
+libs="-L$lib/lib -L$WORK/rmslib/lib -Wl,-rpath,$lib/lib -Wl,-rpath,$WORK/rmslib/lib"
+# shellcheck disable=SC2086
+two $libs -lkevolve_gqa_attention_small -lkevolve_rmsnorm
+# shellcheck disable=SC2086
+two $libs -lkevolve_rmsnorm -lkevolve_gqa_attention_small
+two "$lib/kevolve_gqa_attention_small.c" "$WORK/rmslib/kevolve_rmsnorm.c"
 cp "$WORK/crun/run.db" "$WORK/swrun.db"
 rows "$WORK/swrun.db" swiglu cpu cpu decode_i3072_t1,decode_i3072_t64,prefill_i3072_t2048 \
     "$KV_SOURCE_DIR/tasks/swiglu/cpu/naive.c"
 expect_exit 0 "$KV" export "$WORK/swrun.db" -o "$WORK/swlib" --quick --torch
-python3 - "$WORK/rmslib" "$WORK/swlib" <<'PY' || fail "the generic packages: $(cat "$WORK/rmslib/manifest.json")"
+python3 - "$WORK/rmslib" "$WORK/swlib" <<'PY' || fail "the generic packages: $(head -c 1500 "$WORK/rmslib/manifest.json")"
 import json, os, sys
 want = {"rmsnorm": ("rmsnorm(Tensor x, Tensor w) -> Tensor", ["tokens", "hidden"],
                     [("x", "bf16", "in", [0, 1]), ("w", "bf16", "in", [1]), ("y", "bf16", "out", [0, 1])]),
@@ -203,20 +258,23 @@ else
     echo "(no PyTorch in $py: the generic packages' use skipped)"
 fi
 # Timing against SDPA is attention's only.
-expect_exit 1 "$KV" export "$WORK/rmsrun" -o "$WORK/x7" --quick --against-standard --python "$py"
+expect_exit 2 "$KV" export "$WORK/rmsrun.db" -o "$WORK/x7" --quick --against-standard --python "$py"
 grep -q "is not an attention task" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
 [ ! -e "$WORK/x7" ] || fail "a refused --against-standard export left its folder"
 
 # OpenCL (PoCL): two seeds win a kind each; the library's device and host
 # halves are renamed together (kernels named in strings too).
 if command -v clinfo >/dev/null && clinfo -l 2>/dev/null | grep -q Platform; then
-    run opencl cl clrun "SERIAL=1 ROWS=1" "SERIAL=1 ROWS=4 VEC=4"
-    win "$WORK/clrun/run.db" 1 decode
-    win "$WORK/clrun/run.db" 2 prefill
-    expect_exit 0 "$KV" export "$WORK/clrun" -o "$WORK/cllib" --quick
+    python3 "$AXES" set "$gqa/opencl/seed.cl" "$WORK/cl-1.cl" SERIAL=1 ROWS=1
+    python3 "$AXES" set "$gqa/opencl/seed.cl" "$WORK/cl-2.cl" SERIAL=1 ROWS=4 VEC=4
+    cp "$WORK/crun/run.db" "$WORK/clrun.db"
+    rows "$WORK/clrun.db" gqa_attention_small opencl pocl decode_16x8_b1_l256,prefill_16x8_s64 \
+        "$WORK/cl-1.cl" "$WORK/cl-2.cl"
+    expect_exit 0 "$KV" export "$WORK/clrun.db" -o "$WORK/cllib" --quick
     grep -q '"verdict": "correct"' "$WORK/cllib/manifest.json" || fail "the OpenCL export"
-    # Its entry point takes OpenCL buffers: no PyTorch package for it.
-    expect_exit 1 "$KV" export "$WORK/clrun" -o "$WORK/x6" --quick --torch
+    # Its entry point takes OpenCL buffers: no PyTorch package for it (a
+    # usage error, found before the library is built).
+    expect_exit 2 "$KV" export "$WORK/clrun.db" -o "$WORK/x6" --quick --torch
     grep -q "export without --torch" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
     [ ! -e "$WORK/x6" ] || fail "a refused OpenCL --torch export left its folder"
 else
@@ -225,13 +283,21 @@ fi
 
 # CUDA without a GPU: the six seeds, each winning a scenario, as one source
 # that nvcc compiles for Hopper.
+cp "$WORK/crun/run.db" "$WORK/curun.db"
+rows "$WORK/curun.db" gqa_attention_search cuda "NVIDIA H200" \
+    decode_16x8_b1_l128,decode_40x8_b8_l8192,decode_16x8_b32_l4096,decode_40x8_b1_l1024,chunked_16x8_q512_l8192,prefill_16x8_s2048 \
+    "$gqa"/cuda/{naive,decode_halfwarp,decode_split,decode_cluster,prefill_fa2,prefill_hopper}.cu
+# --against-standard asks for PyTorch and a GPU before it compiles anything.
+if ! "$py" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+    KEVOLVE_CACHE_DIR=$WORK/cache8 expect_exit 1 "$KV" export "$WORK/curun.db" -o "$WORK/x8" \
+        --task gqa_attention --against-standard --python "$py"
+    grep -Eq "needs PyTorch in|needs a CUDA GPU" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
+    [ -z "$(ls -A "$WORK/cache8" 2>/dev/null)" ] || fail "--against-standard compiled before asking for PyTorch"
+    [ ! -e "$WORK/x8" ] || fail "a refused --against-standard export left its folder"
+fi
 nvcc=$(command -v nvcc || true)
 [ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || export PATH=/usr/local/cuda/bin:$PATH
 if command -v nvcc >/dev/null; then
-    cp "$WORK/crun/run.db" "$WORK/curun.db"
-    rows "$WORK/curun.db" gqa_attention_search cuda "NVIDIA H200" \
-        decode_16x8_b1_l128,decode_40x8_b8_l8192,decode_16x8_b32_l4096,decode_40x8_b1_l1024,chunked_16x8_q512_l8192,prefill_16x8_s2048 \
-        "$gqa"/cuda/{naive,decode_halfwarp,decode_split,decode_cluster,prefill_fa2,prefill_hopper}.cu
     expect_exit 0 "$KV" export "$WORK/curun.db" -o "$WORK/culib" --compile-only --arch sm_90a --task gqa_attention
     python3 - "$WORK/culib/manifest.json" <<'PY' || fail "the CUDA export: $(head -c 800 "$WORK/culib/manifest.json")"
 import json, sys
@@ -241,7 +307,7 @@ by = {s["name"]: s for s in m["scenarios"]}
 assert by["prefill_16x8_s8192"]["served_by"] == "prefill_16x8_s2048"  # not timed: the nearest's
 assert m["check"]["compile_only"] is True
 PY
-    expect_exit 1 "$KV" export "$WORK/curun.db" -o "$WORK/x5" --compile-only
+    expect_exit 2 "$KV" export "$WORK/curun.db" -o "$WORK/x5" --compile-only
     grep -q "needs --arch" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
 else
     echo "(no nvcc: the CUDA half skipped)"

@@ -8,8 +8,15 @@
  * dispatcher sends a decode call to a decode scenario. Prints a line per
  * shape; exits 1 at the first failure.
  * Build: cc -DENTRY=kevolve_TASK -DHEADER='"kevolve_TASK.h"' -I DIR -I DIR/include
- *        export_user.c DIR/kevolve_TASK.c -lm -lpthread */
+ *        export_user.c DIR/kevolve_TASK.c -lm -lpthread
+ * With -DRMSNORM it also calls an rmsnorm export (kevolve_rmsnorm.h on the
+ * include path, its library or source linked in) and checks it against
+ * its float64 reference: two exports in one program must each compute
+ * their own task, whatever the order they are linked in. */
 #include HEADER
+#ifdef RMSNORM
+#include "kevolve_rmsnorm.h"
+#endif
 
 #include <math.h>
 #include <stdint.h>
@@ -109,9 +116,45 @@ static int check(const char *what, int64_t b, int64_t hq, int64_t hkv, int64_t s
     return !(worst <= 1.0);
 }
 
+#ifdef RMSNORM
+/* Checks the rmsnorm export at TOKENS x HIDDEN: y = x / sqrt(mean(x^2) +
+ * 1e-6) * w per row, within the task's bf16 tolerance (1e-5 + 2^-6 |y|).
+ * Returns 0 or 1. */
+static int check_rmsnorm(int64_t tokens, int64_t hidden)
+{
+    const int64_t syms[2] = {tokens, hidden};
+    size_t n = (size_t)(tokens * hidden);
+    uint16_t *x = random_bf16(n), *w = random_bf16((size_t)hidden), *y = calloc(n, sizeof *y);
+    void *tensors[3] = {x, w, y};
+    int rc = kevolve_rmsnorm(tensors, syms, NULL, NULL);
+    double worst = 0;
+    for (int64_t t = 0; t < tokens && rc == 0; t++) {
+        double ms = 0;
+        for (int64_t c = 0; c < hidden; c++)
+            ms += from_bf16(x[t * hidden + c]) * from_bf16(x[t * hidden + c]);
+        double inv = 1 / sqrt(ms / (double)hidden + 1e-6);
+        for (int64_t c = 0; c < hidden; c++) {
+            double ref = from_bf16(x[t * hidden + c]) * inv * from_bf16(w[c]);
+            double ratio = fabs(from_bf16(y[t * hidden + c]) - ref) / (1e-5 + fabs(ref) / 64);
+            if (!(ratio <= worst)) worst = ratio;
+        }
+    }
+    printf("rmsnorm %lldx%-24lld rc %d, worst error %.3f of the tolerance\n", (long long)tokens,
+           (long long)hidden, rc, worst);
+    free(x);
+    free(w);
+    free(y);
+    return rc != 0 || !(worst <= 1.0);
+}
+#endif
+
 int main(void)
 {
     int bad = 0;
+#ifdef RMSNORM
+    bad |= check_rmsnorm(3, 1000);
+    bad |= check_rmsnorm(64, 1024);
+#endif
     bad |= check("decode 16:8, B=1, L=300", 1, 16, 8, 1, 300);
     bad |= check("decode 40:8, B=2, L=77", 2, 40, 8, 1, 77);
     bad |= check("decode 16:8, B=3, L=1000", 3, 16, 8, 1, 1000);
