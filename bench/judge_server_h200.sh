@@ -96,39 +96,4 @@ while kill -0 "$batch_pid" 2>/dev/null; do
 done
 wait "$batch_pid"
 echo "kevolve processes found stopped (and resumed): $stops"
-python3 - "$OUT/redteam.json" bench/redteam_cuda.sh <<'PY' | tee "$OUT/redteam.txt"
-import fnmatch, json, re, sys
-cases = {}
-text = open(sys.argv[2]).read()
-block = text[text.index("CASES=$(cat <<'EOF'") :]
-for line in block.splitlines()[1:]:
-    if line == "EOF":
-        break
-    name, cls, want, reasons = line.split("|")
-    cases[name] = (cls, want, [r for r in reasons.split(",") if r])
-rows = [json.loads(l) for l in open(sys.argv[1])]
-ref = rows[0]["metrics"].get("combined_score", 0) if rows else 0
-bad = 0
-for d in rows:
-    name = d["candidate"].rsplit("/", 1)[-1][:-3]
-    a, m = d["artifacts"], d["metrics"]
-    verdict = a.get("verdict", d["status"])
-    reason = d.get("reason_code") or "-"
-    score = m.get("combined_score", 0) or 0
-    cls, want, reasons = cases.get(name, ("?", "correct", []))
-    if want == "correct":
-        ok = verdict == "correct"
-    elif want == "reject":
-        ok = verdict != "correct" and (not reasons or any(fnmatch.fnmatch(reason, r) for r in reasons))
-    elif want == "nogain":
-        ok = verdict != "correct" or score <= 1.5 * ref
-    elif want == "hang":
-        ok = reason == "timeout" or "timeout" in (d.get("reason") or "")
-    else:
-        ok = True
-    bad += not ok
-    j = a.get("judge", {})
-    print(f"{name:26s} {cls:30s} {verdict or '-':9s} {reason:34s} {score:8.2f} "
-          f"judge {j.get('pid', '-')}/{j.get('child', '-')}  want {want:7s} {'yes' if ok else 'NO'}")
-print(f"as expected: {len(rows) - bad} of {len(rows)}")
-PY
+python3 bench/redteam_table.py "$OUT/redteam.json" bench/redteam_cuda.sh | tee "$OUT/redteam.txt"

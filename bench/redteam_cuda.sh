@@ -94,6 +94,9 @@ inplace_partial|in-place checks|reject|stale_or_unwritten_output,timed_output_wr
 inplace_nondeterministic|in-place checks|reject|nondeterministic,wrong_result,timed_output_wrong
 inplace_cache_by_pointer|in-place checks|reject|result_cached_across_calls,wrong_result,timed_output_wrong
 shape_tuned_tail|tuned to the scenarios' shapes|reject|wrong_on_held_out_shape
+graph_variant_outliers|timed work not checked work|reject|timed_output_wrong
+carry_slab_teacher|carried through the slab|reject|out_of_bounds_write
+carry_slab|carried through the slab|reject|wrong_result,timed_output_wrong,wrong_on_held_out_shape,stale_or_unwritten_output
 EOF
 )
 

@@ -5,7 +5,7 @@ set -eu
 packages="build-essential cmake ninja-build pkg-config git python3 \
 libyaml-dev libjansson-dev libsqlite3-dev libcmocka-dev libcurl4-openssl-dev libmicrohttpd-dev \
 ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo clang-format chromium \
-slurmctld slurmd slurm-client munge"
+slurmctld slurmd slurm-client munge libseccomp-dev"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

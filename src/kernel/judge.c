@@ -88,16 +88,18 @@ void kv_judge_lap(judge *j, enum prof_step step, double *t0)
     *t0 = now;
 }
 
-/* Stops the runner in use and keeps the tail of what it printed. */
-static void stop_runner(judge *j)
+/* Stops the runner in use and keeps the tail of what it printed; then the
+ * slab it was given, which it can no longer write. Returns the slab's bytes
+ * it wrote outside its tensors' parts (kv_judge_arena_drop_slab). */
+static size_t stop_runner(judge *j)
 {
-    if (!j->rn) return;
-    kv_judge_arena_drop_slab(j);
+    if (!j->rn) return 0;
     char *out = kv_runner_output(j->rn, 4000);
     if (*out) json_object_set_new(j->extra, "runner_output", json_string(out));
     free(out);
     kv_runner_stop(j->rn);
     j->rn = NULL;
+    return kv_judge_arena_drop_slab(j);
 }
 
 /* The device errors the driver reported during this evaluation (and a
@@ -857,7 +859,12 @@ void kv_judge_run(judge *j, kv_runner *cand)
     free(summary);
     free(rep);
     t0 = kv_now_s();
-    stop_runner(j);
+    size_t stray = stop_runner(j);
+    if (stray)
+        kv_judge_fail(j, "out_of_bounds_write",
+                      "%zu bytes of the device arena outside the tensors the candidate was "
+                      "given were written: a table left there would reach the next child",
+                      stray);
     kv_judge_lap(j, PROF_STOP, &t0);
     note_device_errors(j, result);
     keep_fresh_baseline(j, result);
@@ -895,10 +902,9 @@ void kv_judge_run(judge *j, kv_runner *cand)
     json_object_set_new(result, "late_looks", late_looks_json(j));
     /* A long-lived judge: which one, how many children it served, what it keeps. */
     if (j->serving)
-        json_object_set_new(result, "judge",
-                            json_pack("{s:I,s:I,s:I}", "pid", (json_int_t)getpid(), "child",
-                                      (json_int_t)j->served, "references_kept_bytes",
-                                      (json_int_t)j->kept_bytes));
+        json_object_set_new(
+            result, "judge",
+            json_pack("{s:I,s:I}", "pid", (json_int_t)getpid(), "child", (json_int_t)j->served));
     if (baseline) json_decref(baseline);
     kv_worker_phase("done");
     kv_worker_result(result);

@@ -20,6 +20,7 @@
 #include "kernel/worker.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/hash.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -44,11 +45,13 @@ typedef struct trial_state {
     kv_arena a;
     kv_arena keep; /* outputs of run 0 and run 1, judge only */
     size_t keep_off[2][KV_MAX_TENSORS];
-    /* The references, this trial's (NOW) and the last (PREV): the
-     * judge's kept ones (KEPT, one per trial, a long-lived judge's), else
-     * LOCAL's two in turn. */
-    kept_trial *kept, local[2];
-    kept_trial *now, *prev; /* NOW's seeds are the trial's draws */
+    /* The references, this trial's (NOW) and the last (PREV): LOCAL's two
+     * in turn. Every child's are its own, on inputs drawn for it alone: a
+     * reference kept for later children would give them inputs an earlier
+     * child had answered. */
+    trial_ref local[2];
+    trial_ref *now, *prev; /* NOW's seeds are the trial's draws */
+    uint64_t fingerprint;  /* of every trial's draws */
     kv_dist dist;
     /* A held-out shape's trial, as drawn on the host (NULL: a scenario's,
      * drawn in the arena), and the judge's copy of its inputs. */
@@ -61,53 +64,24 @@ typedef struct trial_state {
  * backend's helpers read them. */
 static const double *ref_val(judge *j, trial_state *ts, int i, int prev)
 {
-    kept_trial *r = prev ? ts->prev : ts->now;
+    trial_ref *r = prev ? ts->prev : ts->now;
     if (!j->ref) return r->val[i];
     return j->b->ptr(j->b, &r->ref, r->where[i][0]);
 }
 
 static const double *ref_scale(judge *j, trial_state *ts, int i, int prev)
 {
-    kept_trial *r = prev ? ts->prev : ts->now;
+    trial_ref *r = prev ? ts->prev : ts->now;
     if (!j->ref) return r->scale[i];
     if (!j->task->reference_scale) return NULL;
     return j->b->ptr(j->b, &r->ref, r->where[i][1]);
 }
 
-/* A long-lived judge keeps the references of SH's TRIALS (at most 16 GiB
- * of them in all on a device, 1 GiB in the host's memory): TS's KEPT, or
- * NULL when they do not fit (computed each time, as a judge of one child
- * does). */
-static void find_kept(judge *j, trial_state *ts, const kv_shape *sh, int trials)
-{
-    const kv_task *t = j->task;
-    /* A held-out shape's inputs are fresh for every child: an answer
-     * replayed from an earlier child (a scenario's) must not pass there. */
-    if (!j->serving || ts->d.held) return;
-    int k = (int)(sh - t->scenarios);
-    if (!j->kept)
-        j->kept = kv_calloc((size_t)(t->num_scenarios + t->num_held_out), sizeof *j->kept);
-    if (!j->kept[k]) {
-        size_t most = kv_judge_can(j, KV_CAP_DEVICE_INPUTS) ? (size_t)16 << 30 : (size_t)1 << 30;
-        size_t where[KV_MAX_TENSORS][2];
-        size_t bytes = (size_t)trials * kv_judge_reference_place(j, sh->syms, where);
-        if (j->kept_bytes + bytes > most) return;
-        j->kept_bytes += bytes;
-        j->kept[k] = kv_calloc((size_t)trials + 1, sizeof *j->kept[k]);
-    }
-    ts->kept = j->kept[k];
-}
-
-/* Trial TRIAL's reference slot: the kept one, else one of LOCAL's. */
+/* Trial TRIAL's reference slot: LOCAL's two in turn, the last trial's kept
+ * for the cache check. */
 static void pick_slots(trial_state *ts, int trial)
 {
-    if (ts->kept) {
-        ts->now = &ts->kept[trial];
-        ts->prev = trial > 0 ? &ts->kept[trial - 1] : NULL;
-        return;
-    }
     ts->now = &ts->local[trial % 2];
-    ts->now->have = 0; /* computed again over the trial before last */
     ts->prev = trial > 0 ? &ts->local[(trial - 1) % 2] : NULL;
 }
 
@@ -135,15 +109,15 @@ static void draw_inputs(judge *j, trial_state *ts)
     const kv_task *t = j->task;
     double t0 = kv_now_s();
     char *err = NULL;
-    kept_trial *k = ts->now;
+    trial_ref *k = ts->now;
     for (int i = 0; i < t->num_tensors; i++) {
         if (t->tensors[i].role != KV_IN) continue;
         size_t n = ts->d.count[i];
-        if (!k->have) { /* else the inputs whose reference is kept, drawn again */
-            k->seed[i] = kv_rng_next(&j->rng);
-            k->forced[i] = n ? kv_rng_below(&j->rng, n) : 0;
-            k->idist[i] = kv_judge_dist(j, i, ts->d.shape->syms, (int)ts->dist, &k->forced[i]);
-        }
+        k->seed[i] = kv_rng_next(&j->rng);
+        k->forced[i] = n ? kv_rng_below(&j->rng, n) : 0;
+        k->idist[i] = kv_judge_dist(j, i, ts->d.shape->syms, (int)ts->dist, &k->forced[i]);
+        uint64_t draw[4] = {ts->fingerprint, k->seed[i], k->forced[i], (uint64_t)k->idist[i]};
+        ts->fingerprint = kv_hash64(draw, sizeof draw);
         if (j->b->gen(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype, k->idist[i], n, k->seed[i],
                       k->forced[i], &err) != 0)
             kv_judge_fail_err(j, err, "drawing inputs");
@@ -194,18 +168,14 @@ static void agree_with_cpu(judge *j, trial_state *ts)
     }
 }
 
-/* The trial's reference into TS's NOW, unless it is kept from an earlier
- * child (the same inputs); the last trial's stays for the cache check.
- * Returns 1 when it was computed here. */
-static int reference(judge *j, trial_state *ts, int trial)
+/* The trial's reference into TS's NOW; the last trial's stays for the
+ * cache check. */
+static void reference(judge *j, trial_state *ts, int trial)
 {
     const kv_task *t = j->task;
     shape_data *d = &ts->d;
-    kept_trial *k = ts->now;
+    trial_ref *k = ts->now;
     d->have_prev = trial > 0;
-    if (k->have) return 0;
-    /* A kept slot not filled: any arena it names went with a job a verdict cut short. */
-    if (ts->kept) memset(&k->ref, 0, sizeof k->ref);
     double t0 = kv_now_s();
     if (j->ref) {
         kv_judge_reference_arena(j, d->shape->syms, &ts->a, &ts->l, 0, &k->ref, k->where);
@@ -231,12 +201,7 @@ static int reference(judge *j, trial_state *ts, int trial)
     }
     char *err = NULL;
     if (j->b->sync(j->b, &err) != 0) kv_judge_fail_err(j, err, "reference");
-    if (ts->kept) { /* the judge's, past this job */
-        if (j->ref) kv_judge_keep_arena(j, &k->ref);
-        k->have = 1;
-    }
     kv_judge_lap(j, PROF_REFERENCE, &t0);
-    return 1;
 }
 
 /* Fails unless the outputs stay as run RUNNO left them once a moment has
@@ -422,9 +387,7 @@ json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh, int held, held_pre
     double t0 = kv_now_s();
     state_init(j, ts, sh, held, prep != NULL);
     int trials = prep ? prep->trials : kv_judge_trials(j, &ts->d);
-    find_kept(j, ts, sh, trials);
     kv_judge_lap(j, PROF_ALLOC, &t0);
-    int reused = 0; /* trials whose reference an earlier child's judging left */
     for (int trial = 0; trial < trials; trial++) {
         kv_worker_phase("correctness %s trial %d", sh->name, trial + 1);
         t0 = kv_now_s();
@@ -442,9 +405,8 @@ json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh, int held, held_pre
             write_inputs(j, ts);
         else
             draw_inputs(j, ts);
-        int computed = reference(j, ts, trial);
-        reused += !computed;
-        if (computed && ts->h && j->ref && trial == 0) {
+        reference(j, ts, trial);
+        if (ts->h && j->ref && trial == 0) {
             t0 = kv_now_s();
             agree_with_cpu(j, ts);
             kv_judge_lap(j, PROF_REFERENCE, &t0);
@@ -463,7 +425,13 @@ json_t *kv_judge_check_in_place(judge *j, const kv_shape *sh, int held, held_pre
     json_t *res = json_pack("{s:s,s:f,s:f,s:f,s:f,s:i}", "name", sh->name, "max_abs_err",
                             d->max_abs, "max_rel_err", d->max_rel, "rel_l2_err", d->rel_l2,
                             "tol_ratio", d->max_ratio, "trials", trials);
-    if (j->serving) json_object_set_new(res, "kept_references", json_integer(reused));
+    /* What tells one child's inputs from another's (a scenario's, drawn in
+     * place: each child's own). */
+    if (!ts->h) {
+        char fp[17];
+        kv_hash_hex(ts->fingerprint, fp);
+        json_object_set_new(res, "inputs_fingerprint", json_string(fp));
+    }
     state_free(j, ts);
     free(ts);
     return res;

@@ -120,17 +120,15 @@ typedef struct late_looks {
     int n_waits;
 } late_looks;
 
-/* One correctness trial's reference, with the draws of its inputs: a
- * long-lived judge (judge_server.c) keeps it for every later child, which
- * gets the same inputs drawn again (judge_check_in_place.c). */
-typedef struct kept_trial {
-    int have;
+/* One correctness trial's reference, with the draws of its inputs
+ * (judge_check_in_place.c). */
+typedef struct trial_ref {
     uint64_t seed[KV_MAX_TENSORS], forced[KV_MAX_TENSORS];
     int idist[KV_MAX_TENSORS];
     kv_arena ref;                                        /* device reference: values, scales */
     size_t where[KV_MAX_TENSORS][2];                     /* output i's values, scales in REF */
     double *val[KV_MAX_TENSORS], *scale[KV_MAX_TENSORS]; /* host reference */
-} kept_trial;
+} trial_ref;
 
 /* A read of the device's telemetry in its own thread (judge_tele.c). */
 typedef struct tele_read tele_read;
@@ -177,15 +175,13 @@ typedef struct judge {
     late_looks looks;
     json_t *fresh_baseline; /* timed here, not yet kept (the result holds it) */
     /* A long-lived judge (judge_server.c): SERVING while it serves a
-     * client; what it keeps for the next ones: the references of the
-     * correctness trials (KEPT[k]: shape k's, scenarios then held-out
-     * shapes, KEPT_BYTES in all), the clock's calibration and the device's
-     * bandwidth (taken before any candidate's code was loaded), the slab
-     * (mapped again into each runner: SLAB_SHARED). LIVE: the job's own
-     * arenas, freed when a verdict cuts the job short. */
+     * client; what it keeps for the next ones: the clock's calibration and
+     * the device's bandwidth (taken before any candidate's code was
+     * loaded), the slab (mapped again into each runner: SLAB_SHARED, every
+     * byte a canary again before it is). Never an input or a reference: a
+     * later child could predict what an earlier one was checked on. LIVE:
+     * the job's own arenas, freed when a verdict cuts the job short. */
     int serving;
-    kept_trial **kept;
-    size_t kept_bytes;
     int calibrated, measured;
     calib c_kept; /* the calibration kept (C may be lowered for one child) */
     int slab_shared;
@@ -319,12 +315,11 @@ void kv_judge_arena_free(judge *j, kv_arena *a);
  * names it in an error). */
 void kv_judge_own_new(judge *j, size_t bytes, kv_arena *a, const char *what);
 void kv_judge_own_free(judge *j, kv_arena *a);
-/* Frees the slab, not unmapping it: the runner in use is about to stop.
- * A long-lived judge keeps it (its parts all free) for the next runner. */
-void kv_judge_arena_drop_slab(judge *j);
-/* Takes A (made by kv_judge_own_new) out of the job's LIVE arenas: the
- * judge keeps it past the job. */
-void kv_judge_keep_arena(judge *j, const kv_arena *a);
+/* Frees the slab once the runner it was mapped into has stopped (a
+ * long-lived judge keeps it for the next runner, every part free and every
+ * byte a canary again); returns the bytes outside the parts in use that
+ * were not canaries (the runner wrote beyond what it was given). */
+size_t kv_judge_arena_drop_slab(judge *j);
 /* Frees the job's arenas still live (a verdict cut it short) and gives
  * every part back to the slab. */
 void kv_judge_free_live(judge *j);

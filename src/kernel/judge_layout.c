@@ -115,11 +115,6 @@ void kv_judge_free_live(judge *j)
     kv_parts_reset(&j->parts);
 }
 
-void kv_judge_keep_arena(judge *j, const kv_arena *a)
-{
-    forget_live(j, a);
-}
-
 /* Maps A into the runner in use (with L's guards where given). */
 static void share(judge *j, const kv_arena *a, const layout *l)
 {
@@ -265,27 +260,62 @@ void kv_judge_arena_free(judge *j, kv_arena *a)
         kv_judge_check_lap(j, ALLOC_RELEASE, &t0);
         return;
     }
-    if (a->parent == j->slab.id) /* not a part of a slab gone with its runner */
+    if (a->parent == j->slab.id) { /* not a part of a slab gone with its runner */
+        /* Canaries again: outside the parts in use, every byte of the slab
+         * is one (slab_scrub counts those that are not). */
+        char *err = NULL;
+        unsigned char canary = KV_CANARY;
+        if (j->b->fill(j->b, a, 0, a->bytes, &canary, 1, &err) != 0)
+            kv_judge_fail_err(j, err, "a part of the tensors' arena");
         kv_parts_give(&j->parts, a->parent_off);
+    }
     memset(a, 0, sizeof *a);
     a->fd = -1;
     kv_judge_check_lap(j, ALLOC_PART, &t0);
 }
 
-void kv_judge_arena_drop_slab(judge *j)
+/* The slab after its runner stopped: the bytes outside the parts in use
+ * that are not canaries (the runner wrote where it was given nothing);
+ * then, where REFILL (a long-lived judge keeps it), every byte a canary
+ * again, so that nothing the runner left there reaches the next child. */
+static size_t slab_scrub(judge *j, int refill)
 {
-    /* The runner stops next: its mappings go with it. */
+    const kv_parts *p = &j->parts;
+    size_t off[KV_PARTS_MAX + 1], len[KV_PARTS_MAX + 1], at = 0, stray = 0, first = 0;
+    int n = 0;
+    for (int i = 0; i < p->n; i++) { /* the gaps between the parts in use, in order */
+        off[n] = at;
+        len[n++] = p->off[i] - at;
+        at = p->off[i] + p->len[i];
+    }
+    off[n] = at;
+    len[n++] = p->total - at;
+    char *err = NULL;
+    unsigned char canary = KV_CANARY;
+    if (j->b->count_spans(j->b, &j->slab, off, len, n, KV_CANARY, &stray, &first, &err) != 0 ||
+        (refill && (stray || p->n) &&
+         j->b->fill(j->b, &j->slab, 0, j->slab.bytes, &canary, 1, &err) != 0) ||
+        j->b->sync(j->b, &err) != 0)
+        kv_judge_fail_err(j, err, "the tensors' arena after the runner");
+    return stray;
+}
+
+size_t kv_judge_arena_drop_slab(judge *j)
+{
     double t0 = kv_now_s();
+    size_t stray = j->slab.bytes && j->slab_shared ? slab_scrub(j, j->serving) : 0;
+    j->slab_shared = 0;
     if (j->serving && j->slab.bytes) { /* kept: every part free, mapped into the next runner */
-        j->slab_shared = 0;
         kv_parts_reset(&j->parts);
-        return;
+        kv_judge_check_lap(j, ALLOC_RELEASE, &t0);
+        return stray;
     }
     if (j->slab.bytes) j->b->arena_free(j->b, &j->slab);
     memset(&j->slab, 0, sizeof j->slab);
     j->slab.fd = -1;
     memset(&j->parts, 0, sizeof j->parts);
     kv_judge_check_lap(j, ALLOC_RELEASE, &t0);
+    return 0;
 }
 
 /* 1 when the N bytes at OFF of A are all canaries. BUF: scratch. */

@@ -205,29 +205,19 @@ static int read_job(client *c)
 
 /* ---- what the judge keeps ---- */
 
-/* Drops everything kept (jobs of another key follow). */
-static void drop_kept(void)
+/* Drops the device's state: its context, the held-out draws, the slab (jobs
+ * of another key follow). */
+static void drop_device(void)
 {
     judge *j = &g.j;
     const kv_task *t = j->task;
     if (j->b) {
-        for (int k = 0; j->kept && k < t->num_scenarios + t->num_held_out; k++) {
-            for (kept_trial *e = j->kept[k]; e && e->have; e++) {
-                if (e->ref.bytes) j->b->arena_free(j->b, &e->ref);
-                for (int i = 0; i < t->num_tensors; i++) {
-                    free(e->val[i]);
-                    free(e->scale[i]);
-                }
-            }
-            free(j->kept ? j->kept[k] : NULL);
-        }
         for (int k = 0; j->held && k < t->num_held_out; k++)
             kv_judge_held_free(j, &j->held[k]);
         if (j->slab.bytes) j->b->arena_free(j->b, &j->slab);
         kv_jdev_free(j->b);
     }
     if (j->ref_so) dlclose(j->ref_so);
-    free(j->kept);
     free(j->held);
     free(j->live);
     long served = j->served; /* the judge's count goes on */
@@ -304,7 +294,7 @@ static void serve(client *c)
         pthread_mutex_lock(&g.mu); /* no runner starts while the device is shut */
         g.backend = NULL;
         pthread_mutex_unlock(&g.mu);
-        drop_kept();
+        drop_device();
     }
     json_t *hello = json_pack("{s:s,s:I}", "type", "started", "pid", (json_int_t)getpid());
     char *line = json_dumps(hello, JSON_COMPACT);

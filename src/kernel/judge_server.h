@@ -3,12 +3,15 @@
  * keeps what every child would otherwise pay for again: the device's
  * context and the judge's kernels, the task's reference, the slab of
  * arenas, the clock's calibration and the device's bandwidth (both taken
- * before any candidate's code was loaded), the held-out shapes' inputs,
- * and the references of the correctness trials (the later children get
- * the same correctness inputs drawn again; their timed blocks get fresh
- * ones). Nothing it keeps is ever mapped into a runner but the slab, whose
- * parts are canaries again before each is handed out.
- *
+ * before any candidate's code was loaded). It keeps no input and no
+ * reference: every child's correctness inputs, held-out shapes and timed
+ * blocks are drawn for it alone, so none can be answered in advance by an
+ * earlier child. Nothing it keeps is ever mapped into a runner but the
+ * slab: a part is canaries again when it is given back, and after each
+ * runner the judge counts the bytes outside the parts in use that are not
+ * canaries (a write beyond what it was given fails that child) and makes
+ * every byte a canary again. The runner's sandbox (sandbox.h) leaves the
+ * candidate nothing else that outlives its process. *
  * The evaluator starts it (`kevolve __judge_server`, one per device in
  * rotation) and hands it, over its control channel, one end of a socket
  * pair per job; the job's worker holds the other (the job's judge_fd). The

@@ -19,7 +19,10 @@
  * is unchanged, the last output stays put once a moment has passed (at
  * once where the copies showed an idle device: reply_probe.h), nothing of
  * the candidate runs on, the canaries hold, and the drawn call's copy
- * matches the reference in full. */
+ * matches the reference in full. Timed blocks draw N(0, 1) inputs; among
+ * them, at places drawn per scenario, one block on each other distribution
+ * of the correctness trials is run the same way and checked in full, its
+ * time not counted: what is timed is checked on every distribution. */
 #include "kernel/judge_internal.h"
 #include "kernel/device_check.h"
 #include "kernel/dtype.h"
@@ -232,7 +235,14 @@ typedef struct timing {
     kv_arena keep;  /* the last call's outputs for the late-change look (judge only) */
     int graph;      /* timed blocks replay the runner's graph of the block's calls */
     double write_s; /* cuda: this block's input writes and flush on the device's clock; -1 */
+    kv_dist dist;   /* this block's inputs: N(0, 1) when timed, any when only checked */
 } timing;
+
+/* How a device draws the inputs of TM's block: N(0, 1) by its quick generator. */
+static int device_dist(const timing *tm)
+{
+    return tm->dist == KV_DIST_NORMAL ? TIMED_DIST : (int)tm->dist;
+}
 
 /* 1 when the late-change look runs where the outputs are: the backend
  * copies and compares there, so no output crosses to the host (a
@@ -283,7 +293,7 @@ static void start_inout(judge *j, timing *tm, size_t n, int from_seeds)
             kv_judge_fail(j, "harness_error", "an in-out tensor laid out unlike its copy");
         int rc = 0;
         if (from_seeds)
-            rc = j->b->gen(j->b, &tm->a, tm->l.off[i], t->tensors[i].dtype, TIMED_DIST, r / es,
+            rc = j->b->gen(j->b, &tm->a, tm->l.off[i], t->tensors[i].dtype, device_dist(tm), r / es,
                            tm->seeds[w], ~0ull, &err);
         else if (j->b->copy)
             rc = j->b->copy(j->b, &tm->a, tm->l.off[w], &tm->a, tm->l.off[i], r, &err);
@@ -319,7 +329,7 @@ static void prepare_block(judge *j, timing *tm, size_t n)
                 if (index)
                     kv_fill_index(&j->rng, count, (int64_t)bound, dst, NULL);
                 else
-                    kv_fill_random(ts->dtype, KV_DIST_NORMAL, &j->rng, count, dst, NULL);
+                    kv_fill_random(ts->dtype, tm->dist, &j->rng, count, dst, NULL);
             }
             at += region(tm, i, n);
         }
@@ -355,7 +365,7 @@ static void write_inputs_on_device(judge *j, timing *tm, size_t n)
         if (ts->role != KV_IN) continue;
         size_t es = kv_dtype_size(ts->dtype);
         uint64_t forced = ~0ull;
-        int dist = kv_judge_dist(j, i, tm->sh->syms, TIMED_DIST, &forced);
+        int dist = kv_judge_dist(j, i, tm->sh->syms, device_dist(tm), &forced);
         if (j->b->gen(j->b, &tm->a, tm->l.off[i], ts->dtype, dist, region(tm, i, n) / es,
                       tm->seeds[i], forced, &err) != 0)
             kv_judge_fail_err(j, err, "writing a timed block's inputs");
@@ -620,7 +630,7 @@ static void check_inputs(judge *j, timing *tm, size_t n)
             size_t es = kv_dtype_size(ts->dtype);
             /* The whole region as written, the padding between sets too. */
             uint64_t forced = ~0ull;
-            int dist = kv_judge_dist(j, i, tm->sh->syms, TIMED_DIST, &forced);
+            int dist = kv_judge_dist(j, i, tm->sh->syms, device_dist(tm), &forced);
             if (j->b->count_changed(j->b, &tm->a, tm->l.off[i], ts->dtype, dist,
                                     region(tm, i, n) / es, tm->seeds[i], forced, &changed,
                                     &err) != 0)
@@ -1023,12 +1033,37 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
     timed_block(j, &tm, n, &last_reply, 0, NULL, NULL);
     double p = (double)j->s.checks_per_scenario / (double)j->s.min_blocks;
     int checked = 0;
+    /* Among the timed blocks, at places drawn now, one block on each other
+     * distribution the correctness trials use (outliers, small integers):
+     * the same calls or graph replay, its inputs written the same way, one
+     * call checked in full, its time not counted (the median stays on
+     * N(0, 1) inputs). Timed work is then checked work on every
+     * distribution: a recording or a timed path that differs from the
+     * checked launches where N(0, 1) inputs cannot show it fails here. */
+    int n_other = j->trusted ? 0 : KV_DIST_COUNT - 1, other_done = 0;
+    size_t other_at[KV_DIST_COUNT], ran = 0;
+    for (int k = 0; k < n_other; k++)
+        other_at[k] = (size_t)kv_rng_below(&j->rng, (uint64_t)j->s.min_blocks + 1);
     double start = kv_now_s();
     for (;;) {
         double el = kv_now_s() - start;
         int done = ((int)ns >= j->s.min_blocks && el >= j->s.min_time_s) ||
                    (el >= j->s.max_time_s && ns >= 3) || ns == 4096;
-        if (done) break;
+        if (done && other_done == n_other) break;
+        tm.dist = KV_DIST_NORMAL;
+        for (int k = 0; k < n_other; k++)
+            if (other_at[k] != (size_t)-1 && (other_at[k] <= ran || done)) {
+                tm.dist = (kv_dist)(k + 1);
+                other_at[k] = (size_t)-1; /* not again */
+                break;
+            }
+        ran++;
+        if (tm.dist != KV_DIST_NORMAL) {
+            kv_worker_phase("checking %s: a block of %zu calls on other inputs", sh->name, n);
+            timed_block(j, &tm, n, &last_reply, 1, NULL, NULL);
+            other_done++;
+            continue;
+        }
         kv_worker_phase("timing %s: block %zu of %zu calls", sh->name, ns + 1, n);
         int full = kv_rng_uniform(&j->rng) < p;
         samples[ns] = timed_block(j, &tm, n, &last_reply, full, &windows[ns], &writes[ns]) * 1e6;
@@ -1036,6 +1071,7 @@ void kv_judge_time_shape(judge *j, const kv_shape *sh, json_t *summary)
         checked += full;
         reps += n;
     }
+    tm.dist = KV_DIST_NORMAL;
     if (!checked && !j->trusted) {
         double tf = kv_now_s();
         check_in_full(j, &tm, (size_t)kv_rng_below(&j->rng, n), 0);

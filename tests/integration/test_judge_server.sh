@@ -1,45 +1,20 @@
 #!/bin/bash
 # The device's long-lived judge (src/kernel/judge_server.h), on the cpu
 # backend: one judge serves children one after another; a hostile child is
-# refused and the judge goes on to judge the next honest one right; the
-# references of the correctness trials are kept for the later children,
-# never a held-out shape's; an answer carried from one child to the next
-# (System V shared memory outlives a runner) passes no check that is not a
-# kept one; KEVOLVE_JUDGE_SERVER=0 gives each child a judge of its own.
+# refused and the judge goes on to judge the next honest one right; nothing
+# passes from one child to the next: every child's correctness inputs are
+# its own (none can be answered in advance by an earlier child), no object
+# that outlives a runner can be made (key store, System V and POSIX IPC,
+# /dev/shm, files' metadata), so an answer left by a teacher reaches no
+# later child; the timed work is checked on every input distribution, so a
+# timed path that differs from the checked one fails;
+# KEVOLVE_JUDGE_SERVER=0 gives each child a judge of its own.
 . "$(dirname "$0")/lib.sh"
 
 B=$KV_SOURCE_DIR/tasks/softmax/cpu/baseline.c
 R=$KV_SOURCE_DIR/tests/data/kernels/redteam/cpu
 EVAL=("$KV" eval --task softmax --backend cpu --quick)
 
-# Honest, hostile, honest, hostile, hostile, honest: one judge for all.
-expect_exit 0 "${EVAL[@]}" "$B" "$R/forge_verdict.c" "$B" "$R/late_thread.c" "$R/reach_parent.c" "$B"
-python3 - "$WORK/out.txt" <<'PY' || fail "one judge did not judge them all right: $(cat "$WORK/out.txt")"
-import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
-assert len(lines) == 6, len(lines)
-want = ["ok", "wrong_result", "ok", "async_work_outside_harness_stream", "wrong_result", "ok"]
-for d, w in zip(lines, want):
-    got = "ok" if d["status"] == "ok" else d["reason_code"]
-    assert got == w, (d["candidate"], got, w, d.get("reason"))
-honest = [d["artifacts"] for d in lines if d["status"] == "ok"]
-assert all(a["verdict"] == "correct" for a in honest)
-pids = {a["judge"]["pid"] for a in honest}
-assert len(pids) == 1, pids
-# The judge counted the refused children too: it went on after each.
-assert [a["judge"]["child"] for a in honest] == [1, 3, 6], [a["judge"] for a in honest]
-# The first child's references were computed, the later ones' kept; a
-# held-out shape's never.
-first, later = honest[0], honest[2]
-assert all(s["kept_references"] == 0 for s in first["scenarios"]), first["scenarios"]
-assert all(s["kept_references"] == s["trials"] for s in later["scenarios"]), later["scenarios"]
-assert all(s["kept_references"] == 0 for s in later["held_out"]), later["held_out"]
-PY
-
-# Answers carried between children: the teacher leaves each answer in
-# shared memory, the cheat computes nothing and replays them. It passes
-# the scenarios (their inputs are the teacher's again) and must fail on
-# the held-out shapes, drawn afresh for it.
 shm_keys() {
     python3 -c '
 import os
@@ -49,16 +24,41 @@ for l in open("/proc/sysvipc/shm").readlines()[1:]:
         print(f[1])' 2>/dev/null | sort
 }
 before=$(shm_keys)
-expect_exit 0 "${EVAL[@]}" --stage 1 "$R/replay_across_children_teacher.c" "$R/replay_across_children.c"
+# Honest and hostile interleaved, one judge for all: a forged verdict, late
+# work, the judge within reach, a probe of every object that would outlive
+# a runner, a timed path unlike the checked one, and the answers a teacher
+# leaves in System V shared memory for the child after it.
+expect_exit 0 "${EVAL[@]}" "$B" "$R/forge_verdict.c" "$B" "$R/late_thread.c" "$R/reach_parent.c" \
+    "$B" "$R/carry_probe.c" "$R/timed_path_clamps.c" "$B" \
+    "$R/replay_across_children_teacher.c" "$R/replay_across_children.c"
 made=$(comm -13 <(echo "$before") <(shm_keys))
 for id in $made; do ipcrm -m "$id" 2>/dev/null || true; done
-[ -n "$made" ] || fail "the teacher left no answer in shared memory: the class is not exercised here"
-python3 - "$WORK/out.txt" <<'PY' || fail "an answer carried from the teacher passed: $(cat "$WORK/out.txt")"
+[ -z "$made" ] || fail "a candidate left System V shared memory behind: $made"
+python3 - "$WORK/out.txt" <<'PY' || fail "one judge did not judge them all right: $(cat "$WORK/out.txt")"
 import json, sys
-teacher, cheat = [json.loads(l) for l in open(sys.argv[1])]
-assert teacher["status"] == "ok", teacher.get("reason")
-assert cheat["status"] != "ok", "the cheat was judged correct"
-assert cheat["reason_code"] == "wrong_on_held_out_shape", cheat.get("reason")
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) == 11, len(lines)
+want = ["ok", "wrong_result", "ok", "async_work_outside_harness_stream", "wrong_result", "ok",
+        "ok", "timed_output_wrong", "ok", "ok", "wrong_result"]
+for d, w in zip(lines, want):
+    got = "ok" if d["status"] == "ok" else d["reason_code"]
+    assert got == w, (d["candidate"], got, w, d.get("reason"), d["artifacts"].get("runner_output"))
+honest = [d["artifacts"] for d in lines if d["status"] == "ok"]
+assert all(a["verdict"] == "correct" for a in honest)
+pids = {a["judge"]["pid"] for a in honest}
+assert len(pids) == 1, pids
+# The judge counted the refused children too: it went on after each.
+assert [a["judge"]["child"] for a in honest] == [1, 3, 6, 7, 9, 10], [a["judge"] for a in honest]
+# Every runner had the system-call filter.
+assert all("seccomp" in a["isolation"] for a in honest), [a["isolation"] for a in honest]
+# Every child's correctness inputs were drawn for it alone.
+seen = {}
+for a in honest:
+    for s in a["scenarios"]:
+        fp = s["inputs_fingerprint"]
+        assert fp not in seen, (s["name"], "the inputs of child", a["judge"]["child"],
+                                "were child", seen[fp], "'s")
+        seen[fp] = a["judge"]["child"]
 PY
 
 # A judge of its own for each child, as before, when asked.

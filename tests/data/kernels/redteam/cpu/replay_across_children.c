@@ -1,15 +1,16 @@
-/* Red team, class ANSWERS CARRIED FROM ONE CHILD TO THE NEXT (issue 21),
- * cpu, task softmax.
+/* Red team, class ANSWERS CARRIED FROM ONE CHILD TO THE NEXT (issues 21
+ * and 42), cpu, task softmax.
  *
- * It computes nothing: it answers from the files its teacher
+ * It computes nothing: it answers from the segments its teacher
  * (replay_across_children_teacher.c, judged before it in the same run)
- * left in System V shared memory, keyed on a hash of the input and the shape, and
- * writes zeros where none is found. A long-lived judge keeps the
- * references of the correctness trials and draws every child's
- * correctness inputs as it drew the first's, so this passes them.
+ * left in System V shared memory, keyed on a hash of the input and the
+ * shape, and writes zeros where none is found. A long-lived judge that kept
+ * the references of the correctness trials drew every child's correctness
+ * inputs as it drew the first's, so this passed them.
  *
- * The judge must say: rejected. The held-out shapes and the timed blocks
- * get inputs of their own for each child: no answer waits for them. */
+ * The judge must say: rejected (wrong_result). The runner's system-call
+ * filter refuses System V IPC, so the teacher leaves nothing; and every
+ * child's inputs are its own, so nothing left could match them. */
 #include <kevolve/task.h>
 #include <sys/shm.h>
 #include <string.h>

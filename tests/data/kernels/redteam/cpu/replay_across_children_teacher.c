@@ -1,10 +1,11 @@
-/* Red team, class ANSWERS CARRIED FROM ONE CHILD TO THE NEXT (issue 21),
- * cpu, task softmax: the teacher of replay_across_children.c.
+/* Red team, class ANSWERS CARRIED FROM ONE CHILD TO THE NEXT (issues 21
+ * and 42), cpu, task softmax: the teacher of replay_across_children.c.
  *
- * An honest softmax (the task's baseline) that leaves each answer where a
- * later child of the run can find it: a System V shared memory segment
- * (which outlives its process) named by a hash of the input and the shape. A long-lived judge draws
- * a later child's correctness inputs as it drew this one's, so they are found there.
+ * An honest softmax (the task's baseline) that tries to leave each answer
+ * where a later child of the run could find it: a System V shared memory
+ * segment (which outlives its process) named by a hash of the input and
+ * the shape. The runner's system-call filter refuses the segment; the
+ * answer is computed all the same.
  *
  * The judge must say: correct (it is the baseline). */
 #include <kevolve/task.h>
