@@ -60,7 +60,7 @@ static void eval_usage(FILE *f)
             "\n"
             "exit codes: 0 judged (correct or not: the verdict is in the metrics), 1 the\n"
             "harness failed (no compiler, no device), 2 usage error (an unknown task or\n"
-            "backend, no such CANDIDATE file)\n");
+            "backend, no such CANDIDATE file, a CANDIDATE holding a NUL byte)\n");
 }
 
 /* The parent JOB screens against, from the file PATH: a parent document
@@ -135,6 +135,13 @@ static int check_names(const char *task, const char *backend, const char *candid
     if (!kv_is_file(candidate)) {
         fprintf(stderr, "kevolve eval: %s: %s\n", candidate,
                 kv_is_dir(candidate) ? "is a folder, not a candidate file" : "no such file");
+        return KV_EXIT_USAGE;
+    }
+    char *why = NULL, *text = kv_read_source(candidate, &why);
+    free(text);
+    if (!text) {
+        fprintf(stderr, "kevolve eval: %s\n", why);
+        free(why);
         return KV_EXIT_USAGE;
     }
     return KV_EXIT_OK;

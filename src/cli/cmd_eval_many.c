@@ -52,10 +52,14 @@ int kv_cli_eval_many(const kv_job *tmpl, char *const *cands, int n)
         kv_evaluator_set_backend(ev, tmpl->backend);
     int rc = KV_EXIT_OK;
     for (int i = 0; i < n; i++) {
-        char *src = kv_read_file(cands[i], NULL);
+        char *why = NULL, *src = kv_read_source(cands[i], &why);
         kv_eval_result r;
         if (!src || kv_evaluator_run_one(ev, src, suffix_of(cands[i]), &r) != 0) {
-            fprintf(stderr, "kevolve eval: cannot read or queue %s\n", cands[i]);
+            if (why)
+                fprintf(stderr, "kevolve eval: %s\n", why);
+            else
+                fprintf(stderr, "kevolve eval: cannot queue %s\n", cands[i]);
+            free(why);
             free(src);
             rc = KV_EXIT_FAILURE;
             continue;

@@ -86,9 +86,10 @@ static int dry_run(const kv_run_options *o)
             rc = KV_EXIT_USAGE;
             continue;
         }
-        char *source = kv_read_file(paths[i], NULL), *why = NULL;
+        char *why = NULL, *source = kv_read_source(paths[i], &why);
         if (!source) {
-            kv_error("cannot read the initial program %s: %s", paths[i], strerror(errno));
+            kv_error("initial program: %s", why);
+            free(why);
             rc = KV_EXIT_USAGE;
         } else if (kv_startup_check(&cfg, paths[i], source, &why) != 0) {
             kv_error("%s", why);

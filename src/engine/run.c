@@ -264,9 +264,11 @@ int kv_run_evolution(const kv_run_options *opts)
         goto done;
     }
     for (size_t i = 0; i < n_sources; i++) {
-        sources[i] = kv_read_file(paths[i], NULL);
+        char *read_err = NULL;
+        sources[i] = kv_read_source(paths[i], &read_err);
         if (!sources[i]) {
-            kv_error("cannot read the initial program %s: %s", paths[i], strerror(errno));
+            kv_error("initial program: %s", read_err);
+            free(read_err);
             goto done;
         }
         char *start_err = NULL;

@@ -294,6 +294,11 @@ int kv_compile(const kv_backend *backend, const char *source, const char *cache_
         for (int i = 0; owned[i]; i++)
             free(owned[i]);
     }
+    if (out->log) { /* the file keeps the bytes; JSON and terminals get UTF-8 */
+        char *shown = kv_utf8_escaped(out->log, strlen(out->log));
+        free(out->log);
+        out->log = shown;
+    }
     if (rc >= 0 && backend->toolchain == KV_TOOLCHAIN_NVCC)
         out->resources = kv_parse_ptxas(out->log);
     free(log_path);

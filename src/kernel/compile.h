@@ -19,7 +19,8 @@
 typedef struct kv_compiled {
     char *lib_path;      /* shared object exporting kv_launch */
     char *device_source; /* KV_CAP_DEVICE_CODE: the text the runner's driver builds; else NULL */
-    char *log;           /* compiler output ("" when silent) */
+    char *log;           /* compiler output ("" when silent), valid UTF-8: bytes that are
+                          * not are shown as \xNN (the cache's KEY.log keeps them) */
     char *key;           /* cache key, 16 hex digits */
     int cached;          /* 1 when the cache already held it */
     double seconds;      /* compile time (0 when cached) */

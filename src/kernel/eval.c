@@ -174,9 +174,7 @@ static json_t *accepted(int stage, json_t *res, json_t *artifacts)
 
 static char *read_source(const char *path, char **err)
 {
-    char *src = kv_read_file(path, NULL);
-    if (!src) *err = kv_asprintf("cannot read %s: %s", path, strerror(errno));
-    return src;
+    return kv_read_source(path, err);
 }
 
 /* KV_CAP_DEVICE_CODE: the device code of C, in a file beside its shared

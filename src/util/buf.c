@@ -170,3 +170,47 @@ size_t kv_edit_distance(const char *a, const char *b, size_t max)
     free(row);
     return d < max ? d : max;
 }
+
+/* The length of the well-formed UTF-8 sequence at P (N bytes left), or 0:
+ * RFC 3629's table (no overlongs, no surrogates, nothing past U+10FFFF). */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    unsigned char c = p[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range */
+    if (c >= 0x01 && c <= 0x7F) return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        lo = c == 0xE0 ? 0xA0 : 0x80;
+        hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        lo = c == 0xF0 ? 0x90 : 0x80;
+        hi = c == 0xF4 ? 0x8F : 0xBF;
+    } else {
+        return 0;
+    }
+    if (n < len || p[1] < lo || p[1] > hi) return 0;
+    for (size_t k = 2; k < len; k++)
+        if (p[k] < 0x80 || p[k] > 0xBF) return 0;
+    return len;
+}
+
+char *kv_utf8_escaped(const char *s, size_t n)
+{
+    kv_buf b = KV_BUF_INIT;
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_len(p + i, n - i);
+        if (len) {
+            kv_buf_append(&b, p + i, len);
+            i += len;
+        } else {
+            kv_buf_printf(&b, "\\x%02X", p[i]);
+            i++;
+        }
+    }
+    return kv_buf_steal(&b);
+}

@@ -40,6 +40,14 @@ void *kv_calloc(size_t n, size_t size);
 void *kv_realloc(void *p, size_t n);
 
 /* 1 when S starts (ends) with the given text. */
+/* S (N bytes) as valid UTF-8 for JSON and terminals (malloc'd): every
+ * well-formed sequence kept as it is, every other byte written as the four
+ * characters \xNN (a Latin-1 byte, a stray continuation byte, an overlong
+ * or surrogate sequence, a NUL). JSON libraries refuse invalid UTF-8
+ * (jansson's json_string returns NULL): a compiler's message quoting a
+ * Latin-1 source would be lost, not shown. */
+char *kv_utf8_escaped(const char *s, size_t n);
+
 int kv_starts_with(const char *s, const char *prefix);
 int kv_ends_with(const char *s, const char *suffix);
 /* Levenshtein distance between two strings, capped at MAX (returns MAX when larger). */

@@ -195,3 +195,25 @@ char *kv_cache_dir_default(void)
     if (!home || !*home) home = "/tmp";
     return kv_asprintf("%s/.cache/kevolve/kernels", home);
 }
+
+char *kv_read_source(const char *path, char **err)
+{
+    size_t n = 0;
+    char *text = kv_read_file(path, &n);
+    if (!text) {
+        *err = kv_asprintf("cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    const char *nul = memchr(text, 0, n);
+    if (nul) {
+        size_t at = (size_t)(nul - text), line = 1;
+        for (size_t i = 0; i < at; i++)
+            line += text[i] == '\n';
+        *err = kv_asprintf("%s holds a NUL byte (byte %zu, line %zu): a program is text; is it "
+                           "a binary file?",
+                           path, at, line);
+        free(text);
+        return NULL;
+    }
+    return text;
+}

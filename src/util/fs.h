@@ -10,6 +10,11 @@ char *kv_read_file(const char *path, size_t *len);
 /* Writes DATA to PATH through a temporary file and rename, so readers never
  * see half a file. Returns 0 or -1 (errno set). */
 int kv_write_file(const char *path, const void *data, size_t len);
+/* Reads the program at PATH (a new NUL-terminated string), or returns NULL
+ * with *ERR (malloc'd) saying why: it cannot be read, or it holds a NUL
+ * byte, whose place it names. A C string would end at the NUL and the
+ * program be judged on its first part alone. */
+char *kv_read_source(const char *path, char **err);
 /* The errno of the last kv_write_file of this thread that failed because
  * of the file system (ENOSPC, EDQUOT, EIO, EROFS, EFBIG; its path in *PATH,
  * which may be NULL), or 0: so that a run that stops after such a failure
