@@ -15,7 +15,9 @@
  * in ':' ',' or '\\' (a label, a Python block, a list or a continued line),
  * is a preprocessor directive or a tune axis (tune's to change), synchronises
  * threads or orders memory (a barrier, fence, wait: a race), or sits in
- * a block comment is left alone, and so are the head of a brace-less if,
+ * a block comment or a multi-line string (Python's triple quotes, C++'s raw
+ * strings, a string continued by a backslash: one unit, blank lines in it
+ * too) is left alone, and so are the head of a brace-less if,
  * else, for, while or do and its lone body; in a language of semicolons (C,
  * CUDA, OpenCL) so is a line that does not end a statement, follows a
  * loop's or an if's head, or declares a name. Two lines meet only at the same depth
@@ -50,6 +52,7 @@ typedef struct gi_line {
     int depth;    /* braces open before it */
     int indent;   /* leading blanks */
     int editable; /* a whole statement: see the file comment */
+    int in_unit;  /* starts or ends inside a block comment or a multi-line string */
 } gi_line;
 
 typedef struct gi_ctx {
@@ -63,28 +66,94 @@ typedef struct gi_ctx {
     size_t nclamp;
 } gi_ctx;
 
-/* Scans line I of L for brackets outside strings and comments; *IN_COMMENT
- * carries a block comment across lines. Sets the bracket balance in *NET
- * (0 for each of (), [], {}; NET[2] is the braces' change of depth), and
- * *LAST to its last significant character (0 when none). */
-static void scan_line(const kv_lines *l, size_t i, int *in_comment, int net[3], char *last)
+/* What a line leaves open for the next: a block comment, or a string that
+ * goes on (Python's triple quotes, C++'s raw strings, a string continued
+ * by a backslash at the end of the line). */
+typedef struct scan_state {
+    int in_comment;
+    char triple;  /* '"' or '\'': inside a triple-quoted string */
+    char cont;    /* the quote of a string whose line ended in a backslash */
+    char raw[20]; /* inside a raw string: what closes it, ")DELIM\"" ("" when not) */
+} scan_state;
+
+/* 1 when S leaves a string open. */
+static int in_string(const scan_state *s)
+{
+    return s->triple || s->cont || s->raw[0];
+}
+
+/* At P[K] (N bytes), a C++ raw string's opening quote (R"DELIM( with an
+ * optional u8, u, U or L before the R): sets S->raw to what closes it and
+ * returns the index past the '(', else returns 0. */
+static size_t raw_open(const char *p, size_t n, size_t k, scan_state *s)
+{
+    if (k == 0 || p[k - 1] != 'R') return 0;
+    size_t r = k - 1; /* the R; before it a prefix, and before that no name */
+    if (r >= 2 && p[r - 2] == 'u' && p[r - 1] == '8')
+        r -= 2;
+    else if (r >= 1 && (p[r - 1] == 'u' || p[r - 1] == 'U' || p[r - 1] == 'L'))
+        r -= 1;
+    if (r > 0 && (isalnum((unsigned char)p[r - 1]) || p[r - 1] == '_')) return 0;
+    size_t d = k + 1;
+    while (d < n && d - k - 1 < 16 && p[d] != '(' && p[d] != ')' && p[d] != '\\' && p[d] != '"' &&
+           !isspace((unsigned char)p[d]))
+        d++;
+    if (d >= n || p[d] != '(') return 0;
+    snprintf(s->raw, sizeof s->raw, ")%.*s\"", (int)(d - k - 1), p + k + 1);
+    return d + 1;
+}
+
+/* Where the open multi-line string of S ends in the N bytes at P from K:
+ * the index past its end (S cleared), or N when it goes on. */
+static size_t close_string(const char *p, size_t n, size_t k, scan_state *s)
+{
+    if (s->raw[0]) {
+        size_t m = strlen(s->raw);
+        for (; k + m <= n; k++)
+            if (memcmp(p + k, s->raw, m) == 0) {
+                s->raw[0] = 0;
+                return k + m;
+            }
+        return n;
+    }
+    for (; k < n; k++) {
+        if (p[k] == '\\') {
+            k++;
+        } else if (k + 2 < n && p[k] == s->triple && p[k + 1] == s->triple &&
+                   p[k + 2] == s->triple) {
+            s->triple = 0;
+            return k + 3;
+        }
+    }
+    return n;
+}
+
+/* Scans line I of L for brackets outside strings and comments; S carries
+ * a block comment or a multi-line string across lines. Sets the bracket
+ * balance in *NET (0 for each of (), [], {}; NET[2] is the braces' change
+ * of depth), and *LAST to its last significant character (0 when none). */
+static void scan_line(const kv_lines *l, size_t i, scan_state *s, int net[3], char *last)
 {
     const char *p = l->src + l->line[i].off;
-    size_t n = l->line[i].len;
+    size_t n = l->line[i].len, k = 0;
     net[0] = net[1] = net[2] = 0;
     *last = 0;
-    char quote = 0;
-    for (size_t k = 0; k < n; k++) {
+    char quote = s->cont;
+    s->cont = 0;
+    if (in_string(s)) k = close_string(p, n, 0, s);
+    for (; k < n; k++) {
         char c = p[k];
-        if (*in_comment) {
+        if (s->in_comment) {
             if (c == '*' && k + 1 < n && p[k + 1] == '/') {
-                *in_comment = 0;
+                s->in_comment = 0;
                 k++;
             }
             continue;
         }
         if (quote) {
-            if (c == '\\')
+            if (c == '\\' && k + 1 == n)
+                s->cont = quote; /* the string goes on at the next line */
+            else if (c == '\\')
                 k++;
             else if (c == quote)
                 quote = 0;
@@ -93,8 +162,20 @@ static void scan_line(const kv_lines *l, size_t i, int *in_comment, int net[3], 
         }
         if (c == '/' && k + 1 < n && p[k + 1] == '/') break;
         if (c == '/' && k + 1 < n && p[k + 1] == '*') {
-            *in_comment = 1;
+            s->in_comment = 1;
             k++;
+            continue;
+        }
+        size_t past;
+        if (c == '"' && (past = raw_open(p, n, k, s)) != 0) {
+            k = close_string(p, n, past, s) - 1;
+            *last = c;
+            continue;
+        }
+        if ((c == '"' || c == '\'') && k + 2 < n && p[k + 1] == c && p[k + 2] == c) {
+            s->triple = c;
+            k = close_string(p, n, k + 3, s) - 1;
+            *last = c;
             continue;
         }
         if (c == '"' || c == '\'') quote = c;
@@ -251,20 +332,24 @@ static void ctx_init(gi_ctx *c, const kv_lines *l)
      * there a movable line ends a statement (';' or '}') and follows one,
      * so neither the head of a brace-less loop nor its body moves alone. */
     char *last = kv_calloc(l->n + 1, 1);
-    int depth = 0, in_comment = 0, semis = 0, ends = 0, colons = 0;
+    int depth = 0, semis = 0, ends = 0, colons = 0;
+    scan_state st = {0};
     for (size_t i = 0; i < l->n; i++) {
         const char *p = l->src + l->line[i].off;
         size_t len = l->line[i].len, ind = 0;
         skip_blanks(p, len, &ind);
-        int started_in_comment = in_comment, net[3];
-        scan_line(l, i, &in_comment, net, &last[i]);
+        /* A line that starts or ends inside a comment or a string is part
+         * of a unit gi does not cut: a multi-line string moves whole or not
+         * at all (a lone '"""' copied opens a string that never ends). */
+        int started_in = st.in_comment || in_string(&st), net[3];
+        scan_line(l, i, &st, net, &last[i]);
         gi_line *g = &c->info[i];
         g->depth = depth;
         g->indent = (int)ind;
-        g->editable = !l->line[i].marker && !started_in_comment && !in_comment && last[i] &&
-                      p[ind] != '#' && !holds(p, len, "kevolve:") && !synchronises(p, len) &&
-                      !net[0] && !net[1] && !net[2] && last[i] != ':' && last[i] != ',' &&
-                      last[i] != '\\';
+        g->in_unit = started_in || st.in_comment || in_string(&st);
+        g->editable = !l->line[i].marker && !g->in_unit && last[i] && p[ind] != '#' &&
+                      !holds(p, len, "kevolve:") && !synchronises(p, len) && !net[0] && !net[1] &&
+                      !net[2] && last[i] != ':' && last[i] != ',' && last[i] != '\\';
         semis += last[i] == ';';
         colons += last[i] == ':';
         ends += last[i] && last[i] != '{' && last[i] != '}' && p[ind] != '#';
@@ -325,7 +410,7 @@ static int same_scope(const gi_ctx *c, size_t a, size_t b)
  * scope; a blank A takes any line at its depth (its scope is unknown). */
 static int may_replace(const gi_ctx *c, size_t a, size_t b)
 {
-    if (kv_lines_blank(c->l, a)) return c->info[a].depth == c->info[b].depth;
+    if (kv_lines_blank(c->l, a)) return !c->info[a].in_unit && c->info[a].depth == c->info[b].depth;
     return c->info[a].editable && same_scope(c, a, b);
 }
 

@@ -663,6 +663,85 @@ static void gi_deletes_clamps_three_times_in_four(void **state)
                      deletes);
 }
 
+/* How many times NEEDLE occurs in HAY. */
+static int occurrences(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + strlen(needle), needle))
+        n++;
+    return n;
+}
+
+/* gi runs SEEDS edits of SRC; every child must hold each of UNITS (a
+ * multi-line string, NULL-terminated list) whole, exactly as often as SRC
+ * does, and MARK (a line no edit may copy or drop) as often as SRC.
+ * Returns the count of children. */
+static int gi_children_keep(const char *src, const char *const *units, const char *mark, int seeds)
+{
+    int made = 0;
+    for (uint64_t seed = 0; seed < (uint64_t)seeds; seed++) {
+        kv_rng rng;
+        kv_rng_seed(&rng, seed);
+        kv_mutation m;
+        char *err = NULL;
+        if (kv_mutate_gi(src, &rng, &m, &err) != 0) continue;
+        made++;
+        for (size_t u = 0; units[u]; u++)
+            if (occurrences(m.source, units[u]) != occurrences(src, units[u]))
+                fail_msg("seed %d (%s) broke a multi-line string:\n%s", (int)seed, m.summary,
+                         m.source);
+        if (occurrences(m.source, mark) != occurrences(src, mark))
+            fail_msg("seed %d (%s) copied or dropped a line of quotes:\n%s", (int)seed, m.summary,
+                     m.source);
+        kv_mutation_free(&m);
+    }
+    return made;
+}
+
+/* gi treats a multi-line string as one unit (issue 45.5): Python's triple
+ * quotes, C++'s raw strings and strings continued by a backslash. On the
+ * OpenEvolve function-minimisation example gi once copied a lone line of
+ * triple quotes ("unterminated string literal") and edited a docstring's
+ * lines as if they were code. */
+static void gi_keeps_multiline_strings_whole(void **state)
+{
+    (void)state;
+    char *path = source_path("tests/data/openevolve/function_minimization/initial_program.py");
+    char *py = kv_read_file(path, NULL);
+    assert_non_null(py);
+    const char *doc = strstr(py, "    \"\"\"\n    A simple random search");
+    assert_non_null(doc);
+    const char *doc_end = strstr(doc + 8, "\"\"\"\n");
+    assert_non_null(doc_end);
+    char *docstring = kv_strndup(doc, (size_t)(doc_end + 4 - doc));
+    const char *const py_units[] = {docstring, NULL};
+    int made = gi_children_keep(py, py_units, "\n    \"\"\"\n", 400); /* a lone line of quotes */
+    assert_true(made > 300); /* gi still edits the code around it */
+    free(docstring);
+    free(py);
+    free(path);
+
+    static const char c_src[] = "// EVOLVE-BLOCK-START\n"
+                                "static const char *usage = \"first;\\\n"
+                                "second;\\\n"
+                                "third;\";\n"
+                                "static const char *raw = R\"x(alpha;\n"
+                                "beta;\n"
+                                "gamma;)x\";\n"
+                                "int f(int x)\n"
+                                "{\n"
+                                "    x = x + 1;\n"
+                                "    x = x * 2;\n"
+                                "    x = x - 3;\n"
+                                "    return x;\n"
+                                "}\n"
+                                "// EVOLVE-BLOCK-END\n";
+    const char *const c_units[] = {"\"first;\\\nsecond;\\\nthird;\";\n",
+                                   "R\"x(alpha;\nbeta;\ngamma;)x\";\n", NULL};
+    made = gi_children_keep(c_src, c_units, "static const char", 400);
+    assert_true(made > 300);
+}
+
 static void gi_swap_summary_names_both_lines(void **state)
 {
     (void)state;
@@ -1057,6 +1136,7 @@ int main(void)
         cmocka_unit_test(tune_malformed_annotation_names_its_line),
         cmocka_unit_test(gi_edits_only_mutable_lines),
         cmocka_unit_test(gi_swap_summary_names_both_lines),
+        cmocka_unit_test(gi_keeps_multiline_strings_whole),
         cmocka_unit_test(gi_deletes_clamps_three_times_in_four),
         cmocka_unit_test(gi_moves_whole_statements_within_their_scope),
         cmocka_unit_test(gi_keeps_the_lone_body_of_a_braceless_if_with_its_head),
