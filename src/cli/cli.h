@@ -68,9 +68,10 @@ typedef struct cli_front {
     size_t n, cap;
     kv_objective *o; /* the objectives */
     size_t no;
-    double *vals; /* n x no values; NAN where a program has none */
+    double *vals; /* n x no values; NAN where a program has none or was screened out */
     size_t *idx;  /* the front: indices into p, ascending */
     size_t m;
+    size_t screened; /* programs the screen stopped: in p, never on the front */
 } cli_front;
 /* Loads ST's programs that evaluated OK (their sources when WITH_SOURCE)
  * and their front over the comma-separated objectives LIST into F (free

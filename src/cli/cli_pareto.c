@@ -39,10 +39,14 @@ int cli_front_load(kv_store *st, const char *list, int with_source, cli_front *f
     if (kv_store_each_program(st, KV_STATUS_OK, with_source, keep, f) != 0)
         return cli_store_failed(st);
     f->vals = kv_malloc((f->n ? f->n : 1) * f->no * sizeof *f->vals);
-    for (size_t i = 0; i < f->n; i++)
+    for (size_t i = 0; i < f->n; i++) {
+        int whole = kv_objectives_whole(f->p[i]->metrics);
+        f->screened += !whole;
         for (size_t j = 0; j < f->no; j++)
-            if (kv_objective_value(&f->o[j], f->p[i]->metrics, &f->vals[i * f->no + j]) != 0)
-                f->vals[i * f->no + j] = NAN;
+            if (!whole ||
+                kv_objective_value(&f->o[j], f->p[i]->metrics, &f->vals[i * f->no + j]) != 0)
+                f->vals[i * f->no + j] = NAN; /* a screened child's values are partial */
+    }
     f->idx = kv_malloc((f->n ? f->n : 1) * sizeof *f->idx);
     f->m = kv_pareto_front(f->o, f->no, f->vals, f->n, f->idx);
     return KV_EXIT_OK;

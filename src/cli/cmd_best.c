@@ -28,6 +28,9 @@ static const char best_usage[] =
     "      --pareto        list the run's Pareto front over its objectives (the\n"
     "                      config's `objectives`, or --objectives): the programs no\n"
     "                      other beats on every one, a line each (id, values, fitness)\n"
+    "                      --pareto and --objective consider only programs measured on\n"
+    "                      every scenario: a child the screen stopped early (metrics\n"
+    "                      screened_out) stays in the store, counted apart\n"
     "      --objectives A,B  the objectives of --pareto, whatever the run had\n"
     "      --json          print the program as one JSON object on standard output:\n"
     "                      id, fitness, iteration, generation, island, parent_id,\n"
@@ -69,7 +72,11 @@ static int print_front(const cli_front *f, int as_json)
         free(text);
     }
     json_decref(arr);
-    fprintf(stderr, "pareto: %zu of %zu programs on the front\n", f->m, f->n);
+    fprintf(stderr, "pareto: %zu of %zu programs on the front", f->m, f->n);
+    if (f->screened)
+        fprintf(stderr, " (%zu screened out after a few scenarios: not measured whole, not on it)",
+                f->screened);
+    fputc('\n', stderr);
     return f->m ? KV_EXIT_OK : KV_EXIT_FAILURE;
 }
 

@@ -75,6 +75,12 @@ static int ends_with(const char *s, const char *tail)
     return n > t && strcmp(s + n - t, tail) == 0;
 }
 
+int kv_objectives_whole(const json_t *metrics)
+{
+    const json_t *s = json_object_get(metrics, "screened_out");
+    return !(json_is_true(s) || (json_is_number(s) && json_number_value(s) != 0));
+}
+
 int kv_objective_value(const kv_objective *o, const json_t *metrics, double *v)
 {
     switch (o->kind) {

@@ -40,6 +40,13 @@ typedef struct kv_objective {
 int kv_objectives_parse(char *const *specs, size_t n, kv_objective **out, char **err);
 void kv_objectives_free(kv_objective *o, size_t n);
 
+/* 1 when a program with METRICS was measured on every scenario, 0 when
+ * the screen stopped it after a few (metrics.screened_out: its speedup is
+ * an estimate against its parent, its errors and energies those of the
+ * scenarios it ran). Only whole measurements enter a front or a best on
+ * an objective; the others stay in the store, marked. */
+int kv_objectives_whole(const json_t *metrics);
+
 /* O's value for a program with METRICS into *V: 0, or -1 when it has none. */
 int kv_objective_value(const kv_objective *o, const json_t *metrics, double *v);
 

@@ -38,11 +38,13 @@ static kv_entry **island_front(const kv_database *db, const kv_island *isl, size
 {
     size_t k = db->n_objectives;
     double *vals = kv_malloc((isl->n ? isl->n : 1) * k * sizeof *vals);
-    for (size_t i = 0; i < isl->n; i++)
+    for (size_t i = 0; i < isl->n; i++) {
+        const json_t *m = isl->progs[i]->prog->metrics;
         for (size_t o = 0; o < k; o++)
-            if (kv_objective_value(&db->objectives[o], isl->progs[i]->prog->metrics,
-                                   &vals[i * k + o]) != 0)
-                vals[i * k + o] = NAN;
+            if (!kv_objectives_whole(m) ||
+                kv_objective_value(&db->objectives[o], m, &vals[i * k + o]) != 0)
+                vals[i * k + o] = NAN; /* not on the front (objectives.h) */
+    }
     size_t *idx = kv_malloc((isl->n ? isl->n : 1) * sizeof *idx);
     *n = kv_pareto_front(db->objectives, k, vals, isl->n, idx);
     kv_entry **front = *n ? kv_malloc(*n * sizeof *front) : NULL;

@@ -405,11 +405,14 @@ typedef struct objective_rows {
     const kv_objective *o;
     size_t n;
     json_t *rows;
+    json_t *screened; /* the ids of programs the screen stopped */
 } objective_rows;
 
 static int objective_row(kv_program *p, void *ud)
 {
     objective_rows *r = ud;
+    if (!kv_objectives_whole(p->metrics))
+        json_array_append_new(r->screened, json_integer((json_int_t)p->id));
     json_t *row = json_pack("[I]", (json_int_t)p->id);
     for (size_t k = 0; k < r->n; k++) {
         double v;
@@ -422,9 +425,10 @@ static int objective_row(kv_program *p, void *ud)
 
 /* GET /api/objectives: the run's objectives (the config's `objectives`),
  * the names the dashboard can draw (those, then speedup, energy and error),
- * whether each is maximised, and every OK program's values
- * ([id, value, ...], null where it has none). The front of the two drawn is
- * the page's to find. */
+ * whether each is maximised, every OK program's values ([id, value, ...],
+ * null where it has none), and "screened": the ids of those the screen
+ * stopped after a few scenarios (drawn, marked, never on the front). The
+ * front of the two drawn is the page's to find. */
 static int route_objectives(kv_store *s, json_t **body)
 {
     char *list = kv_store_get_meta(s, "objectives");
@@ -454,7 +458,7 @@ static int route_objectives(kv_store *s, json_t **body)
         json_decref(run);
         return st;
     }
-    objective_rows r = {o, n, json_array()};
+    objective_rows r = {o, n, json_array(), json_array()};
     int rc = kv_store_each_program(s, KV_STATUS_OK, 0, objective_row, &r);
     json_t *jn = json_array(), *jmax = json_array();
     for (size_t k = 0; k < n; k++) {
@@ -469,10 +473,11 @@ static int route_objectives(kv_store *s, json_t **body)
         json_decref(jn);
         json_decref(jmax);
         json_decref(r.rows);
+        json_decref(r.screened);
         return store_fail(s, body);
     }
-    *body = json_pack("{s:o,s:o,s:o,s:o}", "objectives", run, "names", jn, "maximise", jmax,
-                      "programs", r.rows);
+    *body = json_pack("{s:o,s:o,s:o,s:o,s:o}", "objectives", run, "names", jn, "maximise", jmax,
+                      "programs", r.rows, "screened", r.screened);
     return 200;
 }
 

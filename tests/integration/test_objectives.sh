@@ -4,12 +4,34 @@
 # status` says how many programs are on the front; `kevolve best --pareto`
 # lists exactly the programs no other beats on both (checked against the
 # stored metrics), --objectives computes another front after the fact, and
-# `--objective error` writes the most accurate program. A config with one
+# `--objective error` writes the most accurate program. A child the screen
+# stopped after a few scenarios (metrics.screened_out; made here from a
+# stored program, with a speedup and an error that would beat every other)
+# is on no front and no best on an objective, stays in the store, and the
+# dashboard's data lists it as screened (issue 45.2). A config with one
 # objective, or an unknown one, is refused before anything runs.
 . "$(dirname "$0")/lib.sh"
 
 objectives_config "$WORK/config.yaml"
 expect_exit 0 "$KV" run --config "$WORK/config.yaml" --output "$WORK/run"
+
+# A partial measurement that would beat every whole one.
+screened=$(python3 - "$WORK/run/run.db" <<'PY'
+import json, sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+src, m = con.execute("select id, metrics from programs where status = 'ok' order by id desc limit 1").fetchone()
+m = json.loads(m)
+m.update({"screened_out": 1, "speedup": 1e6, "combined_score": 1e6})
+for k in list(m):
+    if k.endswith("_tol_ratio"):
+        m[k] = 0.0
+cols = [r[1] for r in con.execute("pragma table_info(programs)") if r[1] not in ("id", "metrics")]
+cur = con.execute(f"insert into programs({', '.join(cols)}, metrics) select {', '.join(cols)}, ? "
+                  "from programs where id = ?", (json.dumps(m), src))
+con.commit()
+print(cur.lastrowid)
+PY
+)
 
 expect_exit 0 "$KV" status "$WORK/run"
 grep -q "^pareto     [1-9][0-9]* programs on the front of speedup,error" "$WORK/out.txt" ||
@@ -23,6 +45,8 @@ con = sqlite3.connect(f"file:{sys.argv[2]}?mode=ro", uri=True)
 vals = {}
 for pid, m in con.execute("select id, metrics from programs where status = 'ok'"):
     m = json.loads(m)
+    if m.get("screened_out"):
+        continue  # measured on a few scenarios only
     err = max(v for k, v in m.items() if k.endswith("_tol_ratio"))
     vals[pid] = (m.get("speedup", m["combined_score"]), err)
 def beats(a, b):
@@ -30,6 +54,22 @@ def beats(a, b):
 front = {p for p in vals if not any(beats(vals[q], vals[p]) for q in vals if q != p)}
 assert listed == front, (listed, front)
 assert len(vals) >= 2
+PY
+grep -q "screened out after a few scenarios" "$WORK/err.txt" || fail "the screened child is not counted: $(cat "$WORK/err.txt")"
+expect_exit 0 "$KV" best "$WORK/run" --objective speedup
+grep -q "best on speedup: program" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
+grep -q "best on speedup: program $screened," "$WORK/err.txt" && fail "the screened child is the best on speedup"
+[ "$(sql "$WORK/run/run.db" "select status from programs where id = $screened")" = ok ] ||
+    fail "the screened child left the store"
+expect_exit 0 "$KV" report "$WORK/run" -o "$WORK/report.html"
+python3 - "$WORK/report.html" "$screened" <<'PY' || fail "the dashboard does not mark the screened child"
+import json, re, sys
+html = open(sys.argv[1]).read()
+data = json.loads(re.search(r"window\.KV_DATA = (.*?);</script>", html, re.S).group(1))
+o = data["/api/objectives"]
+pid = int(sys.argv[2])
+assert pid in o["screened"], o["screened"]
+assert any(r[0] == pid for r in o["programs"]), "the screened child is not drawn"
 PY
 
 # Another front after the fact, and the best on one objective.

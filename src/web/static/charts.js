@@ -130,14 +130,18 @@ function renderSpeedupChart() {
 // ---- Pareto front ------------------------------------------------------------
 
 // The programs with values of objectives I and J of O (/api/objectives):
-// [{id, x, y, front}], front when no other is at least as good on both and
-// better on one (the directions O.maximise says).
+// [{id, x, y, front, screened}], front when no other is at least as good on
+// both and better on one (the directions O.maximise says). A program the
+// screen stopped (O.screened) was measured on a few scenarios only: drawn,
+// marked, never on the front and never beating one that is.
 function paretoPoints(o, i, j) {
+  const screened = new Set(o.screened || []);
   const pts = o.programs.filter(r => typeof r[1 + i] === "number" && typeof r[1 + j] === "number")
-    .map(r => ({id: r[0], x: r[1 + i], y: r[1 + j]}));
+    .map(r => ({id: r[0], x: r[1 + i], y: r[1 + j], screened: screened.has(r[0])}));
   const sx = o.maximise[i] ? 1 : -1, sy = o.maximise[j] ? 1 : -1;
   const beats = (a, b) => sx * a.x >= sx * b.x && sy * a.y >= sy * b.y && (sx * a.x > sx * b.x || sy * a.y > sy * b.y);
-  for (const p of pts) p.front = !pts.some(q => q !== p && beats(q, p));
+  const whole = pts.filter(p => !p.screened);
+  for (const p of pts) p.front = !p.screened && !whole.some(q => q !== p && beats(q, p));
   return pts;
 }
 
@@ -178,10 +182,15 @@ function renderPareto() {
          `<text x="12" y="${(T + H - B) / 2}" text-anchor="middle" transform="rotate(-90 12 ${(T + H - B) / 2})">${esc(o.names[j])}</text>`;
   const front = pts.filter(p => p.front).sort((a, b) => a.x - b.x);
   svg += `<polyline class="front-line" points="${front.map(p => `${X(p.x).toFixed(1)},${Y(p.y).toFixed(1)}`).join(" ")}" fill="none" stroke="#111" stroke-width="1.2"/>`;
-  for (const p of pts)
-    svg += `<a href="#/program/${p.id}"><circle class="${p.front ? "front" : "pt"}" data-id="${p.id}" cx="${X(p.x).toFixed(1)}" cy="${Y(p.y).toFixed(1)}" r="${p.front ? 4.5 : 3}" fill="${p.front ? "#111" : "#9aa3ad"}"><title>#${p.id}: ${esc(o.names[i])} ${esc(fmt(p.x, 4))}, ${esc(o.names[j])} ${esc(fmt(p.y, 4))}</title></circle></a>`;
+  for (const p of pts) {
+    const cls = p.front ? "front" : p.screened ? "screened" : "pt";
+    const look = p.front ? `r="4.5" fill="#111"` : p.screened ? `r="3" fill="none" stroke="#9aa3ad"` : `r="3" fill="#9aa3ad"`;
+    svg += `<a href="#/program/${p.id}"><circle class="${cls}" data-id="${p.id}" cx="${X(p.x).toFixed(1)}" cy="${Y(p.y).toFixed(1)}" ${look}><title>#${p.id}: ${esc(o.names[i])} ${esc(fmt(p.x, 4))}, ${esc(o.names[j])} ${esc(fmt(p.y, 4))}${p.screened ? " (screened out after a few scenarios: not on the front)" : ""}</title></circle></a>`;
+  }
+  const nscreened = pts.filter(p => p.screened).length;
   $("pareto-chart").innerHTML = svg + "</svg>";
   $("pareto-caption").textContent = `${front.length} of ${pts.length} programs on the front of ${o.names[i]} and ${o.names[j]}` +
+    (nscreened ? `; ${nscreened} screened out after a few scenarios (hollow: not measured whole, not on the front)` : "") +
     ` (the run weighs ${o.objectives.join(", ")}; kevolve best --pareto lists its front over all of them)`;
 }
 
