@@ -11,7 +11,8 @@ int cmd_config_keys(int argc, char **argv)
 {
     if (argc > 1 && cli_is_help(argv[1])) {
         puts("usage: kevolve config-keys\n\nPrints every config key kevolve reads, with its "
-             "type, default and meaning, as Markdown.\n\nexit codes: 0");
+             "type, default and meaning, as Markdown.\n\nexit codes: 0 printed, 2 usage error (an "
+             "argument)");
         return KV_EXIT_OK;
     }
     if (argc > 1) {

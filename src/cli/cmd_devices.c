@@ -1,8 +1,8 @@
 /* `kevolve devices`: what each backend of the table sees on this machine
  * (the devices an evaluation can be placed on, evaluator.devices), listed
  * from worker children so that a driver that crashes takes nothing down.
- * Exit status: 0 when it could list, 2 for usage errors; a backend that is
- * not built or sees no device is reported, not an error. */
+ * Exit status: devices_usage's; a backend that is not built or sees no
+ * device is reported, not an error. */
 #include "cli/cli.h"
 #include "kernel/backend.h"
 #include "kernel/device_check.h"
@@ -27,7 +27,12 @@ static void devices_usage(FILE *f)
             "  with --for FILE: the backend a candidate FILE's suffix names (--for is\n"
             "  ignored with a named backend). --check N: whether device N works (it is\n"
             "  opened and a small arena goes to it and back): exit 0, or 1 with the\n"
-            "  reason, as the evaluator asks before a suspect device gets more work.\n",
+            "  reason, as the evaluator asks before a suspect device gets more work.\n"
+            "  A backend that is not built or sees no device is listed as such.\n"
+            "\n"
+            "exit codes: 0 listed (or --check: the device works), 1 --check: the device\n"
+            "does not work, 2 usage error (an unknown option or backend, --check without a\n"
+            "device index and a named --backend)\n",
             kv_backend_names());
 }
 
