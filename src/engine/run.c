@@ -88,9 +88,28 @@ static int fs_fault_stop(const char *output_dir)
     return KV_EXIT_IO;
 }
 
+/* A run that ended (RC: done or interrupted) empties its write-ahead log,
+ * so that run.db alone holds it, or says why it could not. A full disk or
+ * an I/O error turns a finished run's 0 into the store's exit code (5): a
+ * read-only copy of run.db without its -wal lacks results. A reader that
+ * held the log only delays it: the next write, or close, empties it. */
+static int checkpoint(kv_store *store, int rc)
+{
+    if (kv_store_checkpoint(store) == 0) return rc;
+    kv_store_fault f = kv_store_last_fault(store);
+    char *why = kv_store_fault_text(store);
+    kv_error("%s; every result is committed, in run.db and run.db-wal together (copy both; "
+             "`kevolve resume` empties the log once there is room)",
+             why);
+    free(why);
+    int io = f == KV_STORE_FAULT_FULL || f == KV_STORE_FAULT_IO;
+    return rc == KV_EXIT_OK && io ? kv_store_fault_exit(f) : rc;
+}
+
 /* Runs the loop over an initialised controller and reports how it ended:
  * a store that cannot be written stops the run with its own exit code and
- * a message that says so (every result committed before it is kept). */
+ * a message that says so (every result committed before it is kept); a
+ * run that ends otherwise empties its write-ahead log (checkpoint). */
 static int run_loop(kv_controller *c, kv_store *store)
 {
     kv_fs_clear_write_fault();
@@ -113,7 +132,7 @@ static int run_loop(kv_controller *c, kv_store *store)
     kv_info("stopped: %s; best fitness %.6g (program %lld); results in %s",
             c->stop_reason ? c->stop_reason : "done", c->best_fitness, (long long)c->best_id,
             c->output_dir);
-    return rc;
+    return checkpoint(store, rc);
 }
 
 /* The exit code after a store call on STORE failed while DOING (NULL: the

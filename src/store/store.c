@@ -484,6 +484,18 @@ fail:
     return -1;
 }
 
+int kv_store_checkpoint(kv_store *s)
+{
+    if (s->readonly) return 0;
+    int log = 0, moved = 0;
+    int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log, &moved);
+    if (rc == SQLITE_OK) return 0;
+    return kv_store_fail(s,
+                         "cannot empty the write-ahead log into the database (%d of %d pages "
+                         "moved): %s",
+                         moved, log, sqlite3_errstr(rc));
+}
+
 void kv_store_close(kv_store *s)
 {
     if (!s) return;

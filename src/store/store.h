@@ -66,6 +66,15 @@ int kv_store_check(kv_store *s);
 char *kv_store_fault_text(kv_store *s);
 /* Closes S (NULL is fine); a transaction still open is rolled back. */
 void kv_store_close(kv_store *s);
+/* Empties the write-ahead log into the database file and truncates it
+ * (wal_checkpoint(TRUNCATE)), so that the file alone holds every result:
+ * what a read-only copy of the run reads. A finished run calls it; closing
+ * does the same only when nothing stands in its way, and says nothing when
+ * something does. Returns 0 (also for a store opened read-only: nothing to
+ * do), or -1 with the store's error: FULL or IO when the database cannot
+ * grow, BUSY when a reader (a dashboard) kept the log in use past the busy
+ * timeout. */
+int kv_store_checkpoint(kv_store *s);
 /* Last error text of this connection, "PATH: what: why" (valid until the
  * next call). Calls whose NULL/0 result may mean "absent" (get_meta,
  * get_program, best_program, find_by_hash) leave it "" when nothing failed. */

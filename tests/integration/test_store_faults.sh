@@ -5,8 +5,10 @@
 # cleanly (exit 5 with "stopped: disk full writing ..." or "I/O error on
 # ...", never a crash or "(null)"), or finish (exit 0) when the fault did not
 # matter; nothing committed may be lost (the stored programs are a prefix of
-# the fault-free run's); and `kevolve resume` (or a new run, when the start
-# itself failed) must take it to the end. kevolve_faults is kevolve with the
+# the fault-free run's); a run that exits 0 leaves its write-ahead log
+# empty (run.db alone holds it: a fault in the final checkpoint is exit 5,
+# said, not a 0 beside a full -wal; issue 45.7); and `kevolve resume` (or
+# a new run, when the start itself failed) must take it to the end. kevolve_faults is kevolve with the
 # fault layer of tests/tools/fault_vfs.c.
 . "$(dirname "$0")/lib.sh"
 KVF=${KV_FAULTS_BINARY:-${KV_BUILD_DIR:-}/tests/kevolve_faults}
@@ -94,6 +96,9 @@ for kind in ("full", "io"):
         outcomes[(kind, rc)] = outcomes.get((kind, rc), 0) + 1
         if rc not in (0, 5):
             bad.append(f"{what}: exit {rc}: {err.strip()[-300:]}")
+        wal = os.path.join(d, "before", "run.db-wal")
+        if rc == 0 and os.path.exists(wal) and os.path.getsize(wal) > 0:
+            bad.append(f"{what}: exit 0 with {os.path.getsize(wal)} bytes left in run.db-wal")
         if "(null)" in err:
             bad.append(f"{what}: '(null)' in the message: {err.strip()[-300:]}")
         if rc == 5:
