@@ -19,7 +19,9 @@ static const char best_usage[] =
     "\n"
     "Writes the source of the run's best program (highest fitness among the programs\n"
     "that evaluated OK) to FILE, or to standard output; its id, fitness and metrics go\n"
-    "to standard error.\n"
+    "to standard error on one short line (a kernel task's headline figures: score,\n"
+    "speedup, correctness, the largest share of a tolerance used; --json prints\n"
+    "every metric).\n"
     "\n"
     "options:\n"
     "  -o, --output FILE   where to write the program\n"
@@ -40,6 +42,41 @@ static const char best_usage[] =
     "\n"
     "exit codes: 0 written, 1 no program evaluated OK (or -o cannot be written), 2 usage\n"
     "error or no such store, 3 the store is damaged or not a kevolve store, 5 I/O error\n";
+
+/* METRICS as one short line (malloc'd): all of them when they fit in a
+ * line, else the headline ones (score, speedup, correctness, the largest
+ * share of a tolerance used, screening) and how many more --json prints.
+ * A kernel task's metrics hold a dozen figures per scenario: kilobytes. */
+static char *metrics_line(const json_t *metrics)
+{
+    char *all = metrics ? json_dumps(metrics, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
+    if (!all || strlen(all) <= 160) return all ? all : kv_strdup("{}");
+    free(all);
+    static const char *const keys[] = {"combined_score", "speedup", "correct", "screened_out"};
+    kv_buf b = KV_BUF_INIT;
+    size_t shown = 0;
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const json_t *v = json_object_get(metrics, keys[k]);
+        if (!json_is_number(v)) continue;
+        kv_buf_printf(&b, "%s%s %.6g", shown ? ", " : "", keys[k], json_number_value(v));
+        shown++;
+    }
+    double worst = -1;
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)metrics, key, v)
+    {
+        if (kv_ends_with(key, "_tol_ratio") && json_number_value(v) > worst)
+            worst = json_number_value(v);
+    }
+    if (worst >= 0) {
+        kv_buf_printf(&b, "%serror %.3g of the tolerance", shown ? ", " : "", worst);
+        shown++;
+    }
+    kv_buf_printf(&b, "%s%zu metrics in all: --json prints them", shown ? "; " : "",
+                  json_object_size(metrics));
+    return kv_buf_steal(&b);
+}
 
 /* --pareto: F's front, a line each on stdout (or one JSON array). Returns
  * the exit code. */
@@ -209,10 +246,10 @@ int cmd_best(int argc, char **argv)
             fputs(best->source, stdout);
         }
         if (as_json && rc == KV_EXIT_OK) print_json(best, output);
-        char *metrics = best->metrics ? json_dumps(best->metrics, JSON_COMPACT) : NULL;
-        fprintf(stderr, "best: program %lld, fitness %.6g, iteration %lld, island %d, %s\n",
+        char *metrics = metrics_line(best->metrics);
+        fprintf(stderr, "best: program %lld, fitness %.6g, iteration %lld, island %d; %s\n",
                 (long long)best->id, best->fitness, (long long)best->iteration, best->island,
-                metrics ? metrics : "{}");
+                metrics);
         free(metrics);
     }
     kv_program_free(best);

@@ -72,6 +72,15 @@ assert pid in o["screened"], o["screened"]
 assert any(r[0] == pid for r in o["programs"]), "the screened child is not drawn"
 PY
 
+# The best's line on standard error is short; --json has every metric.
+expect_exit 0 "$KV" best "$WORK/run"
+line=$(grep "^best: program" "$WORK/err.txt" || true)
+[ -n "$line" ] && [ ${#line} -lt 300 ] || fail "best's line (${#line} characters): $line"
+grep -q "combined_score .*metrics in all: --json prints them" "$WORK/err.txt" || fail "$line"
+expect_exit 0 "$KV" best "$WORK/run" --json
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["metrics"]; assert len(m) > 10, m' \
+    "$WORK/out.txt" || fail "best --json lacks the metrics"
+
 # Another front after the fact, and the best on one objective.
 expect_exit 0 "$KV" best "$WORK/run" --pareto --objectives speedup,min:decode_i3072_t64_median_us
 grep -q "programs on the front" "$WORK/err.txt" || fail "no front counted: $(cat "$WORK/err.txt")"
