@@ -2,7 +2,8 @@
 # How many of the gi mutator's children compile: N children of each seed
 # (bench/gi_yield.c, seeds 1..N), each compiled for syntax and types as the
 # harness would (C: cc; OpenCL: the device part with clang's OpenCL C and
-# the host part with cc; CUDA: nvcc for sm_90a, with the task headers). Children that compile can still be wrong; ones
+# the host part with cc; CUDA: nvcc for sm_90a, with the task headers;
+# Python: parsed, as OpenEvolve's examples are programs in Python). Children that compile can still be wrong; ones
 # that do not are evaluations spent on nothing.
 # MODE=crossover: each child is a crossover of two variants of the seed
 # (two gi and two tune edits each), counted only where both parents
@@ -37,6 +38,7 @@ compiles() {
         cc -x c -std=gnu17 -fsyntax-only -I"$ROOT/include" "$1" 2>/dev/null ;;
     *.cu) nvcc -gencode arch=compute_90a,code=sm_90a -std=c++17 -c -o /dev/null -I"$ROOT/include" -I"$ROOT/tasks" -x cu \
         "$1" >/dev/null 2>&1 ;;
+    *.py) python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$1" 2>/dev/null ;;
     *) return 1 ;;
     esac
 }
