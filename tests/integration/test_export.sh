@@ -1,17 +1,17 @@
 #!/bin/bash
 # kevolve export: a run's fastest correct program per scenario as one
-# library. From a short C run of gqa_attention_small whose programs win
-# different scenarios (three seeds at different points; the rows are set so
-# that each wins one kind), the export holds every winner under names of
+# library. From a C store of gqa_attention_small whose programs win
+# different scenarios (three seeds at different points; the rows are set
+# so that each wins one kind), the export holds every winner under names of
 # its own and a dispatcher by shape, passes its own check as a candidate of
 # the task, and a small C program compiled against its header and source
 # gets the reference's answers at shapes of every kind, most of them no
 # scenario's; its PyTorch package serves a user's calls, torch.compile and
 # transformers' Qwen3 (where PyTorch is installed). The same from an
-# OpenCL (PoCL) run when there is a platform, and for CUDA, compiled for
-# Hopper (no GPU here), from the five CUDA seeds. The other tasks get the
-# generic operator: a C run of rmsnorm and rows of swiglu's naive program
-# export with --torch a signature, a spec.h and the Qwen3 helpers; where
+# OpenCL (PoCL) store when there is a platform, and for CUDA, compiled for
+# Hopper (no GPU here), from the six CUDA seeds. The other tasks get the
+# generic operator: rows of rmsnorm's and swiglu's naive programs export
+# with --torch a signature, a spec.h and the Qwen3 helpers; where
 # PyTorch is installed the operators match float32 at several shapes,
 # trace under torch.compile and serve a small Qwen3 (with transformers).
 # An empty run, a run of no kernel task, of another task, or with no
@@ -22,40 +22,17 @@
 # into one C program in either order, as shared objects or as sources,
 # and both compute their own task.
 #
-# Cost (issue 45.8): one real run (the C run of gqa_attention_small); the
-# rmsnorm, swiglu and OpenCL stores are rows written here, as the CUDA
-# one was already, so every library is still judged by the export but no
-# run is timed for it; the --torch export is the C user's library too.
+# Cost (issue 45.8; 240 s plain and over 600 s under ASan on two busy cores
+# before): no run is timed here, the C, rmsnorm, swiglu and OpenCL stores
+# are rows written by the test (as the CUDA one was already); attention's
+# C and OpenCL libraries are judged as candidates, the generic ones
+# compiled (judging them at 42 and 71 million elements took minutes under
+# ASan) and rmsnorm's answers checked against float64 by a C program; the
+# --torch export is the C user's library too.
 . "$(dirname "$0")/lib.sh"
 export KEVOLVE_CACHE_DIR="$WORK/cache"
 gqa=$KV_SOURCE_DIR/tasks/gqa_attention
 AXES=$KV_SOURCE_DIR/tests/tools/tune_axes.py
-
-# run BACKEND_DIR EXT OUT AXES...: a run of three seeds of tasks/gqa_attention/BACKEND_DIR
-# at three points (one per AXES argument), each on an island of its own, no child.
-run() {
-    local dir=$1 ext=$2 out=$3
-    shift 3
-    local i=0 progs=""
-    for point in "$@"; do
-        i=$((i + 1))
-        # shellcheck disable=SC2086
-        python3 "$AXES" set "$gqa/$dir/seed.$ext" "$WORK/$out-$i.$ext" $point
-        progs="$progs  - $WORK/$out-$i.$ext"$'\n'
-    done
-    cat >"$WORK/$out.yaml" <<YAML
-initial_programs:
-$progs
-max_iterations: 0
-database:
-  num_islands: $i
-evaluator:
-  task: gqa_attention_small
-  quick: true
-  timeout: 300
-YAML
-    expect_exit 0 "$KV" run --config "$WORK/$out.yaml" --output "$WORK/$out"
-}
 
 # Program P wins scenario kind KIND: its speedups there made the largest.
 win() {
@@ -93,8 +70,20 @@ con.commit()
 PY
 }
 
-# The C run: seed 1 wins decode, seed 2 prefill, seed 3 chunked prefill.
-run cpu c crun "VEC=1" "VEC=4 ROWS=4" "VEC=8 KEYS_T=1"
+# The C store: three points of the CPU seed, as if a run of
+# gqa_attention_small had timed each on every scenario; seed 1 wins decode,
+# seed 2 prefill, seed 3 chunked prefill. The stores below copy it.
+expect_exit 0 "$KV" run --config "$TINY/config.yaml" --output "$WORK/tiny" --iterations 2
+mkdir -p "$WORK/crun"
+cp "$WORK/tiny/run.db" "$WORK/crun/run.db"
+i=0
+for point in "VEC=1" "VEC=4 ROWS=4" "VEC=8 KEYS_T=1"; do
+    i=$((i + 1))
+    # shellcheck disable=SC2086
+    python3 "$AXES" set "$gqa/cpu/seed.c" "$WORK/crun-$i.c" $point
+done
+rows "$WORK/crun/run.db" gqa_attention_small cpu cpu \
+    decode_16x8_b1_l256,prefill_16x8_s64,chunked_40x8_q16_l160,decode_40x8_b2_l200 "$WORK"/crun-{1,2,3}.c
 win "$WORK/crun/run.db" 1 decode
 win "$WORK/crun/run.db" 2 prefill
 win "$WORK/crun/run.db" 3 chunked
@@ -180,7 +169,6 @@ mkdir -p "$WORK/tlib/torch/build" && touch "$WORK/tlib/torch/build/op.o" # a fir
 expect_exit 0 "$KV" export "$WORK/crun" -o "$WORK/tlib" --force --compile-only --torch
 grep -q '"files"' "$WORK/tlib/manifest.json" || fail "the manifest lists no files"
 [ ! -e "$WORK/tlib/torch/build" ] || fail "--force kept the old export's build"
-expect_exit 0 "$KV" run --config "$TINY/config.yaml" --output "$WORK/tiny" --iterations 2
 expect_exit 1 "$KV" export "$WORK/tiny" -o "$WORK/x2"
 grep -q "is not a run of a kernel task" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
 printf 'int kv_launch(void) { return syntax error; }\n' >"$WORK/broken.c"
@@ -206,7 +194,12 @@ done
 cp "$WORK/crun/run.db" "$WORK/rmsrun.db"
 rows "$WORK/rmsrun.db" rmsnorm cpu cpu decode_h1024_t1,decode_h1024_t64,decode_h5120_t8,prefill_h1024_t2048,prefill_h5120_t8192,qknorm_d128_r40,qknorm_d128_r8192 \
     "$KV_SOURCE_DIR/tasks/rmsnorm/cpu/naive.c"
-expect_exit 0 "$KV" export "$WORK/rmsrun.db" -o "$WORK/rmslib" --quick --torch
+# The generic libraries are compiled, not judged: judging them at their
+# widest prefills (42 and 71 million elements) takes minutes under ASan.
+# Attention's libraries (C and OpenCL) are judged above and below, and the
+# rmsnorm library's answers are checked against float64 by the C program
+# below (and by PyTorch's check where it is installed).
+expect_exit 0 "$KV" export "$WORK/rmsrun.db" -o "$WORK/rmslib" --compile-only --torch
 grep -qF "eps = 1e-6" "$WORK/rmslib/kevolve_rmsnorm.h" || fail "the rmsnorm header states no eps"
 
 # Two exports in one program (issue 45.1): each library's names are its
@@ -228,7 +221,7 @@ two "$lib/kevolve_gqa_attention_small.c" "$WORK/rmslib/kevolve_rmsnorm.c"
 cp "$WORK/crun/run.db" "$WORK/swrun.db"
 rows "$WORK/swrun.db" swiglu cpu cpu decode_i3072_t1,decode_i3072_t64,prefill_i3072_t2048 \
     "$KV_SOURCE_DIR/tasks/swiglu/cpu/naive.c"
-expect_exit 0 "$KV" export "$WORK/swrun.db" -o "$WORK/swlib" --quick --torch
+expect_exit 0 "$KV" export "$WORK/swrun.db" -o "$WORK/swlib" --compile-only --torch
 python3 - "$WORK/rmslib" "$WORK/swlib" <<'PY' || fail "the generic packages: $(head -c 1500 "$WORK/rmslib/manifest.json")"
 import json, os, sys
 want = {"rmsnorm": ("rmsnorm(Tensor x, Tensor w) -> Tensor", ["tokens", "hidden"],
@@ -241,7 +234,8 @@ for root in sys.argv[1:]:
     sig = m["signature"]
     assert sig["schema"] == schema and sig["syms"] == syms, sig
     assert [(t["name"], t["dtype"], t["role"], t["shape"]) for t in sig["tensors"]] == tensors, sig
-    assert m["check"]["verdict"] == "correct" and m["torch_device"] == "cpu", m["check"]
+    assert m["check"]["verdict"] == "compiled (not run: --compile-only)", m["check"]
+    assert m["torch_device"] == "cpu", m
     pkg = os.path.join(root, "torch", "kevolve_" + m["task"])
     spec = open(os.path.join(pkg, "spec.h")).read()
     assert f'#define KVX_SCHEMA "{schema}"' in spec and "KV_BF16, KV_IN" in spec, spec
