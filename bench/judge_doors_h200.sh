@@ -17,7 +17,8 @@
 # Needs bench/device_pack.sh's .dev (carry it) and OLD's packed binary
 # (default .dev-old/bin/kevolve: carry .dev-old too).
 # Usage: bench/judge_doors_h200.sh  (OUT, PARTS ("red hold"), OLD, N (6),
-#        ROUNDS (2), MINUTES (4), REPEAT (1), RED (every case))
+#        ROUNDS (2), MINUTES (4), REPEAT (1), RED (every case), RED_OLD (1:
+#        the new cases on OLD too))
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -94,7 +95,7 @@ PY
 
 case " $PARTS " in *" red "*)
     redteam new "$NEW" $RED
-    redteam old "$OLD" $NEW_CASES
+    [ "${RED_OLD:-1}" = 1 ] && redteam old "$OLD" $NEW_CASES
     ;;
 esac
 case " $PARTS " in *" hold "*)

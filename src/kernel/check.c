@@ -25,6 +25,10 @@ const char *kv_dist_name(kv_dist d)
         return "indices";
     case KV_DIST_QUICK_NORMAL:
         return "quick_normal";
+    case KV_DIST_QUICK_OUTLIERS:
+        return "quick_normal_with_outliers";
+    case KV_DIST_QUICK_SMALL_INT:
+        return "quick_small_integers";
     default:
         return "?";
     }

@@ -20,8 +20,11 @@ typedef enum kv_dist {
      * bound), whatever the trial's distribution. */
     KV_DIST_INDEX = KV_DIST_COUNT,
     /* The timed blocks' inputs drawn on a device (judge_ops.h's
-     * KVJ_QUICK_NORMAL): close to N(0, 1), cheap to draw. */
-    KV_DIST_QUICK_NORMAL
+     * KVJ_QUICK_*): close to N(0, 1), with outliers, small integers;
+     * cheap to draw. */
+    KV_DIST_QUICK_NORMAL,
+    KV_DIST_QUICK_OUTLIERS,
+    KV_DIST_QUICK_SMALL_INT
 } kv_dist;
 
 const char *kv_dist_name(kv_dist d);

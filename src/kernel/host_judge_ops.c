@@ -30,7 +30,9 @@ static uint32_t bits_at(kv_dtype dt, int dist, uint64_t seed, uint64_t forced, u
     case KV_BF16:
         return kv_f32_to_bf16(v);
     default:
-        return (uint32_t)(int32_t)(dist == KVJ_SMALL_INT ? v : rintf(v * 8.0f));
+        return (uint32_t)(int32_t)(dist == KVJ_SMALL_INT || dist == KVJ_QUICK_SMALL_INT
+                                       ? v
+                                       : rintf(v * 8.0f));
     }
 }
 

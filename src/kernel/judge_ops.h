@@ -26,7 +26,15 @@
  * index tensor's int32 elements uniformly from [0, bound), the bound
  * passed where the others take FORCED (kvj_index_at). KVJ_QUICK_NORMAL is
  * the timed blocks': mean 0, variance 1, in (-3.5, 3.5) (kvj_quick_at). */
-enum { KVJ_NORMAL = 0, KVJ_OUTLIERS = 1, KVJ_SMALL_INT = 2, KVJ_INDEX = 3, KVJ_QUICK_NORMAL = 4 };
+enum {
+    KVJ_NORMAL = 0,
+    KVJ_OUTLIERS = 1,
+    KVJ_SMALL_INT = 2,
+    KVJ_INDEX = 3,
+    KVJ_QUICK_NORMAL = 4,
+    KVJ_QUICK_OUTLIERS = 5,
+    KVJ_QUICK_SMALL_INT = 6
+};
 
 KVJ_FN uint64_t kvj_mix64(uint64_t z)
 {
@@ -61,17 +69,43 @@ KVJ_FN uint32_t kvj_mix32(uint32_t x)
  * first) and the bytes summed in one instruction on the GPU: the draw was
  * compute-bound at about 1 TB/s, so a long decode's window was mostly the
  * judge's writes. */
-KVJ_FN float kvj_quick_at(uint64_t seed, uint64_t i)
+KVJ_FN uint32_t kvj_quick_hash(uint64_t seed, uint64_t i)
 {
     uint32_t key = (uint32_t)seed ^ ((uint32_t)(seed >> 32) * 0x85ebca6bu) ^
                    ((uint32_t)(i >> 32) * 0xc2b2ae35u);
-    uint32_t h = kvj_mix32((uint32_t)i * 0x9e3779b9u + key);
+    return kvj_mix32((uint32_t)i * 0x9e3779b9u + key);
+}
+
+/* The quick draws of element I from its hash H: KVJ_QUICK_NORMAL's
+ * Irwin-Hall value; KVJ_QUICK_OUTLIERS the same but about one element in
+ * 500, and always element FORCED, +-(30..80); KVJ_QUICK_SMALL_INT an
+ * integer in [-4, 4]. A timed block's inputs on every distribution of the
+ * correctness trials, at the quick draw's cost (judge_time.c). */
+KVJ_FN float kvj_quick_of(int dist, uint32_t h, uint64_t i, uint64_t forced)
+{
+    if (dist == KVJ_QUICK_SMALL_INT) return (float)((int)(((uint64_t)h * 9u) >> 32) - 4);
 #ifdef __CUDA_ARCH__
     int sum = (int)__dp4a(h, 0x01010101u, 0u);
 #else
     int sum = (int)(h & 255u) + (int)((h >> 8) & 255u) + (int)((h >> 16) & 255u) + (int)(h >> 24);
 #endif
-    return ((float)sum - 510.0f) * (1.7320508f / 256.0f);
+    float v = ((float)sum - 510.0f) * (1.7320508f / 256.0f);
+    if (dist == KVJ_QUICK_OUTLIERS) {
+        uint32_t o = kvj_mix32(h ^ 0x5bd1e995u);
+        if (i == forced || o < 0xffffffffu / 500u) {
+            uint32_t m = kvj_mix32(o + 0x9e3779b9u);
+            /* 30 + 50 u as one integer, scaled by a power of two: no
+             * multiply-add a compiler could fuse on one side only. */
+            v = ((m & 1u) ? 1.0f : -1.0f) * (float)(503316480u + 50u * (m >> 8)) *
+                (1.0f / 16777216.0f);
+        }
+    }
+    return v;
+}
+
+KVJ_FN float kvj_quick_at(uint64_t seed, uint64_t i)
+{
+    return kvj_quick_of(KVJ_QUICK_NORMAL, kvj_quick_hash(seed, i), i, ~0ull);
 }
 
 /* Element I's value from DIST and SEED, before rounding to a dtype. With
@@ -79,7 +113,7 @@ KVJ_FN float kvj_quick_at(uint64_t seed, uint64_t i)
  * +-(30..80); small integers are in [-4, 4]. */
 KVJ_FN float kvj_value_at(int dist, uint64_t seed, uint64_t forced, uint64_t i)
 {
-    if (dist == KVJ_QUICK_NORMAL) return kvj_quick_at(seed, i);
+    if (dist >= KVJ_QUICK_NORMAL) return kvj_quick_of(dist, kvj_quick_hash(seed, i), i, forced);
     uint64_t h = kvj_mix64(seed ^ ((i + 1) * 0x9e3779b97f4a7c15ull));
     if (dist == KVJ_SMALL_INT) return (float)((int)((h >> 32) % 9u) - 4);
     float u1 = ((uint32_t)(h >> 40) + 1u) * (1.0f / 16777217.0f); /* (0, 1] */

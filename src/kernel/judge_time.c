@@ -238,10 +238,19 @@ typedef struct timing {
     kv_dist dist;   /* this block's inputs: N(0, 1) when timed, any when only checked */
 } timing;
 
-/* How a device draws the inputs of TM's block: N(0, 1) by its quick generator. */
+/* How a device draws the inputs of TM's block: by its quick generators,
+ * which cost a block's window and its input check a fraction of the full
+ * ones (a block on each other distribution per scenario). */
 static int device_dist(const timing *tm)
 {
-    return tm->dist == KV_DIST_NORMAL ? TIMED_DIST : (int)tm->dist;
+    switch (tm->dist) {
+    case KV_DIST_OUTLIERS:
+        return KV_DIST_QUICK_OUTLIERS;
+    case KV_DIST_SMALL_INT:
+        return KV_DIST_QUICK_SMALL_INT;
+    default:
+        return TIMED_DIST;
+    }
 }
 
 /* 1 when the late-change look runs where the outputs are: the backend

@@ -62,6 +62,40 @@ static void inputs_are_a_function_of_the_seed_and_a_change_is_counted(void **sta
     (void)state;
     seeded_and_checked(KV_DIST_NORMAL);
     seeded_and_checked(KV_DIST_QUICK_NORMAL);
+    seeded_and_checked(KV_DIST_QUICK_OUTLIERS);
+    seeded_and_checked(KV_DIST_QUICK_SMALL_INT);
+}
+
+/* A timed block's quick draws of the correctness trials' other
+ * distributions look as those do: outliers of size 30..80 in about one
+ * element of 500 (element FORCED always), N(0, 1) around them; small
+ * integers every one of -4..4 and nothing else. */
+static void the_quick_outliers_and_small_integers_look_as_named(void **state)
+{
+    (void)state;
+    kv_arena a;
+    arena(&a, N * 4);
+    char *err = NULL;
+    const size_t forced = 12345;
+    assert_int_equal(dev.gen(&dev, &a, 0, KV_F32, KV_DIST_QUICK_OUTLIERS, N, 9, forced, &err), 0);
+    const float *v = (const float *)a.host;
+    size_t big = 0;
+    for (size_t i = 0; i < N; i++) {
+        float m = fabsf(v[i]);
+        assert_true(m < 3.5f || (m >= 30.0f && m <= 80.0f));
+        big += m >= 30.0f;
+    }
+    assert_true(fabsf(v[forced]) >= 30.0f);
+    assert_true(big > N / 700 && big < N / 350);
+    assert_int_equal(dev.gen(&dev, &a, 0, KV_F32, KV_DIST_QUICK_SMALL_INT, N, 9, ~0ull, &err), 0);
+    int seen[9] = {0};
+    for (size_t i = 0; i < N; i++) {
+        assert_true(v[i] == rintf(v[i]) && v[i] >= -4.0f && v[i] <= 4.0f);
+        seen[(int)v[i] + 4]++;
+    }
+    for (int k = 0; k < 9; k++)
+        assert_true(seen[k] > (int)(N / 9) * 9 / 10);
+    kv_memfd_arena_free(&a);
 }
 
 /* The timed blocks' quick draw looks like N(0, 1) where timing needs it
@@ -273,6 +307,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(inputs_are_a_function_of_the_seed_and_a_change_is_counted),
         cmocka_unit_test(the_quick_normal_has_mean_0_and_variance_1),
+        cmocka_unit_test(the_quick_outliers_and_small_integers_look_as_named),
         cmocka_unit_test(poison_is_counted_over_sets_in_one_pass),
         cmocka_unit_test(each_distribution_looks_as_it_says),
         cmocka_unit_test(the_check_from_parts_gives_the_hosts_verdict),

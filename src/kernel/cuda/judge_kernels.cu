@@ -31,7 +31,8 @@ static __device__ __forceinline__ uint32_t bits_at(int dt, int dist, uint64_t se
     case KV_BF16:
         return __bfloat16_as_ushort(__float2bfloat16_rn(v));
     default: // KV_I32: integers carrying the spread, as the host's fill does
-        return (uint32_t)(int32_t)(dist == KVJ_SMALL_INT ? v : rintf(v * 8.0f));
+        return (uint32_t)(int32_t)(dist == KVJ_SMALL_INT || dist == KVJ_QUICK_SMALL_INT ? v
+                                                                             : rintf(v * 8.0f));
     }
 }
 
@@ -98,18 +99,23 @@ static __device__ __forceinline__ float quick_of_hash(uint32_t h)
 
 // The 16 bytes of elements I0 .. I0 + 16 / size - 1 (I0 a multiple of 8,
 // so all share I0's high half and so the key) of dtype DT.
-template <int DT> static __device__ __forceinline__ uint4 quick16_at(uint32_t key0, uint64_t i0)
+template <int DT, int DIST>
+static __device__ __forceinline__ uint4 quick16_at(uint32_t key0, uint64_t i0, uint64_t forced)
 {
     const uint32_t g = 0x9e3779b9u;
     uint32_t base = (uint32_t)i0 * g + (key0 ^ ((uint32_t)(i0 >> 32) * 0xc2b2ae35u));
     uint32_t w[4];
+    // Element I0 + E's value from its hash: KVJ_QUICK_NORMAL's the fast way.
+#define QUICK_VALUE(E)                                                                             \
+    (DIST == KVJ_QUICK_NORMAL ? quick_of_hash(kvj_mix32(base + (uint32_t)(E) * g))                  \
+                              : kvj_quick_of(DIST, kvj_mix32(base + (uint32_t)(E) * g),            \
+                                             i0 + (uint64_t)(E), forced))
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         if (DT == KV_F32) {
-            w[k] = __float_as_uint(quick_of_hash(kvj_mix32(base + (uint32_t)k * g)));
+            w[k] = __float_as_uint(QUICK_VALUE(k));
         } else {
-            float lo = quick_of_hash(kvj_mix32(base + (uint32_t)(2 * k) * g)),
-                  hi = quick_of_hash(kvj_mix32(base + (uint32_t)(2 * k + 1) * g));
+            float lo = QUICK_VALUE(2 * k), hi = QUICK_VALUE(2 * k + 1);
             if (DT == KV_BF16) {
                 __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
                 w[k] = *(uint32_t *)&v;
@@ -119,6 +125,7 @@ template <int DT> static __device__ __forceinline__ uint4 quick16_at(uint32_t ke
             }
         }
     }
+#undef QUICK_VALUE
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
@@ -128,17 +135,18 @@ static __device__ __forceinline__ uint32_t quick_key(uint64_t seed)
     return (uint32_t)seed ^ ((uint32_t)(seed >> 32) * 0x85ebca6bu);
 }
 
-// gen_kernel for KVJ_QUICK_NORMAL of dtype DT.
-template <int DT> __global__ void quick_gen_kernel(void *p, uint64_t n, uint64_t seed)
+// gen_kernel for the quick draw DIST of dtype DT.
+template <int DT, int DIST>
+__global__ void quick_gen_kernel(void *p, uint64_t n, uint64_t seed, uint64_t forced)
 {
     const int esize = DT == KV_F32 ? 4 : 2, per = 16 / esize;
     const uint64_t step = (uint64_t)gridDim.x * blockDim.x,
                    me = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x, nv = pieces(p, esize, n);
     const uint32_t key0 = quick_key(seed);
     for (uint64_t v = me; v < nv; v += step)
-        ((uint4 *)p)[v] = quick16_at<DT>(key0, v * per);
+        ((uint4 *)p)[v] = quick16_at<DT, DIST>(key0, v * per, forced);
     for (uint64_t i = nv * per + me; i < n; i += step) {
-        uint32_t b = bits_at(DT, KVJ_QUICK_NORMAL, seed, 0, i);
+        uint32_t b = bits_at(DT, DIST, seed, forced, i);
         if (esize == 2)
             ((uint16_t *)p)[i] = (uint16_t)b;
         else
@@ -267,14 +275,26 @@ extern "C" int kvj_gen(void *stream, void *p, int dt, int dist, unsigned long lo
 {
     cudaStream_t s = (cudaStream_t)stream;
     int g = grid_for(n);
-    if (dist == KVJ_QUICK_NORMAL && dt == KV_BF16)
-        quick_gen_kernel<KV_BF16><<<g, 256, 0, s>>>(p, n, seed);
-    else if (dist == KVJ_QUICK_NORMAL && dt == KV_F16)
-        quick_gen_kernel<KV_F16><<<g, 256, 0, s>>>(p, n, seed);
-    else if (dist == KVJ_QUICK_NORMAL && dt == KV_F32)
-        quick_gen_kernel<KV_F32><<<g, 256, 0, s>>>(p, n, seed);
-    else
+#define QUICK_GEN(DT, DIST) quick_gen_kernel<DT, DIST><<<g, 256, 0, s>>>(p, n, seed, forced)
+#define QUICK_GEN_DT(DIST)                                                                         \
+    if (dt == KV_BF16)                                                                             \
+        QUICK_GEN(KV_BF16, DIST);                                                                  \
+    else if (dt == KV_F16)                                                                         \
+        QUICK_GEN(KV_F16, DIST);                                                                   \
+    else                                                                                           \
+        QUICK_GEN(KV_F32, DIST)
+    int quick_dt = dt == KV_BF16 || dt == KV_F16 || dt == KV_F32;
+    if (quick_dt && dist == KVJ_QUICK_NORMAL) {
+        QUICK_GEN_DT(KVJ_QUICK_NORMAL);
+    } else if (quick_dt && dist == KVJ_QUICK_OUTLIERS) {
+        QUICK_GEN_DT(KVJ_QUICK_OUTLIERS);
+    } else if (quick_dt && dist == KVJ_QUICK_SMALL_INT) {
+        QUICK_GEN_DT(KVJ_QUICK_SMALL_INT);
+    } else {
         gen_kernel<<<g, 256, 0, s>>>(p, dt, dist, n, seed, forced);
+    }
+#undef QUICK_GEN_DT
+#undef QUICK_GEN
     return (int)cudaGetLastError();
 }
 
@@ -406,9 +426,9 @@ __global__ void changed_kernel(const void *p, int dt, int dist, uint64_t n, uint
     add_count(mine, first, res);
 }
 
-// changed_kernel for KVJ_QUICK_NORMAL of dtype DT.
-template <int DT>
-__global__ void quick_changed_kernel(const void *p, uint64_t n, uint64_t seed,
+// changed_kernel for the quick draw DIST of dtype DT.
+template <int DT, int DIST>
+__global__ void quick_changed_kernel(const void *p, uint64_t n, uint64_t seed, uint64_t forced,
                                      unsigned long long *res)
 {
     const int esize = DT == KV_F32 ? 4 : 2, per = 16 / esize;
@@ -417,18 +437,18 @@ __global__ void quick_changed_kernel(const void *p, uint64_t n, uint64_t seed,
     const uint32_t key0 = quick_key(seed);
     unsigned long long mine = 0, first = ~0ull;
     for (uint64_t v = me; v < nv; v += step) {
-        uint4 got = ((const uint4 *)p)[v], want = quick16_at<DT>(key0, v * per);
+        uint4 got = ((const uint4 *)p)[v], want = quick16_at<DT, DIST>(key0, v * per, forced);
         if (got.x == want.x && got.y == want.y && got.z == want.z && got.w == want.w) continue;
         for (int k = 0; k < per; k++) { // the piece's elements one by one
             uint64_t i = v * per + k;
-            if (raw_at(p, esize, i) != bits_at(DT, KVJ_QUICK_NORMAL, seed, 0, i)) {
+            if (raw_at(p, esize, i) != bits_at(DT, DIST, seed, forced, i)) {
                 mine++;
                 if (i < first) first = i;
             }
         }
     }
     for (uint64_t i = nv * per + me; i < n; i += step)
-        if (raw_at(p, esize, i) != bits_at(DT, KVJ_QUICK_NORMAL, seed, 0, i)) {
+        if (raw_at(p, esize, i) != bits_at(DT, DIST, seed, forced, i)) {
             mine++;
             if (i < first) first = i;
         }
@@ -442,14 +462,27 @@ extern "C" int kvj_count_changed(void *stream, const void *p, int dt, int dist,
     cudaStream_t s = (cudaStream_t)stream;
     reset(s, res);
     int g = grid_for(n);
-    if (dist == KVJ_QUICK_NORMAL && dt == KV_BF16)
-        quick_changed_kernel<KV_BF16><<<g, 256, 0, s>>>(p, n, seed, res);
-    else if (dist == KVJ_QUICK_NORMAL && dt == KV_F16)
-        quick_changed_kernel<KV_F16><<<g, 256, 0, s>>>(p, n, seed, res);
-    else if (dist == KVJ_QUICK_NORMAL && dt == KV_F32)
-        quick_changed_kernel<KV_F32><<<g, 256, 0, s>>>(p, n, seed, res);
-    else
+#define QUICK_CHANGED(DT, DIST)                                                                    \
+    quick_changed_kernel<DT, DIST><<<g, 256, 0, s>>>(p, n, seed, forced, res)
+#define QUICK_CHANGED_DT(DIST)                                                                     \
+    if (dt == KV_BF16)                                                                             \
+        QUICK_CHANGED(KV_BF16, DIST);                                                              \
+    else if (dt == KV_F16)                                                                         \
+        QUICK_CHANGED(KV_F16, DIST);                                                               \
+    else                                                                                           \
+        QUICK_CHANGED(KV_F32, DIST)
+    int quick_dt = dt == KV_BF16 || dt == KV_F16 || dt == KV_F32;
+    if (quick_dt && dist == KVJ_QUICK_NORMAL) {
+        QUICK_CHANGED_DT(KVJ_QUICK_NORMAL);
+    } else if (quick_dt && dist == KVJ_QUICK_OUTLIERS) {
+        QUICK_CHANGED_DT(KVJ_QUICK_OUTLIERS);
+    } else if (quick_dt && dist == KVJ_QUICK_SMALL_INT) {
+        QUICK_CHANGED_DT(KVJ_QUICK_SMALL_INT);
+    } else {
         changed_kernel<<<g, 256, 0, s>>>(p, dt, dist, n, seed, forced, res);
+    }
+#undef QUICK_CHANGED_DT
+#undef QUICK_CHANGED
     return (int)cudaGetLastError();
 }
 
