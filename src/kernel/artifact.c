@@ -59,7 +59,7 @@ static int is_debug(const char *name)
  * hashed). The fat binary's header names the source's path, so a path one
  * character longer (a process id of more digits) moved everything after it
  * by 8 bytes: another hash of the same machine code (bench/NOTES.md,
- * session 17). */
+ * 2026-12-02, commit 827d61f). */
 static int is_layout(const char *name)
 {
     return strcmp(name, ".eh_frame") == 0 || strcmp(name, ".eh_frame_hdr") == 0 ||

@@ -62,7 +62,7 @@ static settings settings_for(const kv_job *o, const kv_backend *backend)
      * score moved 8-16% from one quick evaluation to the next (a scenario's
      * median up to 49%, when a block or two of five were disturbed),
      * against 4.5-4.8% with 20 ms, side by side on an H200; and the windows
-     * outweigh each block's fixed checks more (bench/NOTES.md, session 17). */
+     * outweigh each block's fixed checks more (bench/NOTES.md, 2026-12-02, commit 827d61f). */
     if (kv_backend_has(backend, KV_CAP_DEVICE_INPUTS)) {
         s.budget_bytes = o->quick ? (4ull << 30) : (12ull << 30);
         s.block_s = 0.02;

@@ -141,7 +141,7 @@ static void unshare(judge *j, uint32_t id)
 /* On cuda (KV_CAP_ARENA_PARTS) the arenas shared with the runner are parts
  * of one device allocation, the slab, which the runner maps once: mapping
  * each arena of its own (cuIpcOpenMemHandle) and releasing it took 0.43 s
- * of a fast child's 2.35 s hold (bench/NOTES.md, session 14). Every byte of
+ * of a fast child's 2.35 s hold (bench/NOTES.md, 2026-12-02, commit fdfe785). Every byte of
  * a part is a canary before it is handed out, so nothing of an earlier
  * part is left in it; the judge's own arenas are never in the slab. */
 static int parted(const judge *j)

@@ -125,7 +125,7 @@ static double time_own_step(judge *j, enum own_step step, kv_arena *a, size_t by
  * neither starts with the device in the runner's context): the median
  * difference. Uncalibrated, the switch (about 0.14 ms on an H200) was
  * charged to the candidate's calls: a block of 200 calls of 5 us took
- * 0.7 us more a call (bench/NOTES.md, session 16). */
+ * 0.7 us more a call (bench/NOTES.md, 2026-12-02, commit d94eae3). */
 static double time_switch(judge *j, kv_arena *a, size_t bytes)
 {
     double v[2][8];

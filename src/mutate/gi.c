@@ -28,7 +28,7 @@
  *
  * Three deletions in four, where the blocks have any, take a clamp
  * (is_clamp): the limits a design chose that no tune axis exposes. In
- * three H200 main jobs (bench/NOTES.md, session 20) 47 of 48 deletions of
+ * three H200 main jobs (bench/NOTES.md, 2026-12-03, commit 86777b4) 47 of 48 deletions of
  * a clamp were correct and 17 beat their parent, against 16 of 102
  * deletions of other statements correct and 4 better: an arithmetic
  * statement deleted from a kernel is nearly always wrong. A skip ("if (r
@@ -199,7 +199,7 @@ static int holds(const char *p, size_t n, const char *word)
  * barrier, fence, wait, arrive or commit (CUDA, OpenCL, C), a copy whose
  * completion a barrier counts (a TMA load: deleted, its consumer waits
  * forever) or a warpgroup's collective register move (setmaxnreg): in the
- * H200 main job of session 18, three children without a TMA load and one
+ * H200 main job of 2026-12-03 (commit 2e09af9), three children without a TMA load and one
  * without a setmaxnreg ran out of time. Deleting or
  * moving one makes a race, which the judge's checks catch only when the
  * threads happen to interleave badly: on an H200 a child without the barrier

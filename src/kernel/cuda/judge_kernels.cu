@@ -87,7 +87,7 @@ static __device__ __forceinline__ uint64_t pieces(const void *p, int esize, uint
 // the generic path's switches on the distribution and the dtype, its 64-bit
 // index arithmetic and its int-to-float conversion ran per element and made
 // the draw compute-bound at 1-1.4 TB/s, a third of what the H200 writes
-// (bench/NOTES.md, session 16). The bits are kvj_quick_at's, rounded as
+// (bench/NOTES.md, 2026-12-02, commit d94eae3). The bits are kvj_quick_at's, rounded as
 // bits_at rounds: (float)sum is exact either way.
 static __device__ __forceinline__ float quick_of_hash(uint32_t h)
 {
