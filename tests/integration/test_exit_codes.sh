@@ -87,7 +87,7 @@ help_says run "3 the store is damaged"
 
 # eval: a task or a candidate that does not exist is a usage error (2), as
 # its help says; a harness that cannot work is 1.
-help_says eval "2 usage error (an unknown task or backend, no such CANDIDATE file)"
+help_says eval "2 usage error (an unknown task or backend, no such CANDIDATE file, a CANDIDATE holding a NUL byte)"
 expect_exit 2 "$KV" eval --task no_such_task "$TINY/initial.py"
 grep -q "unknown task 'no_such_task' (known: .*softmax" "$WORK/err.txt" || fail "eval: $(cat "$WORK/err.txt")"
 expect_exit 2 "$KV" eval --task softmax "$WORK/no_such_kernel.c"
