@@ -5,13 +5,13 @@
  * descriptors of every running child, so the controller never spins, and
  * hands back results in the order they finish. */
 #include "eval/evaluator.h"
+#include "eval/device_judges.h"
 #include "eval/launcher.h"
 #include "util/clock.h"
 #include "eval/eval_output.h"
 #include "eval/pyeval.h"
 #include "eval/slots.h"
 #include "util/eval_job.h"
-#include "util/fd_pass.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -35,14 +35,6 @@
 #define KV_EVAL_MAX_OUTPUT ((size_t)4 << 20)
 /* How often to wake when a child has no exit descriptor (no pidfd). */
 #define KV_EVAL_SLICE_MS 20
-
-/* A device's long-lived judge: its process and our end of its control
- * channel, over which each job's channel to it goes. */
-struct device_judge {
-    int device;
-    kv_proc *proc;
-    int control;
-};
 
 typedef struct job {
     int64_t ticket;
@@ -102,12 +94,9 @@ struct kv_evaluator {
      * run by `WORKER eval --job FILE`, its device from SLOTS. */
     json_t *job;
     kv_slots *slots;
-    /* The devices' long-lived judges (kernel/judge_server.h): one per device
-     * a job was bound to, started then, started again when one ended;
-     * none when KEVOLVE_JUDGE_SERVER is 0 (each job its own judge). */
-    struct device_judge *judges;
-    size_t n_judges;
-    int judges_off;
+    /* The devices' long-lived judges (device_judges.h), with SLOTS alone;
+     * NULL when KEVOLVE_JUDGE_SERVER is 0 (each job its own judge). */
+    kv_device_judges *judges;
     char *backend;         /* the backend of SLOTS' devices, for their health checks */
     json_t *device_events; /* devices taken out of rotation since the caller last looked */
     char *work_dir;
@@ -311,8 +300,7 @@ kv_evaluator *kv_evaluator_new_task(const kv_evaluator_config *cfg, const kv_job
     /* Under a launcher that places evaluations on other machines, each
      * one's device is the scheduler's to give: no slots here. */
     if (!ev->launch) ev->slots = kv_slots_new(devices, n_devices);
-    const char *js = getenv("KEVOLVE_JUDGE_SERVER");
-    ev->judges_off = js && strcmp(js, "0") == 0;
+    if (ev->slots) ev->judges = kv_device_judges_new(worker);
     return ev;
 }
 
@@ -482,7 +470,7 @@ static int write_job(kv_evaluator *ev, job *j, char **err)
     if (j->parent_screen)
         json_object_set(json_object_get(doc, "screen"), "parent", j->parent_screen);
     if (ev->slots) json_object_set_new(doc, "slot_fd", json_integer(3));
-    if (ev->slots && !ev->judges_off) json_object_set_new(doc, "judge_fd", json_integer(4));
+    if (ev->judges) json_object_set_new(doc, "judge_fd", json_integer(4));
     if (!j->job_path) j->job_path = kv_asprintf("%s.job.json", j->program_path);
     char *text = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     json_decref(doc);
@@ -524,8 +512,7 @@ static int start_run(kv_evaluator *ev, job *j)
          * the device's judge, over descriptor 4. */
         if (write_job(ev, j, &err) != 0 ||
             (ev->slots && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, chan) != 0) ||
-            (ev->slots && !ev->judges_off &&
-             socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, jchan) != 0)) {
+            (ev->judges && kv_device_judges_channel(jchan) != 0)) {
             if (!err) err = kv_asprintf("cannot make a device-slot channel: %s", strerror(errno));
             for (int i = 0; i < 2; i++) {
                 if (chan[i] >= 0) close(chan[i]);
@@ -598,61 +585,13 @@ static int start_run(kv_evaluator *ev, job *j)
 
 /* ---- device slots ----------------------------------------------------------- */
 
-/* DEVICE's long-lived judge: started when there is none or it ended (a
- * verdict it could not unwind ends it). NULL when it cannot start. */
-static struct device_judge *device_judge(kv_evaluator *ev, int device)
-{
-    struct device_judge *d = NULL;
-    for (size_t i = 0; i < ev->n_judges && !d; i++)
-        if (ev->judges[i].device == device) d = &ev->judges[i];
-    if (d && d->proc && kv_proc_poll(d->proc, 0)) {
-        kv_proc_free(d->proc);
-        close(d->control);
-        d->proc = NULL;
-        d->control = -1;
-    }
-    if (d && d->proc) return d;
-    if (!d) {
-        ev->judges = kv_realloc(ev->judges, (ev->n_judges + 1) * sizeof *ev->judges);
-        d = &ev->judges[ev->n_judges++];
-        *d = (struct device_judge){.device = device, .control = -1};
-    }
-    int ctl[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) != 0) return NULL;
-    char *argv[] = {ev->command[0], "__judge_server", NULL};
-    kv_proc_spec spec = {.argv = argv, .max_output = 1 << 16, .fds = &ctl[1], .n_fds = 1};
-    char *err = NULL;
-    d->proc = kv_proc_start(&spec, &err);
-    close(ctl[1]);
-    free(err); /* none: each job judges itself, as before */
-    if (!d->proc) {
-        close(ctl[0]);
-        return NULL;
-    }
-    d->control = ctl[0];
-    return d;
-}
-
 /* J's worker prepares on DEVICE: its judge channel goes to the device's
  * judge (or is closed: the worker then judges the job itself). */
 static void hand_to_judge(kv_evaluator *ev, job *j, int device)
 {
     if (j->judge_end < 0) return;
-    struct device_judge *d = device >= 0 ? device_judge(ev, device) : NULL;
-    if (d) (void)!kv_send_with_fd(d->control, "j", 1, j->judge_end, MSG_DONTWAIT);
-    close(j->judge_end);
+    (void)kv_device_judges_hand(ev->judges, device, j->judge_end);
     j->judge_end = -1;
-}
-
-static void end_judges(kv_evaluator *ev)
-{
-    for (size_t i = 0; i < ev->n_judges; i++) {
-        if (ev->judges[i].control >= 0) close(ev->judges[i].control);
-        kv_proc_free(ev->judges[i].proc);
-    }
-    free(ev->judges);
-    ev->judges = NULL;
-    ev->n_judges = 0;
 }
 
 /* The running job of TICKET, or NULL. */
@@ -1127,8 +1066,7 @@ static void advance(kv_evaluator *ev)
 {
     for (size_t i = 0; i < ev->n_running; i++)
         serve_slot(ev, ev->running[i]);
-    for (size_t i = 0; i < ev->n_judges; i++) /* what they print, kept moving */
-        if (ev->judges[i].proc) kv_proc_poll(ev->judges[i].proc, 0);
+    kv_device_judges_drain(ev->judges); /* what they print, kept moving */
     for (size_t i = 0; i < ev->n_running;) {
         job *j = ev->running[i];
         int ended = kv_proc_poll(j->proc, 0);
@@ -1338,7 +1276,7 @@ void kv_evaluator_free(kv_evaluator *ev)
 {
     if (!ev) return;
     kv_evaluator_cancel_all(ev);
-    end_judges(ev);
+    kv_device_judges_free(ev->judges);
     kv_launcher_free(ev->launch);
     for (size_t i = 0; i < ev->n_done; i++)
         kv_eval_result_clear(&ev->done[i]);
