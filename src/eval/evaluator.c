@@ -17,6 +17,7 @@
 #include "util/json.h"
 #include "util/log.h"
 #include "util/proc.h"
+#include "util/slot_channel.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -609,10 +610,7 @@ static void grant_slots(kv_evaluator *ev)
     int device;
     while (ev->slots && kv_slots_grant(ev->slots, &ticket, &device)) {
         job *j = running_job(ev, ticket);
-        unsigned char msg[5] = {KV_SLOT_GRANT};
-        int32_t d = device;
-        memcpy(msg + 1, &d, sizeof d);
-        if (!j || j->slot_sock < 0 || send(j->slot_sock, msg, sizeof msg, MSG_NOSIGNAL) != 5)
+        if (!j || j->slot_sock < 0 || kv_slot_answer(j->slot_sock, KV_SLOT_GRANT, device) != 0)
             kv_slots_release(ev->slots, ticket); /* gone meanwhile: the next one */
         else
             j->device = device;
@@ -646,10 +644,8 @@ static void serve_slot(kv_evaluator *ev, job *j)
             kv_slots_ask(ev->slots, j->ticket);
             grant_slots(ev);
         } else if (msg == KV_SLOT_BIND) {
-            unsigned char reply[5] = {KV_SLOT_BOUND};
-            int32_t d = kv_slots_bind(ev->slots, j->ticket);
-            memcpy(reply + 1, &d, sizeof d);
-            if (send(j->slot_sock, reply, sizeof reply, MSG_NOSIGNAL) != 5)
+            int d = kv_slots_bind(ev->slots, j->ticket);
+            if (kv_slot_answer(j->slot_sock, KV_SLOT_BOUND, d) != 0)
                 kv_slots_release(ev->slots, j->ticket);
             else
                 j->device = d; /* a fault while it prepares there is that device's */

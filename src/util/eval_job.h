@@ -26,6 +26,10 @@
 #ifndef KV_UTIL_EVAL_JOB_H
 #define KV_UTIL_EVAL_JOB_H
 
+/* The channel its slot_fd names speaks slot_channel.h; the workers that
+ * read a job take it from here. */
+#include "util/slot_channel.h"
+
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -96,33 +100,5 @@ int kv_job_from_json(json_t *doc, kv_job *j, char **err);
 int kv_job_read(const char *path, kv_job *j, char **err);
 /* Writes J's document to PATH. Returns 0 or -1 with *ERR. */
 int kv_job_write(const kv_job *j, const char *path, char **err);
-
-/* The device-slot channel between the evaluator and a worker (a socket
- * pair handed to the worker). The worker first learns which device will be
- * its own (a bind, answered at once) and prepares there; it asks for the
- * device when its device work is about to start, says when it holds it
- * (after taking the device's lock, which another process may hold) and
- * when it is done; the evaluator answers the ask with the device and stops
- * the job's clock from the ask to the hold, so that waiting for the device
- * is never charged to the candidate. */
-#define KV_SLOT_ASK 'a'   /* worker: give me a device */
-#define KV_SLOT_HOLD 'h'  /* worker: I hold it (its lock taken) */
-#define KV_SLOT_FREE 'f'  /* worker: done with it */
-#define KV_SLOT_GRANT 'g' /* evaluator: followed by the device as 4 bytes */
-#define KV_SLOT_BIND 'b'  /* worker: which device will be mine? (answered at once) */
-#define KV_SLOT_BOUND 'B' /* evaluator: followed by that device as 4 bytes */
-
-/* In the worker: asks for a device on FD and waits for the answer.
- * Returns the device, or -1 with *ERR (the evaluator went away). */
-int kv_slot_ask(int fd, char **err);
-/* In the worker: asks on FD which device its ask will be granted (it
- * prepares there meanwhile: contexts, its runner). Returns the device, or
- * -1 with *ERR. */
-int kv_slot_bind(int fd, char **err);
-/* The grant of an ask sent earlier (kv_slot_tell with KV_SLOT_ASK): the
- * device, or -1 with *ERR. */
-int kv_slot_await(int fd, char **err);
-/* In the worker: sends MSG (KV_SLOT_HOLD or KV_SLOT_FREE); 0 or -1. */
-int kv_slot_tell(int fd, char msg);
 
 #endif
