@@ -433,8 +433,7 @@ static int check_options(const kvx_plan *p, const kv_export_opts *o, char **err)
                            p->task->name);
         return KV_EXPORT_USAGE;
     }
-    const char *dev = p->backend->torch_device;
-    if (o->against_standard && (!dev || strcmp(dev, "cuda") != 0)) {
+    if (o->against_standard && !kv_backend_has(p->backend, KV_CAP_TORCH_STANDARD)) {
         *err = kv_asprintf("--against-standard times the library against PyTorch's CUDA kernels: "
                            "it needs a run of the cuda backend, not %s (export with --torch)",
                            p->backend->name);

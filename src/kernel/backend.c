@@ -65,7 +65,7 @@ static const kv_backend table[] = {
         .suffixes = cuda_suffixes,
         .caps = KV_CAP_DEVICE_INPUTS | KV_CAP_RUNTIME_THREADS | KV_CAP_ARCH | KV_CAP_MEMCHECK |
                 KV_CAP_DEVICE_REFERENCE | KV_CAP_GRAPH | KV_CAP_ARENA_PARTS | KV_CAP_IDLE_REPLY |
-                KV_CAP_SWITCH,
+                KV_CAP_SWITCH | KV_CAP_TORCH_STANDARD,
         .toolchain = KV_TOOLCHAIN_NVCC,
         .helpers = "src/kernel/cuda/judge_kernels.cu",
         .roofline_slack = 0.5,

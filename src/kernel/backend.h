@@ -77,6 +77,10 @@ enum {
      * and the judge calibrates it (about 0.14 ms on an H200, against blocks
      * of 1-30 ms). */
     KV_CAP_SWITCH = 1u << 10,
+    /* Its device is the one PyTorch's standard attention kernels (SDPA with
+     * cuDNN and flash) run on: an export can be timed against them
+     * (export --against-standard). */
+    KV_CAP_TORCH_STANDARD = 1u << 11,
 };
 
 /* How a backend's sources are compiled (compile.c). */
