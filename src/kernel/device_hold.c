@@ -2,6 +2,7 @@
 #include "kernel/device_hold.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/slot_channel.h"
 
 #include <ctype.h>
 #include <errno.h>

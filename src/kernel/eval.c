@@ -23,6 +23,7 @@
 #include "util/hash.h"
 #include "util/json.h"
 #include "util/proc.h"
+#include "util/slot_channel.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,6 +8,7 @@
 #include "util/eval_job.h"
 #include "util/fd_pass.h"
 #include "util/json.h"
+#include "util/slot_channel.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>

@@ -26,10 +26,6 @@
 #ifndef KV_UTIL_EVAL_JOB_H
 #define KV_UTIL_EVAL_JOB_H
 
-/* The channel its slot_fd names speaks slot_channel.h; the workers that
- * read a job take it from here. */
-#include "util/slot_channel.h"
-
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
