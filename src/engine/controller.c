@@ -5,7 +5,6 @@
  * llm_feedback.c. */
 #include "engine/controller.h"
 #include "engine/interrupt.h"
-#include "engine/progress.h"
 #include "eval/job_build.h"
 #include "mutate/blocks.h"
 #include "util/buf.h"
@@ -147,6 +146,20 @@ static kv_evaluator *task_evaluator(kv_controller *c, const char *work, char **e
     return ev;
 }
 
+/* The progress display with the run's counts as they are now. */
+static void show_progress(kv_controller *c, int final)
+{
+    kv_progress_counts n = {.iterations_done = c->iterations_done,
+                            .last_iteration = c->last_iteration,
+                            .best_fitness = c->best_fitness,
+                            .n_session = c->n_session,
+                            .n_failed = c->n_failed,
+                            .n_rejected = c->n_rejected,
+                            .n_duplicates = c->n_duplicates,
+                            .failures = &c->failures};
+    kv_progress_update(&c->progress, &n, final);
+}
+
 int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
                        const char *output_dir, const char *evaluator, uint64_t seed)
 {
@@ -157,7 +170,7 @@ int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
     c->best_fitness = NAN;
     c->best_stop_value = NAN;
     c->output_dir = kv_strdup(output_dir);
-    c->started_at = kv_now_s();
+    kv_progress_start(&c->progress, 0);
     c->db = kv_database_new(&cfg->database);
     if (!c->db) {
         kv_error("cannot create the program database");
@@ -537,7 +550,7 @@ int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace
             int64_t old_best = c->best_id;
             note_ok_program(c, child);
             if (c->best_id != old_best) {
-                kv_progress_new_best(c, child);
+                kv_progress_new_best(&c->progress, child);
                 kv_controller_write_best(c);
             }
         }
@@ -714,7 +727,7 @@ int kv_controller_loop(kv_controller *c)
         if (c->n_pending == 0 && c->n_waiting == 0 && c->n_gradings == 0) {
             if (interrupted || c->stop_reason || retry_wait < 0) break;
             /* Only iterations given back are left: wait until one is due. */
-            kv_progress_update(c, 0);
+            show_progress(c, 0);
             pause_ms(retry_wait < 200 ? retry_wait : 200);
             continue;
         }
@@ -730,7 +743,7 @@ int kv_controller_loop(kv_controller *c)
             if (handled > 0) continue;
         }
         if (c->n_pending == 0) {
-            kv_progress_update(c, 0);
+            show_progress(c, 0);
             continue;
         }
         kv_eval_result r;
@@ -740,15 +753,15 @@ int kv_controller_loop(kv_controller *c)
             return KV_EXIT_FAILURE;
         }
         if (got == 0) {
-            kv_progress_update(c, 0);
+            show_progress(c, 0);
             continue;
         }
         int rc = accept_result(c, &r);
         kv_eval_result_clear(&r);
         if (rc != 0) return KV_EXIT_FAILURE;
-        kv_progress_update(c, 0);
+        show_progress(c, 0);
     }
-    kv_progress_update(c, 1);
+    show_progress(c, 1);
     if (!c->stop_reason) c->stop_reason = "all iterations done";
     json_t *data = json_pack("{s:s, s:I, s:b}", "reason", c->stop_reason, "next_iteration",
                              (json_int_t)c->next_iteration, "fault", c->fatal != NULL);

@@ -8,6 +8,7 @@
 #define KV_ENGINE_CONTROLLER_H
 
 #include "config/config.h"
+#include "engine/progress.h"
 #include "eval/evaluator.h"
 #include "llm/client.h"
 #include "llm/trace.h"
@@ -20,17 +21,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* Counts by reason code, in the order first seen (progress.c). */
-typedef struct kv_reason_tally {
-    char **codes;
-    int64_t *counts;
-    size_t n, cap;
-} kv_reason_tally;
-
-/* Counts one more CODE (NULL counts as "unknown"). */
-void kv_reason_tally_add(kv_reason_tally *t, const char *code);
-void kv_reason_tally_free(kv_reason_tally *t);
 
 /* Where a child came from, for the bandit: the ensemble entry that made it
  * (KV_NO_ARM: none, e.g. the initial program) and its parent's fitness. */
@@ -107,10 +97,9 @@ typedef struct kv_controller {
     int64_t best_id;
     double best_stop_value; /* best early_stopping_metric value, NAN until known */
     int64_t last_improvement_iteration;
-    int metric_reached; /* early_stopping_patience < 0: a child's metric reached
-                           convergence_threshold (OpenEvolve's event-based stop) */
-    int progress;
-    double started_at;
+    int metric_reached;   /* early_stopping_patience < 0: a child's metric reached
+                             convergence_threshold (OpenEvolve's event-based stop) */
+    kv_progress progress; /* the display: on a terminal or as log lines */
     /* Counters for the progress line and the summary, over the whole run
      * (a resume counts the stored programs again); n_session counts the
      * evaluations of this process, for the rate. */

@@ -64,32 +64,36 @@ static void format_reasons(const kv_reason_tally *t, kv_buf *b)
     kv_buf_puts(b, ")");
 }
 
-static void format_line(const kv_controller *c, char *out, size_t n)
+static void format_line(const kv_progress *p, const kv_progress_counts *c, char *out, size_t n)
 {
-    double elapsed = kv_now_s() - c->started_at;
+    double elapsed = kv_now_s() - p->started_at;
     kv_buf reasons = KV_BUF_INIT;
     kv_buf_puts(&reasons, "");
-    format_reasons(&c->failures, &reasons);
+    format_reasons(c->failures, &reasons);
     snprintf(out, n,
              "iteration %lld/%lld  best %.6g  %.1f eval/s  failed %lld%s  rejected %lld  "
              "duplicates %lld",
-             (long long)kv_controller_iterations_done(c), (long long)c->last_iteration,
-             c->best_fitness, elapsed > 0 ? (double)c->n_session / elapsed : 0.0,
-             (long long)c->n_failed, reasons.data, (long long)c->n_rejected,
-             (long long)c->n_duplicates);
+             (long long)c->iterations_done, (long long)c->last_iteration, c->best_fitness,
+             elapsed > 0 ? (double)c->n_session / elapsed : 0.0, (long long)c->n_failed,
+             reasons.data, (long long)c->n_rejected, (long long)c->n_duplicates);
     kv_buf_free(&reasons);
 }
 
-void kv_progress_update(kv_controller *c, int final)
+void kv_progress_start(kv_progress *p, int terminal)
 {
-    static double last_shown;
-    static int64_t last_logged_iteration;
+    memset(p, 0, sizeof *p);
+    p->terminal = terminal;
+    p->started_at = kv_now_s();
+}
+
+void kv_progress_update(kv_progress *p, const kv_progress_counts *c, int final)
+{
     double t = kv_now_s();
     char line[512];
-    if (c->progress) {
-        if (!final && t - last_shown < 0.2) return;
-        last_shown = t;
-        format_line(c, line, sizeof line);
+    if (p->terminal) {
+        if (!final && t - p->last_shown < 0.2) return;
+        p->last_shown = t;
+        format_line(p, c, line, sizeof line);
         fprintf(stderr, "\r\033[K%s%s", line, final ? "\n" : "");
         fflush(stderr);
         return;
@@ -97,17 +101,18 @@ void kv_progress_update(kv_controller *c, int final)
     /* Plain logs: about every tenth of the run, and at the end. */
     int64_t step = c->last_iteration / 10;
     if (step < 1) step = 1;
-    int64_t it = kv_controller_iterations_done(c);
-    if ((final && it != last_logged_iteration) || it - last_logged_iteration >= step) {
-        last_logged_iteration = it;
-        format_line(c, line, sizeof line);
+    int64_t it = c->iterations_done;
+    if ((final && it != p->last_logged) || it - p->last_logged >= step) {
+        p->last_logged = it;
+        format_line(p, c, line, sizeof line);
         kv_info("%s", line);
     }
 }
 
-void kv_progress_new_best(kv_controller *c, const kv_program *p)
+void kv_progress_new_best(const kv_progress *p, const kv_program *best)
 {
-    if (c->progress) fprintf(stderr, "\r\033[K");
-    kv_info("new best: program %lld (iteration %lld, island %d, %s) fitness %.6g", (long long)p->id,
-            (long long)p->iteration, p->island, p->mutator ? p->mutator : "?", p->fitness);
+    if (p->terminal) fprintf(stderr, "\r\033[K");
+    kv_info("new best: program %lld (iteration %lld, island %d, %s) fitness %.6g",
+            (long long)best->id, (long long)best->iteration, best->island,
+            best->mutator ? best->mutator : "?", best->fitness);
 }

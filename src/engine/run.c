@@ -356,7 +356,7 @@ int kv_run_evolution(const kv_run_options *opts)
         rc = store_failed(store, NULL, KV_EXIT_FAILURE);
         goto done;
     }
-    c.progress = opts->progress;
+    c.progress.terminal = opts->progress;
     c.last_iteration = cfg.max_iterations;
     kv_store_add_event(store, "started", NULL);
     kv_info("run: %d iterations, %d islands, output %s", cfg.max_iterations,
@@ -458,7 +458,7 @@ int kv_resume_evolution(const char *path, const kv_run_options *opts)
         rc = store_failed(store, NULL, KV_EXIT_FAILURE);
         goto done;
     }
-    c.progress = opts ? opts->progress : 0;
+    c.progress.terminal = opts ? opts->progress : 0;
     int64_t done_iterations = c.next_iteration - 1;
     if (opts && opts->iterations > 0) {
         c.last_iteration = done_iterations + opts->iterations;
