@@ -146,6 +146,20 @@ static kv_evaluator *task_evaluator(kv_controller *c, const char *work, char **e
     return ev;
 }
 
+/* Commits the children whose grades came within TIMEOUT_MS. Returns the
+ * count, or -1. */
+static int feedback_poll(kv_controller *c, int timeout_ms)
+{
+    int handled = 0;
+    kv_graded g;
+    for (int got; (got = kv_feedback_next(&c->feedback, handled ? 0 : timeout_ms, &g)) != 0;) {
+        if (got < 0 || kv_controller_commit_child(c, g.child, g.trace, g.feedback, g.origin) != 0)
+            return -1;
+        handled++;
+    }
+    return handled;
+}
+
 /* The progress display with the run's counts as they are now. */
 static void show_progress(kv_controller *c, int final)
 {
@@ -182,6 +196,7 @@ int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
     }
     c->next_iteration = kv_store_max_iteration(store) + 1;
     if (kv_breed_init(c) != 0) return -1;
+    kv_feedback_init(&c->feedback, cfg, c->llm, c->templates, seed);
     /* Those below the next one that left no trace are made again (retries). */
     c->iterations_done = c->next_iteration - 1 - (int64_t)c->n_retries;
     char *work = kv_path_join(output_dir, "work");
@@ -202,7 +217,7 @@ int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
 
 void kv_controller_free(kv_controller *c)
 {
-    kv_feedback_free(c);
+    kv_feedback_free(&c->feedback);
     kv_breed_free(c);
     for (size_t i = 0; i < c->n_pending; i++) {
         kv_program_free(c->pending[i].child);
@@ -514,8 +529,11 @@ static int accept_result(kv_controller *c, kv_eval_result *r)
     child->eval_seconds = r->seconds;
     judge_result(c, child);
 
-    if (child->status == KV_STATUS_OK && c->cfg->evaluator.use_llm_feedback && c->llm)
-        return kv_feedback_start(c, child, trace, origin);
+    if (child->status == KV_STATUS_OK && c->cfg->evaluator.use_llm_feedback && c->llm) {
+        kv_graded now;
+        if (kv_feedback_start(&c->feedback, child, trace, origin, &now) == 0) return 0;
+        return kv_controller_commit_child(c, now.child, now.trace, now.feedback, now.origin);
+    }
     return kv_controller_commit_child(c, child, trace, NULL, origin);
 }
 
@@ -665,8 +683,8 @@ int kv_controller_seed_many(kv_controller *c, const char *const *sources, size_t
                     why ? why : kv_status_name(status));
         free(why);
     }
-    while (c->n_gradings) /* the models' grades of the initial programs */
-        if (kv_feedback_poll(c, 200) < 0) return -1;
+    while (c->feedback.n_gradings) /* the models' grades of the initial programs */
+        if (feedback_poll(c, 200) < 0) return -1;
     c->next_iteration = 1;
     if (!evaluated) return -1;
     if (isnan(c->best_fitness)) {
@@ -710,7 +728,7 @@ int kv_controller_loop(kv_controller *c)
             c->stop_reason = "interrupted";
             kv_warn("interrupted: finishing the %zu evaluation(s) and %zu model call(s) in flight "
                     "(interrupt again to stop at once)",
-                    c->n_pending, c->n_waiting + c->n_gradings);
+                    c->n_pending, c->n_waiting + c->feedback.n_gradings);
         }
         if (!interrupted && (!c->stop_reason || c->fatal)) c->stop_reason = stop_condition(c);
         /* Children in flight: evaluations up to parallel_evaluations, plus model
@@ -724,7 +742,7 @@ int kv_controller_loop(kv_controller *c)
             if (kv_breed_produce(c, iteration) != 0) return KV_EXIT_FAILURE;
             c->stop_reason = stop_condition(c);
         }
-        if (c->n_pending == 0 && c->n_waiting == 0 && c->n_gradings == 0) {
+        if (c->n_pending == 0 && c->n_waiting == 0 && c->feedback.n_gradings == 0) {
             if (interrupted || c->stop_reason || retry_wait < 0) break;
             /* Only iterations given back are left: wait until one is due. */
             show_progress(c, 0);
@@ -733,12 +751,12 @@ int kv_controller_loop(kv_controller *c)
         }
         int others = c->n_pending > 0;
         if (c->n_waiting) {
-            int handled = kv_breed_poll(c, others || c->n_gradings ? 0 : 100);
+            int handled = kv_breed_poll(c, others || c->feedback.n_gradings ? 0 : 100);
             if (handled < 0) return KV_EXIT_FAILURE;
             if (handled > 0) continue;
         }
-        if (c->n_gradings) {
-            int handled = kv_feedback_poll(c, others || c->n_waiting ? 0 : 100);
+        if (c->feedback.n_gradings) {
+            int handled = feedback_poll(c, others || c->n_waiting ? 0 : 100);
             if (handled < 0) return KV_EXIT_FAILURE;
             if (handled > 0) continue;
         }
@@ -747,7 +765,7 @@ int kv_controller_loop(kv_controller *c)
             continue;
         }
         kv_eval_result r;
-        int got = kv_evaluator_poll(c->ev, c->n_waiting || c->n_gradings ? 10 : 100, &r);
+        int got = kv_evaluator_poll(c->ev, c->n_waiting || c->feedback.n_gradings ? 10 : 100, &r);
         if (got < 0) {
             kv_error("the evaluation pipeline failed");
             return KV_EXIT_FAILURE;

@@ -8,6 +8,8 @@
 #define KV_ENGINE_CONTROLLER_H
 
 #include "config/config.h"
+#include "engine/llm_feedback.h"
+#include "engine/origin.h"
 #include "engine/progress.h"
 #include "eval/evaluator.h"
 #include "llm/client.h"
@@ -21,14 +23,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* Where a child came from, for the bandit: the ensemble entry that made it
- * (KV_NO_ARM: none, e.g. the initial program) and its parent's fitness. */
-#define KV_NO_ARM ((size_t)-1)
-typedef struct kv_origin {
-    size_t arm;
-    double parent_fitness;
-} kv_origin;
 
 /* A child in evaluation. */
 typedef struct kv_pending {
@@ -45,15 +39,6 @@ typedef struct kv_waiting {
     char *parent_source; /* the parent's text (the child is checked against it) */
     kv_origin origin;
 } kv_waiting;
-
-/* An evaluated child waiting for its grade (evaluator.use_llm_feedback). */
-typedef struct kv_grading {
-    int64_t ticket;
-    kv_program *child;
-    kv_llm_trace *origin_trace; /* the call that made CHILD, or NULL */
-    kv_origin origin;
-    char *system_prompt, *user_prompt; /* redacted, for the store */
-} kv_grading;
 
 /* An iteration given back by a transient fault, asked again when due. */
 typedef struct kv_retry {
@@ -83,10 +68,9 @@ typedef struct kv_controller {
     kv_prompt_templates *templates; /* NULL when no model is used */
     kv_waiting *waiting;            /* mutations in flight */
     size_t n_waiting, cap_waiting;
-    kv_grading *gradings; /* children waiting for their grade */
-    size_t n_gradings, cap_gradings;
-    int llm_concurrency; /* 0 without LLM */
-    kv_retry *retries;   /* iterations to ask again, in iteration order */
+    kv_feedback feedback; /* children waiting for their grade (llm_feedback.h) */
+    int llm_concurrency;  /* 0 without LLM */
+    kv_retry *retries;    /* iterations to ask again, in iteration order */
     size_t n_retries, cap_retries;
     int *failing_calls;      /* per entry: calls failed in a row by faults that may heal */
     char *fatal;             /* a fault that will not heal: why the run stops (malloc'd) */
@@ -184,15 +168,6 @@ int kv_breed_produce(kv_controller *c, int64_t iteration);
  * offered for evaluation, a stored rejection, a spent iteration, a retry,
  * or the run's stop. Returns the count handled, or -1. */
 int kv_breed_poll(kv_controller *c, int timeout_ms);
-
-/* LLM feedback (llm_feedback.c): evaluator.use_llm_feedback asks one of
- * llm.evaluator_models to grade the evaluated CHILD (taken, with TRACE);
- * the grade becomes metrics and the child is committed when the reply
- * comes. Returns 0 or -1. */
-int kv_feedback_start(kv_controller *c, kv_program *child, kv_llm_trace *trace, kv_origin origin);
-/* Handles gradings that finished within TIMEOUT_MS. Returns the count, or -1. */
-int kv_feedback_poll(kv_controller *c, int timeout_ms);
-void kv_feedback_free(kv_controller *c);
 
 /* Iterations finished so far, stored runs included: each left a child in
  * the store (evaluated, rejected or a duplicate) or spent its model call.

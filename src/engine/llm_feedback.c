@@ -1,10 +1,10 @@
-/* LLM feedback (evaluator.use_llm_feedback): one of llm.evaluator_models
- * grades each evaluated child (readability, maintainability, efficiency,
- * correctness, 0 to 1); the grades become llm_<criterion> metrics, their
- * mean llm_feedback, and blend into combined_score before the child is
- * committed. The gradings share the LLM client with the LLM mutator; their
- * tickets carry KV_LLM_TICKET_FEEDBACK. */
-#include "engine/controller.h"
+/* LLM feedback (see llm_feedback.h): the grades (readability,
+ * maintainability, efficiency, correctness, 0 to 1) become llm_<criterion>
+ * metrics, their mean llm_feedback, and blend into combined_score before
+ * the child is committed. The gradings share the LLM client with the LLM
+ * mutator; their tickets carry KV_LLM_TICKET_FEEDBACK. */
+#include "engine/llm_feedback.h"
+#include "util/rng.h"
 #include "util/buf.h"
 #include "util/log.h"
 
@@ -20,16 +20,27 @@ static void grading_clear(kv_grading *g)
     free(g->user_prompt);
 }
 
-void kv_feedback_free(kv_controller *c)
+void kv_feedback_init(kv_feedback *f, const kv_config *cfg, kv_llm_client *llm,
+                      const kv_prompt_templates *templates, uint64_t seed)
 {
-    for (size_t i = 0; i < c->n_gradings; i++)
-        grading_clear(&c->gradings[i]);
-    free(c->gradings);
-    c->gradings = NULL;
-    c->n_gradings = c->cap_gradings = 0;
+    memset(f, 0, sizeof *f);
+    f->cfg = cfg;
+    f->llm = llm;
+    f->templates = templates;
+    f->seed = seed;
 }
 
-int kv_feedback_start(kv_controller *c, kv_program *child, kv_llm_trace *trace, kv_origin origin)
+void kv_feedback_free(kv_feedback *f)
+{
+    for (size_t i = 0; i < f->n_gradings; i++)
+        grading_clear(&f->gradings[i]);
+    free(f->gradings);
+    f->gradings = NULL;
+    f->n_gradings = f->cap_gradings = 0;
+}
+
+int kv_feedback_start(kv_feedback *c, kv_program *child, kv_llm_trace *trace, kv_origin origin,
+                      kv_graded *now)
 {
     const kv_llm_config *l = &c->cfg->llm;
     kv_rng rng;
@@ -58,7 +69,8 @@ int kv_feedback_start(kv_controller *c, kv_program *child, kv_llm_trace *trace, 
                             "llm_feedback_error", json_string(err ? err : "submit failed"));
         free(err);
         free(user);
-        return kv_controller_commit_child(c, child, trace, NULL, origin);
+        *now = (kv_graded){child, trace, NULL, origin};
+        return 1;
     }
     if (c->n_gradings == c->cap_gradings) {
         c->cap_gradings = c->cap_gradings ? c->cap_gradings * 2 : 8;
@@ -99,11 +111,12 @@ static json_t *parse_grades(const char *reply)
     return grades;
 }
 
-/* Merges a grading reply into its child's metrics and commits the child:
+/* Merges a grading reply into its child's metrics, the child into *DONE:
  * llm_<criterion> for each grade, llm_feedback their mean, and
  * combined_score blended as (1 - w) * score + w * llm_feedback with w =
  * evaluator.llm_feedback_weight (the score before is kept). */
-static int finish_feedback(kv_controller *c, kv_grading *p, kv_llm_result *res, kv_llm_trace *trace)
+static void finish_feedback(kv_feedback *c, kv_grading *p, kv_llm_result *res, kv_llm_trace *trace,
+                            kv_graded *done)
 {
     kv_program *child = p->child;
     kv_llm_trace *origin = p->origin_trace;
@@ -142,18 +155,17 @@ static int finish_feedback(kv_controller *c, kv_grading *p, kv_llm_result *res, 
     }
     json_decref(grades);
     grading_clear(p);
-    return kv_controller_commit_child(c, child, origin, trace, from);
+    *done = (kv_graded){child, origin, trace, from};
 }
 
-int kv_feedback_poll(kv_controller *c, int timeout_ms)
+int kv_feedback_next(kv_feedback *c, int timeout_ms, kv_graded *done)
 {
-    int handled = 0;
-    while (c->n_gradings) {
+    for (int wait = timeout_ms; c->n_gradings; wait = 0) {
         kv_llm_result res;
         memset(&res, 0, sizeof res);
         char *err = NULL;
-        int got = kv_llm_poll_match(c->llm, handled ? 0 : timeout_ms, KV_LLM_TICKET_FEEDBACK,
-                                    KV_LLM_TICKET_FEEDBACK, &res, &err);
+        int got = kv_llm_poll_match(c->llm, wait, KV_LLM_TICKET_FEEDBACK, KV_LLM_TICKET_FEEDBACK,
+                                    &res, &err);
         if (got < 0) {
             kv_error("the LLM client failed: %s", err ? err : "unknown error");
             free(err);
@@ -174,10 +186,9 @@ int kv_feedback_poll(kv_controller *c, int timeout_ms)
             kv_llm_trace_new(&res, g.child->iteration, g.system_prompt, g.user_prompt,
                              res.content ? kv_prompt_redact(res.content) : NULL);
         g.system_prompt = g.user_prompt = NULL;
-        int rc = finish_feedback(c, &g, &res, trace);
+        finish_feedback(c, &g, &res, trace, done);
         kv_llm_result_free(&res);
-        if (rc != 0) return -1;
-        handled++;
+        return 1;
     }
-    return handled;
+    return 0;
 }
