@@ -49,18 +49,8 @@ redteam() {
             --arch sm_90a {} >"$OUT/red-$label-compile.log" 2>&1
     "$bin" eval --task $TASK --backend cuda --quick --kernel-timeout 5 "${files[@]}" \
         >"$OUT/red-$label.json" 2>"$OUT/red-$label.log" &
-    local batch=$! stops=0 p
-    # A candidate that stops a kevolve process (reach_parent tries its
-    # parent): resumed and counted, so the batch goes on.
-    while kill -0 "$batch" 2>/dev/null; do
-        for p in $(ps -eo pid=,stat=,comm= | awk '$2 ~ /^[Tt]/ && $3 ~ /^kevolve/ {print $1}'); do
-            stops=$((stops + 1))
-            kill -CONT "$p" 2>/dev/null
-        done
-        sleep 0.2
-    done
-    wait "$batch"
-    echo "-- red team through one judge, $label build: kevolve processes stopped (resumed): $stops"
+    resume_stopped $!
+    echo "-- red team through one judge, $label build: kevolve processes stopped (resumed): $STOPS"
     python3 bench/redteam_table.py "$OUT/red-$label.json" bench/redteam_cuda.sh |
         tee "$OUT/red-$label.txt"
 }

@@ -83,17 +83,6 @@ files=("$DIR/ctl_fp32.cu")
 for n in $RED; do files+=("$DIR/$n.cu" "$DIR/ctl_fp32.cu"); done
 "$KV" eval --task $TASK --backend cuda --quick --kernel-timeout 5 "${files[@]}" \
     >"$OUT/redteam.json" 2>"$OUT/redteam.log" &
-batch_pid=$!
-# A candidate that stops a kevolve process (reach_parent tries its parent):
-# resumed and counted, so the batch goes on and the table says so.
-stops=0
-while kill -0 "$batch_pid" 2>/dev/null; do
-    for p in $(ps -eo pid=,stat=,comm= | awk '$2 ~ /^[Tt]/ && $3 ~ /^kevolve/ {print $1}'); do
-        stops=$((stops + 1))
-        kill -CONT "$p" 2>/dev/null
-    done
-    sleep 0.2
-done
-wait "$batch_pid"
-echo "kevolve processes found stopped (and resumed): $stops"
+resume_stopped $!
+echo "kevolve processes found stopped (and resumed): $STOPS"
 python3 bench/redteam_table.py "$OUT/redteam.json" bench/redteam_cuda.sh | tee "$OUT/redteam.txt"

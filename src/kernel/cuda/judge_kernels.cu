@@ -270,30 +270,38 @@ static int grid_for(uint64_t n)
     return g > 4096 ? 4096 : (g ? (int)g : 1);
 }
 
+// LAUNCH(DT, DIST) for a quick draw DIST of a dtype with a quick kernel
+// (bf16, f16, f32), both as template arguments; else the statement that
+// follows (variadic: a launch's <<<...>>> holds commas).
+#define QUICK_DISPATCH_DT(dt, DIST, LAUNCH)                                                        \
+    do {                                                                                           \
+        if ((dt) == KV_BF16)                                                                       \
+            LAUNCH(KV_BF16, DIST);                                                                 \
+        else if ((dt) == KV_F16)                                                                   \
+            LAUNCH(KV_F16, DIST);                                                                  \
+        else                                                                                       \
+            LAUNCH(KV_F32, DIST);                                                                  \
+    } while (0)
+#define QUICK_DISPATCH(dt, dist, LAUNCH, ...)                                                      \
+    do {                                                                                           \
+        int quick_dt_ = (dt) == KV_BF16 || (dt) == KV_F16 || (dt) == KV_F32;                       \
+        if (quick_dt_ && (dist) == KVJ_QUICK_NORMAL)                                               \
+            QUICK_DISPATCH_DT(dt, KVJ_QUICK_NORMAL, LAUNCH);                                       \
+        else if (quick_dt_ && (dist) == KVJ_QUICK_OUTLIERS)                                        \
+            QUICK_DISPATCH_DT(dt, KVJ_QUICK_OUTLIERS, LAUNCH);                                     \
+        else if (quick_dt_ && (dist) == KVJ_QUICK_SMALL_INT)                                       \
+            QUICK_DISPATCH_DT(dt, KVJ_QUICK_SMALL_INT, LAUNCH);                                    \
+        else                                                                                       \
+            __VA_ARGS__;                                                                           \
+    } while (0)
+
 extern "C" int kvj_gen(void *stream, void *p, int dt, int dist, unsigned long long n,
                        unsigned long long seed, unsigned long long forced)
 {
     cudaStream_t s = (cudaStream_t)stream;
     int g = grid_for(n);
 #define QUICK_GEN(DT, DIST) quick_gen_kernel<DT, DIST><<<g, 256, 0, s>>>(p, n, seed, forced)
-#define QUICK_GEN_DT(DIST)                                                                         \
-    if (dt == KV_BF16)                                                                             \
-        QUICK_GEN(KV_BF16, DIST);                                                                  \
-    else if (dt == KV_F16)                                                                         \
-        QUICK_GEN(KV_F16, DIST);                                                                   \
-    else                                                                                           \
-        QUICK_GEN(KV_F32, DIST)
-    int quick_dt = dt == KV_BF16 || dt == KV_F16 || dt == KV_F32;
-    if (quick_dt && dist == KVJ_QUICK_NORMAL) {
-        QUICK_GEN_DT(KVJ_QUICK_NORMAL);
-    } else if (quick_dt && dist == KVJ_QUICK_OUTLIERS) {
-        QUICK_GEN_DT(KVJ_QUICK_OUTLIERS);
-    } else if (quick_dt && dist == KVJ_QUICK_SMALL_INT) {
-        QUICK_GEN_DT(KVJ_QUICK_SMALL_INT);
-    } else {
-        gen_kernel<<<g, 256, 0, s>>>(p, dt, dist, n, seed, forced);
-    }
-#undef QUICK_GEN_DT
+    QUICK_DISPATCH(dt, dist, QUICK_GEN, gen_kernel<<<g, 256, 0, s>>>(p, dt, dist, n, seed, forced));
 #undef QUICK_GEN
     return (int)cudaGetLastError();
 }
@@ -464,24 +472,8 @@ extern "C" int kvj_count_changed(void *stream, const void *p, int dt, int dist,
     int g = grid_for(n);
 #define QUICK_CHANGED(DT, DIST)                                                                    \
     quick_changed_kernel<DT, DIST><<<g, 256, 0, s>>>(p, n, seed, forced, res)
-#define QUICK_CHANGED_DT(DIST)                                                                     \
-    if (dt == KV_BF16)                                                                             \
-        QUICK_CHANGED(KV_BF16, DIST);                                                              \
-    else if (dt == KV_F16)                                                                         \
-        QUICK_CHANGED(KV_F16, DIST);                                                               \
-    else                                                                                           \
-        QUICK_CHANGED(KV_F32, DIST)
-    int quick_dt = dt == KV_BF16 || dt == KV_F16 || dt == KV_F32;
-    if (quick_dt && dist == KVJ_QUICK_NORMAL) {
-        QUICK_CHANGED_DT(KVJ_QUICK_NORMAL);
-    } else if (quick_dt && dist == KVJ_QUICK_OUTLIERS) {
-        QUICK_CHANGED_DT(KVJ_QUICK_OUTLIERS);
-    } else if (quick_dt && dist == KVJ_QUICK_SMALL_INT) {
-        QUICK_CHANGED_DT(KVJ_QUICK_SMALL_INT);
-    } else {
-        changed_kernel<<<g, 256, 0, s>>>(p, dt, dist, n, seed, forced, res);
-    }
-#undef QUICK_CHANGED_DT
+    QUICK_DISPATCH(dt, dist, QUICK_CHANGED,
+                   changed_kernel<<<g, 256, 0, s>>>(p, dt, dist, n, seed, forced, res));
 #undef QUICK_CHANGED
     return (int)cudaGetLastError();
 }
