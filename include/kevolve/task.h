@@ -56,10 +56,10 @@
 extern "C" {
 #endif
 
-#define KV_TASK_ABI_VERSION 1
-#define KV_MAX_TENSORS 8 /* tensors per task */
-#define KV_MAX_SYMS 8    /* shape symbols per task */
-#define KV_MAX_RANK 4    /* dimensions per tensor */
+#define KV_TASK_ABI_VERSION 2
+#define KV_MAX_TENSORS 16 /* tensors per task (in-out tensors count twice in the judge) */
+#define KV_MAX_SYMS 8     /* shape symbols per task */
+#define KV_MAX_RANK 4     /* dimensions per tensor */
 
 typedef enum kv_dtype { KV_F32 = 0, KV_F16, KV_BF16, KV_I32, KV_DTYPE_COUNT } kv_dtype;
 

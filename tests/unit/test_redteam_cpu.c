@@ -2,7 +2,8 @@
  * the judge within reach, processes that outlive the evaluation (and the
  * watchdog, the FP environment), tolerance, with the honest control for
  * tolerance, and the cases of issue 22's tasks (rmsnorm, swiglu, the
- * attention layouts, the sliding window, rope in place). One hostile
+ * attention layouts, the sliding window, rope in place) and of issue 43's
+ * (Qwen3's fused decode blocks). One hostile
  * candidate per class (tests/data/kernels/redteam/
  * cpu/, each naming its class and the verdict it must get in its header),
  * judged through `kevolve eval --quick` from outside. Replays and the
@@ -99,6 +100,22 @@ CASE(rope_that_assumes_contiguous_positions_is_rejected, .file = "rope_contiguou
 CASE(rope_that_leaves_the_keys_as_they_came_is_rejected, .file = "rope_keys_untouched.c",
      .task = "rope", .cls = "in place", .want = RT_REJECT, .reasons = WRONG, .args = STAGE1)
 
+/* Qwen3's fused decode blocks (issue 43): the k/v cache is in place (a row
+ * left unwritten, a row it must not touch), the residual is part of the
+ * block, and the down projection accumulates in fp32. The naive starts
+ * are the honest controls (test_kernel_qwen3_decode.c). */
+CASE(qkv_that_leaves_the_v_row_unwritten_is_rejected, .file = "qkv_v_cache_unwritten.c",
+     .task = "qwen3_decode_qkv", .cls = "in place", .want = RT_REJECT, .reasons = WRONG,
+     .args = STAGE1 " --scenarios q06b_b1,q06b_q8")
+CASE(qkv_that_clears_a_cache_row_it_must_not_touch_is_rejected,
+     .file = "qkv_cache_next_row_cleared.c", .task = "qwen3_decode_qkv", .cls = "in place",
+     .want = RT_REJECT, .reasons = WRONG, .args = STAGE1 " --scenarios q06b_b1,q06b_q8")
+CASE(o_without_the_residual_is_rejected, .file = "o_residual_dropped.c", .task = "qwen3_decode_o",
+     .cls = "shortcut", .want = RT_REJECT, .reasons = WRONG, .args = STAGE1 " --scenarios o06b_t1")
+CASE(mlp_with_a_bf16_down_projection_is_rejected, .file = "tol_mlp_bf16_down.c",
+     .task = "qwen3_decode_mlp", .cls = "tolerance", .want = RT_REJECT, .reasons = TOLERANCE,
+     .args = STAGE1 " --scenarios m06b_t1")
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -128,6 +145,10 @@ int main(void)
         cmocka_unit_test(rope_with_gptj_pairs_is_rejected),
         cmocka_unit_test(rope_that_assumes_contiguous_positions_is_rejected),
         cmocka_unit_test(rope_that_leaves_the_keys_as_they_came_is_rejected),
+        cmocka_unit_test(qkv_that_leaves_the_v_row_unwritten_is_rejected),
+        cmocka_unit_test(qkv_that_clears_a_cache_row_it_must_not_touch_is_rejected),
+        cmocka_unit_test(o_without_the_residual_is_rejected),
+        cmocka_unit_test(mlp_with_a_bf16_down_projection_is_rejected),
     };
     return cmocka_run_group_tests(tests, rt_setup, rt_teardown);
 }

@@ -1,0 +1,88 @@
+// qwen3_decode_mlp's seed: two kernels. The first normalises the tokens
+// into shared memory (the post-attention RMSNorm as a prologue, every block
+// its own copy: a few KB from L2) and takes NR gate rows with their NR up
+// rows a warp, so one pass over the weights yields act = silu(g) * u, its
+// epilogue; the second is the down projection with the residual add
+// (qd::proj_residual). Roundings as PyTorch's bf16 Qwen3MLP: g, u,
+// silu(g) and the product each rounded to bf16.
+#include <kevolve/task.h>
+#include <qwen3_decode/cuda/decode_gemv.cuh>
+
+// EVOLVE-BLOCK-START
+#define NR 2          // kevolve: tune 1 2 4
+#define UNROLL 4      // kevolve: tune 1 2 4 8
+#define WARPS 4       // kevolve: tune 1 2 4 8 16
+#define DOWN_NR 2     // kevolve: tune 1 2 4 8
+#define DOWN_UNROLL 4 // kevolve: tune 1 2 4 8
+#define DOWN_WARPS 4  // kevolve: tune 1 2 4 8 16
+#define DOWN_KS 2     // kevolve: tune 1 2 4 8
+
+using qd::bf16;
+
+template <int TP>
+__global__ void __launch_bounds__(WARPS * 32)
+    gate_up_silu(const bf16 *__restrict__ x, const bf16 *__restrict__ ln, const bf16 *__restrict__ wg,
+                 const bf16 *__restrict__ wu, bf16 *__restrict__ act, int t_n, int64_t hid,
+                 int64_t inter)
+{
+    extern __shared__ __align__(16) unsigned char smem[];
+    bf16 *h = (bf16 *)smem;
+    qd::norm_rows_to_shared(x, ln, hid, t_n, h);
+    __syncthreads();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t j0 = ((int64_t)blockIdx.x * WARPS + warp) * NR;
+    const bf16 *rows[2 * NR];
+#pragma unroll
+    for (int r = 0; r < NR; r++) {
+        rows[r] = j0 + r < inter ? wg + (j0 + r) * hid : nullptr;
+        rows[NR + r] = j0 + r < inter ? wu + (j0 + r) * hid : nullptr;
+    }
+    const bool vec = hid % 8 == 0 && qd::aligned16(wg) && qd::aligned16(wu);
+    for (int t0 = 0; t0 < t_n; t0 += TP) {
+        const int tn = min(TP, t_n - t0);
+        float acc[2 * NR][TP];
+        qd::dot_rows<2 * NR, TP, UNROLL>(rows, hid, h + t0 * hid, hid, tn, 0, 1, vec, acc);
+#pragma unroll
+        for (int r = 0; r < NR; r++)
+#pragma unroll
+            for (int t = 0; t < TP; t++)
+                if (((r * TP + t) & 31) == lane && t < tn && rows[r]) {
+                    const float g = qd::rnd(acc[r][t]), u = qd::rnd(acc[NR + r][t]);
+                    const float s = qd::rnd(__fdividef(g, 1.0f + __expf(-g)));
+                    act[(int64_t)(t0 + t) * inter + j0 + r] = qd::to_bf16(s * u);
+                }
+    }
+}
+
+template <int TP>
+static cudaError_t launch_gate_up(const kv_launch_args *a, size_t smem)
+{
+    const int64_t inter = a->syms[2];
+    const unsigned grid = (unsigned)((inter + WARPS * NR - 1) / (WARPS * NR));
+    if (smem > 48 * 1024) {
+        cudaError_t e = cudaFuncSetAttribute(gate_up_silu<TP>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess) return e;
+    }
+    gate_up_silu<TP><<<grid, WARPS * 32, smem, (cudaStream_t)a->stream>>>(
+        (const bf16 *)a->tensors[0], (const bf16 *)a->tensors[1], (const bf16 *)a->tensors[2],
+        (const bf16 *)a->tensors[3], (bf16 *)a->tensors[5], (int)a->syms[0], a->syms[1], inter);
+    return cudaGetLastError();
+}
+
+extern "C" int kv_launch(const kv_launch_args *a)
+{
+    const int t_n = (int)a->syms[0];
+    const int64_t hid = a->syms[1], inter = a->syms[2];
+    const size_t smem = ((size_t)t_n * hid * sizeof(bf16) + 15) & ~(size_t)15;
+    cudaError_t e = t_n <= 1   ? launch_gate_up<1>(a, smem)
+                    : t_n <= 2 ? launch_gate_up<2>(a, smem)
+                    : t_n <= 4 ? launch_gate_up<4>(a, smem)
+                               : launch_gate_up<8>(a, smem);
+    if (e != cudaSuccess) return (int)e;
+    constexpr int ks = DOWN_KS <= DOWN_WARPS ? DOWN_KS : DOWN_WARPS;
+    return (int)qd::launch_proj_residual<DOWN_NR, DOWN_UNROLL, DOWN_WARPS, ks>(
+        (const bf16 *)a->tensors[5], (const bf16 *)a->tensors[4], (const bf16 *)a->tensors[0],
+        (bf16 *)a->tensors[6], t_n, inter, hid, (cudaStream_t)a->stream);
+}
+// EVOLVE-BLOCK-END

@@ -1,0 +1,167 @@
+// qwen3_decode_qkv's seed: one kernel, a cluster of CLUSTER blocks per
+// head (q heads, then k, then v), each block D / CLUSTER of the head's
+// rows, so that the whole card streams the weights. Every block first
+// normalises the tokens into shared memory (the input RMSNorm as a
+// prologue: a few KB from L2), then its warps take NR rows at a time
+// (qd::dot_rows). A q or k head's RMSNorm over head_dim sums the blocks'
+// squares through distributed shared memory, and the rotation reads each
+// value's partner (i +- D/2) from the block that holds it; k and v go
+// straight to their cache rows. Roundings as PyTorch's bf16 Qwen3.
+#include <kevolve/task.h>
+#include <cooperative_groups.h>
+#include <qwen3_decode/cuda/decode_gemv.cuh>
+
+namespace cg = cooperative_groups;
+
+// EVOLVE-BLOCK-START
+#define CLUSTER 8 // kevolve: tune 1 2 4 8
+#define NR 2      // kevolve: tune 1 2 4 8
+#define UNROLL 4  // kevolve: tune 1 2 4 8
+#define WARPS 4   // kevolve: tune 1 2 4 8
+
+using qd::bf16;
+
+struct qkv_args {
+    const bf16 *x, *ln, *wq, *wk, *wv, *qn, *kn, *cs, *sn;
+    const int *start;
+    bf16 *q, *kc, *vc;
+    int nb, q_len, nq, nkv, d, len;
+    int64_t hid;
+};
+
+template <int TP> __global__ void __launch_bounds__(WARPS * 32) qkv_kernel(qkv_args p)
+{
+    cg::cluster_group cl = cg::this_cluster();
+    const int csize = (int)cl.num_blocks(), rank = (int)cl.block_rank();
+    const int head = blockIdx.x / csize, rb = p.d / csize, r0 = rank * rb;
+    const int t_n = p.nb * p.q_len, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    extern __shared__ __align__(16) unsigned char smem[];
+    bf16 *h = (bf16 *)smem;
+    float *ps = (float *)(smem + (((size_t)t_n * p.hid * sizeof(bf16) + 15) & ~(size_t)15));
+    float *nv = ps + t_n * rb, *ssp = nv + t_n * rb, *rs = ssp + t_n;
+
+    qd::norm_rows_to_shared(p.x, p.ln, p.hid, t_n, h);
+    __syncthreads();
+    const int kind = head < p.nq ? 0 : head < p.nq + p.nkv ? 1 : 2; // q, k, v
+    const int hh = kind == 0 ? head : kind == 1 ? head - p.nq : head - p.nq - p.nkv;
+    const bf16 *w = (kind == 0 ? p.wq : kind == 1 ? p.wk : p.wv) + (int64_t)hh * p.d * p.hid;
+    const bool vec = p.hid % 8 == 0 && qd::aligned16(p.wq) && qd::aligned16(p.wk) &&
+                     qd::aligned16(p.wv);
+    for (int g0 = warp * NR; g0 < rb; g0 += WARPS * NR) {
+        const bf16 *rows[NR];
+#pragma unroll
+        for (int r = 0; r < NR; r++)
+            rows[r] = g0 + r < rb ? w + (int64_t)(r0 + g0 + r) * p.hid : nullptr;
+        for (int t0 = 0; t0 < t_n; t0 += TP) {
+            const int tn = min(TP, t_n - t0);
+            float acc[NR][TP];
+            qd::dot_rows<NR, TP, UNROLL>(rows, p.hid, h + t0 * p.hid, p.hid, tn, 0, 1, vec, acc);
+#pragma unroll
+            for (int r = 0; r < NR; r++)
+#pragma unroll
+                for (int t = 0; t < TP; t++)
+                    if (((r * TP + t) & 31) == lane && t < tn && rows[r])
+                        ps[(t0 + t) * rb + g0 + r] = qd::rnd(acc[r][t]);
+        }
+    }
+    __syncthreads();
+    if (kind == 2) { // v: no norm, no rotation (uniform over the cluster)
+        for (int i = threadIdx.x; i < t_n * rb; i += blockDim.x) {
+            const int t = i / rb, c = i % rb, b = t / p.q_len, pos = p.start[b] + t % p.q_len;
+            p.vc[(((int64_t)b * p.nkv + hh) * p.len + pos) * p.d + r0 + c] = qd::to_bf16(ps[i]);
+        }
+        return;
+    }
+    for (int t = warp; t < t_n; t += WARPS) {
+        float s = 0.0f;
+        for (int c = lane; c < rb; c += 32)
+            s = fmaf(ps[t * rb + c], ps[t * rb + c], s);
+        s = qd::warp_sum(s);
+        if (lane == 0) ssp[t] = s;
+    }
+    cl.sync();
+    for (int t = threadIdx.x; t < t_n; t += blockDim.x) {
+        float s = 0.0f;
+        for (int k = 0; k < csize; k++)
+            s += *cl.map_shared_rank(ssp + t, k);
+        rs[t] = rsqrtf(s / (float)p.d + 1e-6f);
+    }
+    __syncthreads();
+    const bf16 *nw = kind == 0 ? p.qn : p.kn;
+    for (int i = threadIdx.x; i < t_n * rb; i += blockDim.x)
+        nv[i] = qd::rnd(qd::f32(nw[r0 + i % rb]) * qd::rnd(ps[i] * rs[i / rb]));
+    cl.sync();
+    const int half = p.d / 2;
+    for (int i = threadIdx.x; i < t_n * rb; i += blockDim.x) {
+        const int t = i / rb, gi = r0 + i % rb, gj = gi < half ? gi + half : gi - half;
+        const float pair = *cl.map_shared_rank(nv + t * rb + gj % rb, gj / rb);
+        const float co = qd::f32(p.cs[t * p.d + gi]), si = qd::f32(p.sn[t * p.d + gi]);
+        const bf16 o = qd::to_bf16(qd::rnd(nv[i] * co) + qd::rnd((gi < half ? -pair : pair) * si));
+        if (kind == 0) {
+            p.q[((int64_t)t * p.nq + hh) * p.d + gi] = o;
+        } else {
+            const int b = t / p.q_len, pos = p.start[b] + t % p.q_len;
+            p.kc[(((int64_t)b * p.nkv + hh) * p.len + pos) * p.d + gi] = o;
+        }
+    }
+    cl.sync(); // the partners' values stay until every block has read them
+}
+
+template <int TP> static cudaError_t launch(const qkv_args &p, int csize, cudaStream_t s)
+{
+    const int t_n = p.nb * p.q_len, rb = p.d / csize;
+    const size_t smem = (((size_t)t_n * p.hid * sizeof(bf16) + 15) & ~(size_t)15) +
+                        sizeof(float) * ((size_t)2 * t_n * rb + 2 * t_n);
+    if (smem > 48 * 1024) {
+        cudaError_t e = cudaFuncSetAttribute(qkv_kernel<TP>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess) return e;
+    }
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)((p.nq + 2 * p.nkv) * csize));
+    cfg.blockDim = dim3(WARPS * 32);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = (unsigned)csize;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, qkv_kernel<TP>, p);
+}
+
+extern "C" int kv_launch(const kv_launch_args *a)
+{
+    qkv_args p;
+    p.x = (const bf16 *)a->tensors[0];
+    p.ln = (const bf16 *)a->tensors[1];
+    p.wq = (const bf16 *)a->tensors[2];
+    p.wk = (const bf16 *)a->tensors[3];
+    p.wv = (const bf16 *)a->tensors[4];
+    p.qn = (const bf16 *)a->tensors[5];
+    p.kn = (const bf16 *)a->tensors[6];
+    p.cs = (const bf16 *)a->tensors[7];
+    p.sn = (const bf16 *)a->tensors[8];
+    p.start = (const int *)a->tensors[9];
+    p.q = (bf16 *)a->tensors[10];
+    p.kc = (bf16 *)a->tensors[11];
+    p.vc = (bf16 *)a->tensors[12];
+    p.nb = (int)a->syms[0];
+    p.q_len = (int)a->syms[1];
+    p.hid = a->syms[2];
+    p.nq = (int)a->syms[3];
+    p.nkv = (int)a->syms[4];
+    p.d = (int)a->syms[5];
+    p.len = (int)a->syms[6];
+    const int csize = p.d % CLUSTER == 0 ? CLUSTER : 1;
+    const int t_n = p.nb * p.q_len;
+    const cudaStream_t s = (cudaStream_t)a->stream;
+    const cudaError_t e = t_n <= 1   ? launch<1>(p, csize, s)
+                          : t_n <= 2 ? launch<2>(p, csize, s)
+                          : t_n <= 4 ? launch<4>(p, csize, s)
+                                     : launch<8>(p, csize, s);
+    return (int)e;
+}
+// EVOLVE-BLOCK-END
