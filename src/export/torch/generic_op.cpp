@@ -21,6 +21,7 @@
 
 #include "spec.h"
 
+#include <string>
 #include <vector>
 
 #define KVX_CAT_(a, b) a##b
@@ -38,6 +39,21 @@ static at::ScalarType scalar_of(kv_dtype d)
     case KV_BF16: return at::kBFloat16;
     default: return at::kInt;
     }
+}
+
+// Numbers in messages are formatted by std::to_string, never by an
+// ostream: on a machine whose process loaded an older libstdc++ than the
+// one this file was compiled against, an ostream's number formatting
+// crashed (the GPU machine, 2026-12-04: a refusal of disagreeing shapes
+// segfaulted in basic_ostream::_M_insert<long>).
+static std::string num(int64_t v) { return std::to_string(v); }
+
+// "[2, 1024]": a tensor's sizes.
+static std::string sizes_of(const at::Tensor &x)
+{
+    std::string s = "[";
+    for (int64_t d = 0; d < x.dim(); d++) s += (d ? ", " : "") + num(x.size(d));
+    return s + "]";
 }
 
 // "[tokens, hidden]": tensor I's shape in symbols.
@@ -69,7 +85,7 @@ static void kvx_call(const c10::OperatorHandle &, torch::jit::Stack *stack)
         if (ts.role == KV_OUT) continue;
         const at::Tensor &x = t[i];
         TORCH_CHECK(x.dim() == ts.rank, "kevolve.", KVX_OP_NAME, ": ", ts.name, " must be ",
-                    ts.rank, "-D ", dims(i), ", not of shape ", x.sizes());
+                    num(ts.rank), "-D ", dims(i), ", not of shape ", sizes_of(x));
         TORCH_CHECK(x.scalar_type() == scalar_of(ts.dtype), "kevolve.", KVX_OP_NAME, ": ", ts.name,
                     " must be ", scalar_of(ts.dtype), ", not ", x.scalar_type());
         TORCH_CHECK(x.is_contiguous(), "kevolve.", KVX_OP_NAME, ": ", ts.name,
@@ -90,9 +106,9 @@ static void kvx_call(const c10::OperatorHandle &, torch::jit::Stack *stack)
                 from[s] = i;
             } else {
                 TORCH_CHECK(syms[s] == x.size(d), "kevolve.", KVX_OP_NAME, ": ", ts.name, " ",
-                            dims(i), " has ", kvx_sym_names[s], " = ", x.size(d), " but ",
+                            dims(i), " has ", kvx_sym_names[s], " = ", num(x.size(d)), " but ",
                             kvx_tensors[from[s]].name, " ", dims(from[s]), " has ",
-                            kvx_sym_names[s], " = ", syms[s]);
+                            kvx_sym_names[s], " = ", num(syms[s]));
             }
         }
     }
@@ -116,7 +132,7 @@ static void kvx_call(const c10::OperatorHandle &, torch::jit::Stack *stack)
     }
     if (!empty) { // nothing to compute (a kernel may not launch an empty grid)
         int rc = KVX_ENTRY(ptrs, syms, nullptr, stream);
-        TORCH_CHECK(rc == 0, "kevolve.", KVX_OP_NAME, ": the exported kernel failed (", rc, ")");
+        TORCH_CHECK(rc == 0, "kevolve.", KVX_OP_NAME, ": the exported kernel failed (", num(rc), ")");
     }
     for (int i = 0; i < KVX_NTENSORS; i++)
         if (kvx_tensors[i].role == KV_OUT) torch::jit::push(stack, t[i]);
@@ -126,7 +142,7 @@ static void kvx_call(const c10::OperatorHandle &, torch::jit::Stack *stack)
 // goes to (its dispatcher's rule).
 static int64_t kvx_scenario(const std::vector<int64_t> &s)
 {
-    TORCH_CHECK(s.size() == KVX_NSYMS, "kevolve: ", KVX_NSYMS, " symbols expected");
+    TORCH_CHECK(s.size() == KVX_NSYMS, "kevolve: ", num(KVX_NSYMS), " symbols expected");
     return KVX_CAT(KVX_ENTRY, _scenario)(s.data());
 }
 

@@ -9,6 +9,8 @@
 // too (shapes it cannot take go to SDPA there); here they guard the call.
 #include <torch/extension.h>
 #include <torch/library.h>
+
+#include <string>
 #ifdef KVX_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -48,7 +50,7 @@ static at::Tensor kvx_attention(const at::Tensor &q, const at::Tensor &k, const 
     int64_t syms[6] = {q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3)};
     void *t[4] = {q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()};
     int rc = KVX_ENTRY(t, syms, nullptr, stream);
-    TORCH_CHECK(rc == 0, "kevolve: the exported kernel failed (", rc, ")");
+    TORCH_CHECK(rc == 0, "kevolve: the exported kernel failed (", std::to_string(rc), ")");
     return o;
 }
 
