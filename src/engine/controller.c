@@ -1,10 +1,11 @@
 /* The controller loop: rule checks on children, evaluation hand-off,
  * committing each result to the store as it arrives (with what it taught
  * the mutators' bandit), migration and the stop conditions. Parent
- * selection and the mutators are in breed.c, the LLM feedback in
- * llm_feedback.c. */
+ * selection and the mutators are the breeder's (breed.c), the grades the
+ * LLM feedback's (llm_feedback.c): the loop acts on what each hands back. */
 #include "engine/controller.h"
 #include "engine/interrupt.h"
+#include "engine/trace_store.h"
 #include "eval/job_build.h"
 #include "mutate/blocks.h"
 #include "util/buf.h"
@@ -29,28 +30,24 @@ static uint64_t code_key(uint64_t h)
     return h ? h : 1;
 }
 
-int kv_controller_store_trace(kv_controller *c, const kv_llm_trace *t, int64_t program_id,
-                              const char *outcome)
+static int commit_child(kv_controller *c, kv_program *child, kv_llm_trace *trace,
+                        kv_llm_trace *feedback, kv_origin origin);
+static int offer_child_from(kv_controller *c, kv_program *child, const char *parent_source,
+                            kv_llm_trace *trace, kv_origin origin);
+
+/* Stores TRACE (not taken; nothing when NULL) linked to PROGRAM_ID (0: none)
+ * with OUTCOME. Returns 0 or -1. */
+static int store_trace(kv_controller *c, const kv_llm_trace *t, int64_t program_id,
+                       const char *outcome)
 {
-    if (!t) return 0;
-    int keep = c->cfg->database.log_prompts; /* else usage and outcome only */
-    kv_llm_call_record r = {
-        .iteration = t->iteration,
-        .model = t->model,
-        .endpoint = t->endpoint,
-        .system_prompt = keep ? t->system_prompt : NULL,
-        .user_prompt = keep ? t->user_prompt : NULL,
-        .reply = keep ? t->reply : NULL,
-        .prompt_tokens = t->prompt_tokens,
-        .completion_tokens = t->completion_tokens,
-        .cost_usd = t->cost_usd,
-        .latency_s = t->latency_s,
-        .attempts = t->attempts,
-        .http_status = t->http_status,
-        .outcome = outcome,
-        .error = t->error,
-    };
-    return kv_store_insert_llm_call(c->store, &r, program_id);
+    return kv_trace_store(c->store, c->cfg->database.log_prompts, t, program_id, outcome);
+}
+
+/* Counts ITERATION (a stored child or a spent call of that iteration) as
+ * finished; initial programs and migrants (iteration 0) are none. */
+static void iteration_done(kv_controller *c, int64_t iteration)
+{
+    if (iteration >= 1) c->iterations_done++;
 }
 
 /* Fitness used for early stopping: the configured metric, fitness for
@@ -153,8 +150,7 @@ static int feedback_poll(kv_controller *c, int timeout_ms)
     int handled = 0;
     kv_graded g;
     for (int got; (got = kv_feedback_next(&c->feedback, handled ? 0 : timeout_ms, &g)) != 0;) {
-        if (got < 0 || kv_controller_commit_child(c, g.child, g.trace, g.feedback, g.origin) != 0)
-            return -1;
+        if (got < 0 || commit_child(c, g.child, g.trace, g.feedback, g.origin) != 0) return -1;
         handled++;
     }
     return handled;
@@ -195,10 +191,10 @@ int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
         return -1;
     }
     c->next_iteration = kv_store_max_iteration(store) + 1;
-    if (kv_breed_init(c) != 0) return -1;
-    kv_feedback_init(&c->feedback, cfg, c->llm, c->templates, seed);
+    if (kv_breed_init(&c->breed, cfg, store, c->db, seed, c->next_iteration - 1) != 0) return -1;
+    kv_feedback_init(&c->feedback, cfg, c->breed.llm, c->breed.templates, seed);
     /* Those below the next one that left no trace are made again (retries). */
-    c->iterations_done = c->next_iteration - 1 - (int64_t)c->n_retries;
+    c->iterations_done = c->next_iteration - 1 - (int64_t)c->breed.n_retries;
     char *work = kv_path_join(output_dir, "work");
     char *err = NULL;
     if (cfg->evaluator.task && *cfg->evaluator.task)
@@ -218,7 +214,7 @@ int kv_controller_init(kv_controller *c, const kv_config *cfg, kv_store *store,
 void kv_controller_free(kv_controller *c)
 {
     kv_feedback_free(&c->feedback);
-    kv_breed_free(c);
+    kv_breed_free(&c->breed);
     for (size_t i = 0; i < c->n_pending; i++) {
         kv_program_free(c->pending[i].child);
         kv_llm_trace_free(c->pending[i].trace);
@@ -228,6 +224,7 @@ void kv_controller_free(kv_controller *c)
     if (c->db) kv_database_free(c->db);
     kv_u64map_free(&c->code_ids);
     kv_reason_tally_free(&c->failures);
+    free(c->fatal);
     free(c->output_dir);
     memset(c, 0, sizeof *c);
 }
@@ -237,31 +234,6 @@ void kv_controller_free(kv_controller *c)
 #define KV_REASON_TOO_LONG "too_long"                   /* over max_code_length */
 #define KV_REASON_SAME_CODE "same_code"                 /* the code of an earlier program */
 #define KV_REASON_SAME_ARTIFACT "same_artifact" /* the compiled artifact of an earlier one */
-
-int kv_controller_record(kv_controller *c, kv_origin origin, kv_bandit_outcome outcome, double gain,
-                         double cost_s)
-{
-    if (origin.arm == KV_NO_ARM || !c->ensemble || origin.arm >= kv_ensemble_size(c->ensemble))
-        return 0;
-    kv_ensemble_record(c->ensemble, origin.arm, outcome, gain, cost_s);
-    size_t n = kv_ensemble_size(c->ensemble);
-    double *shares = kv_calloc(n, sizeof *shares);
-    kv_ensemble_shares(c->ensemble, shares);
-    int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        kv_bandit_stats st;
-        kv_ensemble_stats(c->ensemble, i, &st);
-        kv_mutator_stat row = {kv_ensemble_arm(c->ensemble, i),
-                               st.draws,
-                               st.successes,
-                               st.failures,
-                               st.reward_sum,
-                               shares[i]};
-        rc = kv_store_put_mutator_stat(c->store, &row);
-    }
-    free(shares);
-    return rc;
-}
 
 /* What a stored CHILD teaches its arm: a success when it beat its parent,
  * a failure when it failed, timed out or was rejected. */
@@ -275,7 +247,7 @@ static int record_child(kv_controller *c, const kv_program *child, kv_origin ori
     } else if (child->status != KV_STATUS_DUPLICATE) {
         outcome = KV_BANDIT_FAILURE;
     }
-    return kv_controller_record(c, origin, outcome, gain, child->eval_seconds);
+    return kv_breed_record(&c->breed, origin, outcome, gain, child->eval_seconds);
 }
 
 /* Stores a program that will not be evaluated (rejected or duplicate of
@@ -295,7 +267,7 @@ static int store_unevaluated(kv_controller *c, kv_program *child, kv_status stat
     char *outcome = kv_asprintf("%s: %s", kv_status_name(status), reason ? reason : "");
     int rc = kv_store_begin(c->store);
     if (rc == 0) rc = kv_store_insert_program(c->store, child);
-    if (rc == 0) rc = kv_controller_store_trace(c, trace, child->id, outcome);
+    if (rc == 0) rc = store_trace(c, trace, child->id, outcome);
     if (rc == 0) rc = record_child(c, child, origin);
     if (rc == 0) rc = kv_store_commit(c->store);
     free(outcome);
@@ -306,7 +278,7 @@ static int store_unevaluated(kv_controller *c, kv_program *child, kv_status stat
         kv_store_rollback(c->store);
         return -1;
     }
-    kv_controller_iteration_done(c, child->iteration);
+    iteration_done(c, child->iteration);
     if (status == KV_STATUS_REJECTED &&
         !kv_u64map_get(&c->code_ids, code_key(child->code_hash), NULL))
         kv_u64map_put(&c->code_ids, code_key(child->code_hash), child->id);
@@ -315,8 +287,11 @@ static int store_unevaluated(kv_controller *c, kv_program *child, kv_status stat
     return 0;
 }
 
-int kv_controller_store_rejected(kv_controller *c, kv_program *child, const char *code,
-                                 char *reason, kv_llm_trace *trace, kv_origin origin)
+/* Stores CHILD as rejected with reason code CODE (copied), REASON (taken)
+ * and TRACE (taken, may be NULL), crediting ORIGIN's arm with a failure;
+ * CHILD stays the caller's. Returns 0 or -1. */
+static int store_rejected(kv_controller *c, kv_program *child, const char *code, char *reason,
+                          kv_llm_trace *trace, kv_origin origin)
 {
     return store_unevaluated(c, child, KV_STATUS_REJECTED, code, reason, 0, trace, origin);
 }
@@ -337,12 +312,13 @@ static json_t *parent_metrics(kv_controller *c, int64_t id)
 int kv_controller_offer_child(kv_controller *c, kv_program *child, const char *parent_source,
                               kv_llm_trace *trace)
 {
-    return kv_controller_offer_child_from(c, child, parent_source, trace,
-                                          (kv_origin){KV_NO_ARM, NAN});
+    return offer_child_from(c, child, parent_source, trace, (kv_origin){KV_NO_ARM, NAN});
 }
 
-int kv_controller_offer_child_from(kv_controller *c, kv_program *child, const char *parent_source,
-                                   kv_llm_trace *trace, kv_origin origin)
+/* As kv_controller_offer_child, crediting ORIGIN's arm with what the child
+ * gives. */
+static int offer_child_from(kv_controller *c, kv_program *child, const char *parent_source,
+                            kv_llm_trace *trace, kv_origin origin)
 {
     char *reason = NULL;
     int check = kv_blocks_check_child(parent_source, child->source, &reason);
@@ -529,16 +505,19 @@ static int accept_result(kv_controller *c, kv_eval_result *r)
     child->eval_seconds = r->seconds;
     judge_result(c, child);
 
-    if (child->status == KV_STATUS_OK && c->cfg->evaluator.use_llm_feedback && c->llm) {
+    if (child->status == KV_STATUS_OK && c->cfg->evaluator.use_llm_feedback && c->breed.llm) {
         kv_graded now;
         if (kv_feedback_start(&c->feedback, child, trace, origin, &now) == 0) return 0;
-        return kv_controller_commit_child(c, now.child, now.trace, now.feedback, now.origin);
+        return commit_child(c, now.child, now.trace, now.feedback, now.origin);
     }
-    return kv_controller_commit_child(c, child, trace, NULL, origin);
+    return commit_child(c, child, trace, NULL, origin);
 }
 
-int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace *trace,
-                               kv_llm_trace *feedback, kv_origin origin)
+/* Commits an evaluated CHILD (taken) with the call that made it and the
+ * call that graded it (both taken, may be NULL): store, population, best,
+ * the mutators' statistics, migration. Returns 0 or -1. */
+static int commit_child(kv_controller *c, kv_program *child, kv_llm_trace *trace,
+                        kv_llm_trace *feedback, kv_origin origin)
 {
     int rc = 0;
     if (kv_store_begin(c->store) != 0 || kv_store_insert_program(c->store, child) != 0) rc = -1;
@@ -546,8 +525,8 @@ int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace
         int added = kv_database_add(c->db, child);
         if (added < 0 || kv_store_update_placement(c->store, child) != 0) rc = -1;
     }
-    if (rc == 0 && kv_controller_store_trace(c, trace, child->id, "child") != 0) rc = -1;
-    if (rc == 0 && kv_controller_store_trace(c, feedback, child->id, "feedback") != 0) rc = -1;
+    if (rc == 0 && store_trace(c, trace, child->id, "child") != 0) rc = -1;
+    if (rc == 0 && store_trace(c, feedback, child->id, "feedback") != 0) rc = -1;
     if (rc == 0 && record_child(c, child, origin) != 0) rc = -1;
     if (rc == 0 && kv_store_commit(c->store) != 0) rc = -1;
     kv_llm_trace_free(trace);
@@ -561,7 +540,7 @@ int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace
     }
     kv_u64map_put(&c->code_ids, code_key(child->code_hash), child->id);
     count_program(c, child);
-    kv_controller_iteration_done(c, child->iteration);
+    iteration_done(c, child->iteration);
     c->n_session++;
     if (child->status == KV_STATUS_OK) {
         if (!isnan(child->fitness)) {
@@ -587,7 +566,7 @@ int kv_controller_commit_child(kv_controller *c, kv_program *child, kv_llm_trace
 static const char *stop_condition(const kv_controller *c)
 {
     if (c->fatal) return c->fatal;
-    if (c->llm && kv_llm_budget_exhausted(c->llm))
+    if (c->breed.llm && kv_llm_budget_exhausted(c->breed.llm))
         return "the LLM budget (llm.max_budget_usd) is spent";
     if (c->cfg->has_target_score && !isnan(c->best_fitness) &&
         c->best_fitness >= c->cfg->target_score)
@@ -700,6 +679,81 @@ int kv_controller_seed_many(kv_controller *c, const char *const *sources, size_t
     return 0;
 }
 
+/* The next iteration to produce: one given back that is due, else a new
+ * one (-1 when none is left or due). *WAIT_MS gets how long until one
+ * given back is due (-1: none waiting). */
+static int64_t next_iteration(kv_controller *c, int *wait_ms)
+{
+    int64_t due = kv_breed_due(&c->breed, wait_ms);
+    if (due >= 0) return due;
+    if (c->next_iteration <= c->last_iteration) return c->next_iteration++;
+    return -1;
+}
+
+/* Stops the run on a fault that will not heal: REASON (taken) names the
+ * model and the fault; the first one stops it. */
+static void stop_on_fault(kv_controller *c, char *reason)
+{
+    if (!c->fatal) {
+        c->fatal = kv_asprintf("%s; this fault will not heal by retrying: fix it, then "
+                               "`kevolve resume %s` continues the run (with --config FILE, a "
+                               "corrected config; with --api-base URL, another endpoint)",
+                               reason, c->output_dir);
+        kv_warn("stopping: %s", reason);
+    }
+    free(reason);
+}
+
+/* Does what the breeder's answer B (its contents taken) leaves to do: a
+ * child offered for evaluation, a rejection stored, an iteration counted,
+ * the run stopped. Returns 0 or -1. */
+static int act_on(kv_controller *c, kv_bred *b)
+{
+    int rc = 0;
+    switch (b->kind) {
+    case KV_BRED_NONE:
+        break;
+    case KV_BRED_CHILD:
+        rc = offer_child_from(c, b->child, b->parent_source, b->trace, b->origin);
+        free(b->parent_source);
+        break;
+    case KV_BRED_REJECTED:
+        rc = store_rejected(c, b->child, b->code, b->reason, b->trace, b->origin);
+        kv_program_free(b->child);
+        break;
+    case KV_BRED_SPENT:
+        iteration_done(c, b->iteration);
+        break;
+    case KV_BRED_FAULT:
+        stop_on_fault(c, b->reason);
+        break;
+    }
+    *b = (kv_bred){.kind = KV_BRED_NONE};
+    return rc;
+}
+
+/* Produces iteration ITERATION's child and acts on the answer. Returns 0 or -1. */
+static int produce(kv_controller *c, int64_t iteration)
+{
+    kv_bred b;
+    int rc = kv_breed_produce(&c->breed, iteration, &b);
+    if (act_on(c, &b) != 0) rc = -1;
+    return rc;
+}
+
+/* Acts on the mutations that finished within TIMEOUT_MS. Returns the
+ * count handled, or -1. */
+static int breed_poll(kv_controller *c, int timeout_ms)
+{
+    int handled = 0;
+    kv_bred b;
+    for (int got; (got = kv_breed_next(&c->breed, handled ? 0 : timeout_ms, &b)) != 0;) {
+        if (act_on(c, &b) != 0 || got < 0) return -1;
+        handled++;
+    }
+    return handled;
+}
+
 /* Sleeps up to MS milliseconds (a signal ends it early). */
 static void pause_ms(int ms)
 {
@@ -713,7 +767,7 @@ int kv_controller_loop(kv_controller *c)
     int interrupted = 0;
     int64_t parallel = c->cfg->evaluator.parallel_evaluations;
     if (parallel < 1) parallel = 1;
-    int64_t llm_slots = c->llm_concurrency;
+    int64_t llm_slots = c->breed.llm_concurrency;
     c->stop_reason = NULL;
     while (1) {
         int signals = kv_interrupt_count();
@@ -728,21 +782,21 @@ int kv_controller_loop(kv_controller *c)
             c->stop_reason = "interrupted";
             kv_warn("interrupted: finishing the %zu evaluation(s) and %zu model call(s) in flight "
                     "(interrupt again to stop at once)",
-                    c->n_pending, c->n_waiting + c->feedback.n_gradings);
+                    c->n_pending, c->breed.n_waiting + c->feedback.n_gradings);
         }
         if (!interrupted && (!c->stop_reason || c->fatal)) c->stop_reason = stop_condition(c);
         /* Children in flight: evaluations up to parallel_evaluations, plus model
          * calls up to llm.max_concurrency, so slow models never idle the evaluators. */
         int retry_wait = -1;
         while (!interrupted && !c->stop_reason &&
-               (llm_slots == 0 || (int64_t)c->n_waiting < llm_slots) &&
-               (int64_t)(c->n_pending + c->n_waiting) < parallel + llm_slots) {
-            int64_t iteration = kv_breed_next(c, &retry_wait);
+               (llm_slots == 0 || (int64_t)c->breed.n_waiting < llm_slots) &&
+               (int64_t)(c->n_pending + c->breed.n_waiting) < parallel + llm_slots) {
+            int64_t iteration = next_iteration(c, &retry_wait);
             if (iteration < 0) break;
-            if (kv_breed_produce(c, iteration) != 0) return KV_EXIT_FAILURE;
+            if (produce(c, iteration) != 0) return KV_EXIT_FAILURE;
             c->stop_reason = stop_condition(c);
         }
-        if (c->n_pending == 0 && c->n_waiting == 0 && c->feedback.n_gradings == 0) {
+        if (c->n_pending == 0 && c->breed.n_waiting == 0 && c->feedback.n_gradings == 0) {
             if (interrupted || c->stop_reason || retry_wait < 0) break;
             /* Only iterations given back are left: wait until one is due. */
             show_progress(c, 0);
@@ -750,13 +804,13 @@ int kv_controller_loop(kv_controller *c)
             continue;
         }
         int others = c->n_pending > 0;
-        if (c->n_waiting) {
-            int handled = kv_breed_poll(c, others || c->feedback.n_gradings ? 0 : 100);
+        if (c->breed.n_waiting) {
+            int handled = breed_poll(c, others || c->feedback.n_gradings ? 0 : 100);
             if (handled < 0) return KV_EXIT_FAILURE;
             if (handled > 0) continue;
         }
         if (c->feedback.n_gradings) {
-            int handled = feedback_poll(c, others || c->n_waiting ? 0 : 100);
+            int handled = feedback_poll(c, others || c->breed.n_waiting ? 0 : 100);
             if (handled < 0) return KV_EXIT_FAILURE;
             if (handled > 0) continue;
         }
@@ -765,7 +819,8 @@ int kv_controller_loop(kv_controller *c)
             continue;
         }
         kv_eval_result r;
-        int got = kv_evaluator_poll(c->ev, c->n_waiting || c->feedback.n_gradings ? 10 : 100, &r);
+        int got =
+            kv_evaluator_poll(c->ev, c->breed.n_waiting || c->feedback.n_gradings ? 10 : 100, &r);
         if (got < 0) {
             kv_error("the evaluation pipeline failed");
             return KV_EXIT_FAILURE;
@@ -793,11 +848,6 @@ int kv_controller_loop(kv_controller *c)
 int64_t kv_controller_iterations_done(const kv_controller *c)
 {
     return c->iterations_done;
-}
-
-void kv_controller_iteration_done(kv_controller *c, int64_t iteration)
-{
-    if (iteration >= 1) c->iterations_done++;
 }
 
 int kv_controller_write_best(kv_controller *c)
