@@ -124,11 +124,12 @@ def start_rows(cache_position, b):
     takes it (int32 [batch]): made once a step, not once a layer (every
     layer of a step gets the same cache_position tensor)."""
     held = MEMO.get("start")
-    if held is None or held[0] is not cache_position or held[1].shape[0] != b:
+    if held is None or held[0] is not cache_position or held[1] != cache_position._version or \
+            held[2].shape[0] != b:
         rows = cache_position.reshape(-1)[:1] if cache_position.dim() == 1 else cache_position[:, 0]
-        held = (cache_position, rows.to(torch.int32).expand(b).contiguous())
-        MEMO["start"] = held
-    return held[1]
+        held = (cache_position, cache_position._version, rows.to(torch.int32).expand(b).contiguous())
+        MEMO["start"] = held  # the same tensor changed in place is made again
+    return held[2]
 
 
 def fused_forward(layer, original, returns_tuple):
@@ -157,6 +158,8 @@ def fused_forward(layer, original, returns_tuple):
         K["qkv"]([x, layer.input_layernorm.weight, at.q_proj.weight, at.k_proj.weight, at.v_proj.weight,
                   at.q_norm.weight, at.k_norm.weight, cos, sin, start, qt, keys, values],
                  [b, q_len, hid, nq, nkv, d, length, length - q_len + 1])
+        if hasattr(cl, "cumulative_length"):  # what the cache's update() counts (transformers 5)
+            cl.cumulative_length += q_len
         mask = attention_mask
         if mask is not None and mask.dim() == 4:
             mask = mask[:, :, :, :length]

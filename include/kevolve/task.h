@@ -194,6 +194,13 @@ typedef struct kv_task {
      * constants (scale, eps), alignment rules and how each tensor is laid
      * out. The export's header prints it under the entry point. */
     const char *maths;
+    /* Optional: for a symbol that no input's shape holds (the bound below
+     * which the judge draws an index input, say), a C expression over the
+     * shape's symbols s[0 .. num_syms) that gives its value from the
+     * others, so that an exported operator can tell it from its arguments
+     * (kevolve export --torch). Every scenario and held-out shape must
+     * obey it. NULL: the symbol is in an input's shape. */
+    const char *derived[KV_MAX_SYMS];
 } kv_task;
 
 #ifdef __cplusplus

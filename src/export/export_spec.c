@@ -71,6 +71,10 @@ json_t *kvx_signature(const kv_task *t)
     schema(t, &b);
     json_t *sig = json_pack("{s:s,s:o,s:o}", "schema", b.data, "syms", syms, "tensors", tensors);
     kv_buf_free(&b);
+    json_t *derived = json_object();
+    for (int s = 0; s < t->num_syms; s++)
+        if (t->derived[s]) json_object_set_new(derived, t->syms[s], json_string(t->derived[s]));
+    json_object_set_new(sig, "derived", derived);
     return sig;
 }
 
@@ -103,7 +107,7 @@ int kvx_generic_ok(const kv_task *t, char **err)
             seen[ts->shape[d]] = 1;
     }
     for (int s = 0; s < t->num_syms; s++)
-        if (!seen[s]) {
+        if (!seen[s] && !t->derived[s]) {
             *err = kv_asprintf("--torch: %s's symbol %s is in no input's shape, so the operator "
                                "cannot tell its value from its arguments",
                                t->name, t->syms[s]);
@@ -124,8 +128,13 @@ char *kvx_spec_header(const kv_task *t)
                   "#define KVX_OP_NAME \"%s\"\n#define KVX_SCHEMA \"",
                   t->name, t->name);
     schema(t, &b);
-    kv_buf_printf(&b, "\"\n#define KVX_NSYMS %d\n#define KVX_NTENSORS %d\n\n", t->num_syms,
+    kv_buf_printf(&b, "\"\n#define KVX_NSYMS %d\n#define KVX_NTENSORS %d\n", t->num_syms,
                   t->num_tensors);
+    /* The symbols no input's shape holds, from the others (kv_task's derived). */
+    kv_buf_puts(&b, "#define KVX_DERIVE(s) \\\n    do { \\\n");
+    for (int s = 0; s < t->num_syms; s++)
+        if (t->derived[s]) kv_buf_printf(&b, "        s[%d] = (%s); \\\n", s, t->derived[s]);
+    kv_buf_puts(&b, "    } while (0)\n\n");
     kv_buf_puts(&b, "static const char *const kvx_sym_names[KVX_NSYMS] = {");
     for (int s = 0; s < t->num_syms; s++)
         kv_buf_printf(&b, "%s\"%s\"", s ? ", " : "", t->syms[s]);

@@ -118,6 +118,15 @@ static void tasks_have_qwen3_shapes_and_odd_held_out_ones(void **state)
         multi |= s[1] > 1;
     }
     assert_true(model[0] && model[1] && multi);
+    /* starts, the bound below which the judge draws the cache rows, is in
+     * no input's shape: the task's rule gives it (an export's operator
+     * uses it), and every shape obeys the rule. */
+    assert_string_equal(qkv->derived[7], "s[6] - s[1] + 1");
+    for (int i = 0; i < qkv->num_scenarios + qkv->num_held_out; i++) {
+        const kv_shape *sh =
+            i < qkv->num_scenarios ? &qkv->scenarios[i] : &qkv->held_out[i - qkv->num_scenarios];
+        assert_true(sh->syms[7] == sh->syms[6] - sh->syms[1] + 1);
+    }
     int odd = 0;
     for (int i = 0; i < qkv->num_held_out; i++)
         odd |= qkv->held_out[i].syms[2] % 8 != 0 && qkv->held_out[i].syms[5] != 128;

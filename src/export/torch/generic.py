@@ -36,6 +36,7 @@ DEVICE = MANIFEST["torch_device"]
 SCENARIOS = MANIFEST["scenarios"]
 SYMS = MANIFEST["signature"]["syms"]
 TENSORS = MANIFEST["signature"]["tensors"]
+DERIVED = MANIFEST["signature"].get("derived", {})  # symbols in no input's shape
 ARGS = [t for t in TENSORS if t["role"] != "out"]
 OUTS = [t for t in TENSORS if t["role"] == "out"]
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "i32": torch.int32}
@@ -78,6 +79,18 @@ def symbols(*args, **kwargs):
                              f"{tuple(x.shape)}")
         for d, s in enumerate(t["shape"]):
             values.setdefault(SYMS[s], x.shape[d])
+    return _derive(values)
+
+
+def _derive(values):
+    """VALUES with the symbols no input's shape holds, from the others by
+    the task's rules (manifest.json's signature.derived: C expressions over
+    s[0 ..], arithmetic only, evaluated as op.cpp evaluates them)."""
+    s = [values.get(n) for n in SYMS]
+    for name, rule in DERIVED.items():
+        if not set(rule) <= set("s[]0123456789+-*/() "):
+            raise ValueError(f"kevolve.{TASK}: symbol {name}'s rule {rule!r} is not arithmetic")
+        values[name] = int(eval(rule.replace("/", "//"), {"__builtins__": {}}, {"s": s}))
     return values
 
 

@@ -112,6 +112,7 @@ static void kvx_call(const c10::OperatorHandle &, torch::jit::Stack *stack)
             }
         }
     }
+    KVX_DERIVE(syms); // the symbols no input's shape holds
 #ifdef KVX_CUDA
     c10::cuda::CUDAGuard guard(device);
     void *stream = at::cuda::getCurrentCUDAStream().stream();

@@ -24,6 +24,22 @@ Any subset of the three exports will do:
            their (batch, seq, heads, head_dim) storage, cos and sin as rows
            [batch * seq, head_dim] and positions arange(batch * seq).
 
+Or the three fused decode blocks (kevolve export --torch of the
+qwen3_decode_qkv, qwen3_decode_o and qwen3_decode_mlp tasks, all three):
+
+  decode   every Qwen3DecoderLayer's decode steps (1 to 8 new tokens a
+           sequence, a cache with room for them: transformers'
+           StaticCache or a layer that says its max_cache_len): the input
+           norm, q/k/v, the q/k norms, rotary and the k/v cache write in
+           one block, then the attention (PyTorch's SDPA over the cache,
+           with the layer's mask), the output projection with the
+           residual, and the MLP with its norm and residual; prefill and
+           every call they cannot take go to the layer's own forward.
+           The blocks take the cache rows from cache_position, else from
+           position_ids (no left padding). Combined with rmsnorm, swiglu
+           or rope, those serve what the decode blocks leave (prefill, the
+           final norm).
+
 A call an export cannot take (a dtype other than bf16, another device, a
 layout or shape it does not support, an eps other than the task's 1e-6, an
 activation other than SiLU, autograd) goes to PyTorch's own code, counted
@@ -41,7 +57,9 @@ import torch
 import torch.nn.functional as F
 
 log = logging.getLogger("kevolve")
-OPS = ("rmsnorm", "swiglu", "rope")
+OPS = ("rmsnorm", "swiglu", "rope", "decode")
+DECODE_TASKS = ("qwen3_decode_qkv", "qwen3_decode_o", "qwen3_decode_mlp")
+MAX_DECODE_TOKENS = 8  # the decode blocks' q_len
 EPS = 1e-6  # the rmsnorm task's
 # Each op's tensors as its task has them (manifest.json's signature).
 SIGNATURES = {
@@ -74,7 +92,9 @@ def load(export_dir):
 
 
 def _which(pkg):
-    """The op an export serves, by its tensors."""
+    """The op an export serves, by its tensors (a decode block by its task)."""
+    if pkg.TASK in DECODE_TASKS:
+        return pkg.TASK
     sig = [(t["name"], t["dtype"], t["role"], t["shape"]) for t in pkg.TENSORS]
     for op, want in SIGNATURES.items():
         if sig == [(n, d, r, s) for n, d, r, s in want]:
@@ -229,6 +249,104 @@ def _patch_rope(mq, pkg, patch):
     patch._undo.append(release)
 
 
+_memo = {}
+
+
+def _start_rows(where, b):
+    """The cache row of each sequence's first new token (int32 [b]) from
+    cache_position or position_ids: made once a step, not once a layer
+    (every layer of a step gets the same tensor)."""
+    held = _memo.get("start")
+    if held is None or held[0] is not where or held[1] != where._version or held[2].shape[0] != b:
+        rows = where.reshape(-1)[:1] if where.dim() == 1 else where[:, 0]
+        held = (where, where._version, rows.to(torch.int32).expand(b).contiguous())
+        _memo["start"] = held  # the same tensor changed in place is made again
+    return held[2]
+
+
+def _decode_unsupported(layer, pkg, x, mask, past, pos_emb, where, kw):
+    at, mlp = layer.self_attn, layer.mlp
+    if x.dim() != 3 or x.shape[1] > MAX_DECODE_TOKENS:
+        return f"prefill (q_len > {MAX_DECODE_TOKENS})" if x.dim() == 3 else f"input {tuple(x.shape)}"
+    why = _where(pkg, x, at.q_proj.weight, mlp.down_proj.weight)
+    if why:
+        return why
+    if kw.get("output_attentions"):
+        return "output_attentions"
+    if past is None or pos_emb is None or where is None:
+        return "no cache, rotary rows or positions"
+    if any(lin.bias is not None for lin in (at.q_proj, at.k_proj, at.v_proj, at.o_proj, mlp.gate_proj,
+                                            mlp.up_proj, mlp.down_proj)):
+        return "a projection with a bias"
+    if getattr(mlp.config, "hidden_act", None) not in ("silu", "swish"):
+        return f"activation {mlp.config.hidden_act}"
+    for n in (layer.input_layernorm, layer.post_attention_layernorm, at.q_norm, at.k_norm):
+        if abs(n.variance_epsilon - EPS) > 1e-12:
+            return f"eps {n.variance_epsilon}"
+    if getattr(at, "sliding_window", None):
+        return "a sliding window"
+    layers = getattr(past, "layers", None)
+    cl = layers[at.layer_idx] if layers is not None and at.layer_idx < len(layers) else None
+    keys = getattr(cl, "keys", None)
+    if keys is None or getattr(cl, "is_sliding", False) or getattr(cl, "max_cache_len", None) is None:
+        return "a cache without room for the new rows (a static cache takes them)"
+    if keys.dtype != torch.bfloat16 or not keys.is_contiguous() or not cl.values.is_contiguous() or \
+            keys.dim() != 4 or keys.shape[0] != x.shape[0]:
+        return f"cache {tuple(keys.shape)} of {keys.dtype}"
+    cos, _ = pos_emb
+    if cos.dtype != torch.bfloat16 or cos.shape[-2:] != (x.shape[1], at.head_dim):
+        return f"rotary rows {tuple(cos.shape)} of {cos.dtype}"
+    if mask is not None and (mask.dim() != 4 or mask.shape[-1] > keys.shape[2]):
+        return f"mask {tuple(mask.shape)}"
+    return None
+
+
+def _patch_decode(layer, pkgs, patch, returns_tuple):
+    """LAYER's forward: decode steps through the three blocks around SDPA."""
+    original = layer.forward
+    at, mlp = layer.self_attn, layer.mlp
+    qkv, o, mm = (pkgs[t] for t in DECODE_TASKS)
+    nq, nkv, d = at.config.num_attention_heads, at.config.num_key_value_heads, at.head_dim
+    hid = at.q_proj.in_features
+
+    def forward(hidden_states, attention_mask=None, position_ids=None, past_key_values=None,
+                use_cache=False, cache_position=None, position_embeddings=None, **kw):
+        where = cache_position if cache_position is not None else position_ids
+        why = _decode_unsupported(layer, qkv, hidden_states, attention_mask, past_key_values,
+                                  position_embeddings, where, kw)
+        if why:
+            _fallback("decode", why)
+            return original(hidden_states, attention_mask=attention_mask, position_ids=position_ids,
+                            past_key_values=past_key_values, use_cache=use_cache,
+                            cache_position=cache_position, position_embeddings=position_embeddings,
+                            **kw)
+        _stats["decode"]["served"] += 1
+        b, q_len, _ = hidden_states.shape
+        cl = past_key_values.layers[at.layer_idx]
+        keys, values = cl.keys, cl.values
+        cos, sin = position_embeddings
+        x = hidden_states.contiguous()
+        q = qkv.op(x, layer.input_layernorm.weight, at.q_proj.weight.view(nq, d, hid),
+                   at.k_proj.weight.view(nkv, d, hid), at.v_proj.weight.view(nkv, d, hid),
+                   at.q_norm.weight, at.k_norm.weight, cos.expand(b, q_len, d).contiguous(),
+                   sin.expand(b, q_len, d).contiguous(), _start_rows(where, b), keys, values)
+        if hasattr(cl, "cumulative_length"):  # what the cache's update() counts (transformers 5)
+            cl.cumulative_length += q_len
+        # The keys PyTorch's attention would see: as many as the mask says.
+        length = attention_mask.shape[-1] if attention_mask is not None else keys.shape[2]
+        attn = F.scaled_dot_product_attention(
+            q.transpose(1, 2), keys[:, :, :length], values[:, :, :length], attn_mask=attention_mask,
+            is_causal=attention_mask is None and q_len > 1, scale=at.scaling, enable_gqa=True)
+        attn = attn.transpose(1, 2).reshape(b * q_len, nq * d).contiguous()
+        h = o.op(attn, at.o_proj.weight, x.view(b * q_len, hid))
+        _, out = mm.op(h, layer.post_attention_layernorm.weight, mlp.gate_proj.weight,
+                       mlp.up_proj.weight, mlp.down_proj.weight)
+        out = out.view(b, q_len, hid)
+        return (out,) if returns_tuple else out
+
+    patch._set(layer, "forward", forward)
+
+
 def patch_qwen3(model, exports):
     """Serves MODEL's (a transformers Qwen3) RMSNorm, MLP activation and
     rotary embedding with the exports in EXPORTS (folders of kevolve export
@@ -246,9 +364,25 @@ def patch_qwen3(model, exports):
             raise ValueError(f"patch_qwen3: two exports of {op}")
         pkgs[op] = pkg
         pkg._load()  # built before any tracing or capture
+    blocks = [t for t in DECODE_TASKS if t in pkgs]
+    if blocks and len(blocks) != len(DECODE_TASKS):
+        raise ValueError(f"patch_qwen3: the decode blocks come as three exports ({', '.join(DECODE_TASKS)}); "
+                         f"given {', '.join(blocks)}")
     patch = Patch()
-    patch.ops = sorted(pkgs)
-    found = {"rmsnorm": 0, "swiglu": 0}
+    patch.ops = sorted(op for op in pkgs if op not in DECODE_TASKS) + (["decode"] if blocks else [])
+    found = {"rmsnorm": 0, "swiglu": 0, "decode": 0}
+    if blocks:
+        import inspect
+
+        ann = str(inspect.signature(mq.Qwen3DecoderLayer.forward).return_annotation).lower()
+        for m in model.modules():
+            if isinstance(m, mq.Qwen3DecoderLayer):
+                _patch_decode(m, pkgs, patch, "tuple" in ann)
+                found["decode"] += 1
+        pkgs_ops = dict(pkgs)
+        pkgs_ops["decode"] = pkgs["qwen3_decode_qkv"]
+    else:
+        pkgs_ops = pkgs
     for m in model.modules():
         if "rmsnorm" in pkgs and isinstance(m, mq.Qwen3RMSNorm):
             _patch_norm(m, pkgs["rmsnorm"], patch)
@@ -257,7 +391,7 @@ def patch_qwen3(model, exports):
             _patch_mlp(m, pkgs["swiglu"], patch)
             found["swiglu"] += 1
     for op, n in found.items():
-        if op in pkgs and not n:
+        if op in pkgs_ops and not n:
             patch.restore()
             raise ValueError(f"patch_qwen3: the model has no Qwen3 module for {op}")
     if "rope" in pkgs:
