@@ -48,10 +48,17 @@ static char *outcome_error(const kv_worker_outcome *w, const char *what)
 static void list_devices_main(void *ctx)
 {
     const kv_backend *b = ctx;
-    if (!b->devices) kv_worker_fail("not_built", NULL, "%s", b->not_built);
+    if (!b->devices) {
+        kv_worker_failure("not_built", NULL, "%s", b->not_built);
+        return;
+    }
     char *err = NULL;
     json_t *list = b->devices(&err);
-    if (!list) kv_worker_fail("no_device", NULL, "%s", err ? err : "no device");
+    if (!list) {
+        kv_worker_failure("no_device", NULL, "%s", err ? err : "no device");
+        free(err);
+        return;
+    }
     json_t *res = json_pack("{s:o}", "devices", list);
     kv_worker_result(res);
     json_decref(res);

@@ -43,7 +43,7 @@ typedef struct kv_judge_ctx {
 } kv_judge_ctx;
 
 /* Worker entry (kv_worker_run's FN); CTX is a kv_judge_ctx. Reports through
- * kv_worker_result / kv_worker_fail: the result holds "scenarios",
+ * kv_worker_result / kv_worker_failure: the result holds "scenarios",
  * "held_out", "device", "isolation", "profile_seconds" and, when the
  * baseline was timed here, "baseline" (kept at CTX's baseline_path unless
  * the device reported errors; "baseline_not_kept" says why it was not). */

@@ -1,4 +1,4 @@
-/* Held-out shapes drawn before the device is held (see judge_internal.h).
+/* Held-out shapes drawn before the device is held (see judge_held.h).
  *
  * Their CPU reference is seconds of host work on the big tasks' shapes (a
  * chunk of 200 rows on 3000 keys), which the device lock need not cover.
@@ -13,7 +13,8 @@
  * the CPU's reference is the first trial's only: the device reference
  * must match it. Nothing here is the candidate's: its code is loaded only
  * once the device is held, and these buffers live in the judge's memory. */
-#include "kernel/judge_internal.h"
+#include "kernel/judge_held.h"
+#include "kernel/judge_shape.h"
 #include "kernel/worker.h"
 #include "util/buf.h"
 
@@ -25,7 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static void prepare_all(judge *j);
+static void prepare_all(judge_trial *j);
 
 /* The drawing runs in a thread of the lowest priority (its reference's
  * threads inherit it): it overlaps another child's timed blocks, whose
@@ -37,7 +38,7 @@ static void *prepare_thread(void *arg)
     return NULL;
 }
 
-void kv_judge_held_prepare(judge *j)
+void kv_judge_held_prepare(judge_trial *j)
 {
     pthread_t th;
     if (pthread_create(&th, NULL, prepare_thread, j) != 0) {
@@ -47,14 +48,9 @@ void kv_judge_held_prepare(judge *j)
     pthread_join(th, NULL);
 }
 
-int kv_judge_held_in_place(const judge *j)
-{
-    return j->ref && kv_judge_can(j, KV_CAP_DEVICE_INPUTS) && kv_judge_in_place(j);
-}
-
 /* Draws the trials of held-out shape SH into P: every trial's inputs'
  * images and the CPU reference of its first REFS trials. */
-static void prepare_shape(judge *j, const kv_shape *sh, held_prep *p, int refs)
+static void prepare_shape(judge_trial *j, const kv_shape *sh, held_prep *p, int refs)
 {
     const kv_task *t = j->task;
     shape_data d;
@@ -64,7 +60,7 @@ static void prepare_shape(judge *j, const kv_shape *sh, held_prep *p, int refs)
     for (int trial = 0; trial < p->trials; trial++) {
         kv_judge_draw_inputs(j, &d, (kv_dist)(trial % KV_DIST_COUNT));
         int ref = trial < refs;
-        if (ref) kv_judge_reference(j, sh->syms, NULL, NULL, 0, d.val, d.val, d.scale, 0);
+        if (ref) kv_judge_reference_cpu(j, sh->syms, d.val, d.val, d.scale);
         /* The trial keeps what was drawn; D gets fresh buffers. */
         for (int i = 0; i < t->num_tensors; i++) {
             held_trial *h = &p->t[trial];
@@ -87,7 +83,7 @@ static void prepare_shape(judge *j, const kv_shape *sh, held_prep *p, int refs)
 /* Checked in place with a device reference, a held-out shape needs the
  * CPU's reference of its first trial only (the device's must match it);
  * on the host, every trial's. */
-static void prepare_all(judge *j)
+static void prepare_all(judge_trial *j)
 {
     const kv_task *t = j->task;
     if (t->num_held_out <= 0) return;
@@ -101,7 +97,7 @@ static void prepare_all(judge *j)
     }
 }
 
-held_prep *kv_judge_held_draw(judge *j, const kv_shape *sh)
+held_prep *kv_judge_held_draw(judge_trial *j, const kv_shape *sh)
 {
     const kv_task *t = j->task;
     if (!j->held) j->held = kv_calloc((size_t)t->num_held_out + 1, sizeof *j->held);
@@ -118,7 +114,7 @@ static void swap_ptr(void **a, void **b)
     *b = x;
 }
 
-void kv_judge_held_take(judge *j, shape_data *d, held_trial *h)
+void kv_judge_held_take(judge_trial *j, shape_data *d, held_trial *h)
 {
     const kv_task *t = j->task;
     for (int i = 0; i < t->num_tensors; i++) {
@@ -131,7 +127,7 @@ void kv_judge_held_take(judge *j, shape_data *d, held_trial *h)
     }
 }
 
-void kv_judge_held_free(judge *j, held_prep *p)
+void kv_judge_held_free(judge_trial *j, held_prep *p)
 {
     for (int k = 0; k < p->trials; k++)
         for (int i = 0; i < j->task->num_tensors; i++) {
@@ -142,4 +138,12 @@ void kv_judge_held_free(judge *j, held_prep *p)
     free(p->t);
     p->t = NULL;
     p->trials = 0;
+}
+
+void kv_judge_held_free_all(judge_trial *j)
+{
+    for (int k = 0; j->held && k < j->task->num_held_out; k++)
+        kv_judge_held_free(j, &j->held[k]);
+    free(j->held);
+    j->held = NULL;
 }

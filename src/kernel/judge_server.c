@@ -1,7 +1,7 @@
 /* The long-lived judge and its clients (see judge_server.h). */
 #define _GNU_SOURCE
 #include "kernel/judge_server.h"
-#include "kernel/judge_internal.h"
+#include "kernel/judge_child.h"
 #include "kernel/tasks.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -10,12 +10,10 @@
 #include "util/json.h"
 #include "util/slot_channel.h"
 
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
-#include <setjmp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,19 +38,19 @@ typedef struct client {
     char *spawn_err; /* why its runner did not start (said when it is served) */
 } client;
 
-/* The judge and what it serves. The main thread judges; the intake
- * thread takes the evaluator's channels, reads the jobs and starts their
- * runners meanwhile, so that a runner is ready when its job's turn comes.
- * MU guards C, N, the clients' QUEUED and GONE, and what runners start
- * with (BACKEND, CONFINE: set once the device is open); WAKE tells the
- * main thread to look again. */
-static struct {
-    judge j;
-    char *key; /* what J keeps was made for jobs of this key */
-    kv_task view;
+/* The judge and what it serves: the server's own state, which no child's
+ * trial sees. The main thread judges; the intake thread takes the
+ * evaluator's channels, reads the jobs and starts their runners meanwhile,
+ * so that a runner is ready when its job's turn comes. MU guards C, N, the
+ * clients' QUEUED and GONE, and what runners start with (BACKEND, CONFINE:
+ * set once the device is open); WAKE tells the main thread to look again. */
+typedef struct judge_server {
+    judge_device dev; /* the device's state, kept for the jobs of KEY */
+    char *key;        /* what DEV keeps was made for jobs of this key */
+    kv_task view;     /* the task cut to those jobs' scenarios */
     kv_shape *owned;
-    char *helpers; /* the judge's kernels, as opened */
-    jmp_buf unwound;
+    long served; /* the children served, the one being served included */
+    int control_fd;
     pthread_mutex_t mu;
     client *c[MAX_CLIENTS];
     int n;
@@ -60,7 +58,7 @@ static struct {
     char confine[64];
     int ending; /* the control channel closed: the run is over */
     int wake[2];
-} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = {-1, -1}};
+} judge_server;
 
 /* ---- the message: a length and the slot channel, then the job ---- */
 
@@ -206,38 +204,27 @@ static int read_job(client *c)
 
 /* ---- what the judge keeps ---- */
 
-/* Drops the device's state: its context, the held-out draws, the slab (jobs
- * of another key follow). */
-static void drop_device(void)
+/* Drops the device's state: its context, the slab, the calibration (jobs
+ * of another key follow). No runner starts while the device is shut. */
+static void drop_device(judge_server *sv)
 {
-    judge *j = &g.j;
-    const kv_task *t = j->task;
-    if (j->b) {
-        for (int k = 0; j->held && k < t->num_held_out; k++)
-            kv_judge_held_free(j, &j->held[k]);
-        if (j->slab.bytes) j->b->arena_free(j->b, &j->slab);
-        kv_jdev_free(j->b);
-    }
-    if (j->ref_so) dlclose(j->ref_so);
-    free(j->held);
-    free(j->live);
-    long served = j->served; /* the judge's count goes on */
-    memset(j, 0, sizeof *j);
-    j->lock = -1;
-    j->served = served;
-    free(g.key);
-    g.key = NULL;
-    free(g.owned);
-    g.owned = NULL;
+    pthread_mutex_lock(&sv->mu);
+    sv->backend = NULL;
+    pthread_mutex_unlock(&sv->mu);
+    kv_judge_device_free(&sv->dev);
+    free(sv->key);
+    sv->key = NULL;
+    free(sv->owned);
+    sv->owned = NULL;
 }
 
 /* The task's view for C's job: its scenarios, by the names it sent. */
-static void make_view(const client *c)
+static void make_view(judge_server *sv, const client *c)
 {
     const kv_task *task = kv_task_find(json_string_value(json_object_get(c->doc, "task")));
     const json_t *names = json_object_get(c->doc, "scenarios");
-    g.view = *task;
-    g.owned = kv_calloc((size_t)task->num_scenarios + 1, sizeof *g.owned);
+    sv->view = *task;
+    sv->owned = kv_calloc((size_t)task->num_scenarios + 1, sizeof *sv->owned);
     int n = 0;
     for (int s = 0; s < task->num_scenarios; s++) {
         size_t i;
@@ -246,57 +233,63 @@ static void make_view(const client *c)
         {
             if (strcmp(json_string_value(v) ? json_string_value(v) : "", task->scenarios[s].name) ==
                 0)
-                g.owned[n++] = task->scenarios[s];
+                sv->owned[n++] = task->scenarios[s];
         }
     }
-    g.view.scenarios = g.owned;
-    g.view.num_scenarios = n;
-}
-
-/* A verdict that failed the candidate: the job is unwound and the judge
- * goes on, unless what failed may be the judge's own. */
-static void unwind(const char *code)
-{
-    judge *j = &g.j;
-    int own = strcmp(code, "harness_error") == 0 || strcmp(code, "no_device") == 0 ||
-              strcmp(code, "not_built") == 0 ||
-              (j->extra && json_object_get(j->extra, "device_errors"));
-    if (own || j->no_unwind) return; /* the judge ends */
-    longjmp(g.unwound, 1);
+    sv->view.scenarios = sv->owned;
+    sv->view.num_scenarios = n;
 }
 
 /* Starts C's runner now, while another job may hold the device: once the
  * device is open (the runner sees it alone). Either thread, on a client
  * it owns. */
-static void start_runner(client *c)
+static void start_runner(judge_server *sv, client *c)
 {
-    pthread_mutex_lock(&g.mu);
-    const kv_backend *backend = g.backend;
-    char confine[sizeof g.confine];
-    memcpy(confine, g.confine, sizeof confine);
-    pthread_mutex_unlock(&g.mu);
+    pthread_mutex_lock(&sv->mu);
+    const kv_backend *backend = sv->backend;
+    char confine[sizeof sv->confine];
+    memcpy(confine, sv->confine, sizeof confine);
+    pthread_mutex_unlock(&sv->mu);
     if (c->rn || c->spawn_err || !backend) return;
     c->rn = kv_judge_start_runner(backend, confine, &c->ctx, c->ctx.cand, c->ctx.device_src,
                                   &c->spawn_err);
 }
 
-static void wake_main(void)
+static void wake_main(judge_server *sv)
 {
     char b = 1;
-    (void)!write(g.wake[1], &b, 1);
+    (void)!write(sv->wake[1], &b, 1);
+}
+
+/* The client being served, for kv_judge_child's OPENED. */
+typedef struct serving {
+    judge_server *sv;
+    client *c;
+} serving;
+
+/* The device was opened for the client being served: runners start with
+ * what it opened, those of the jobs queued meanwhile now. */
+static void device_opened(void *arg, const kv_jdev *b)
+{
+    serving *s = arg;
+    judge_server *sv = s->sv;
+    pthread_mutex_lock(&sv->mu);
+    sv->backend = b->backend;
+    memcpy(sv->confine, b->confine, sizeof sv->confine);
+    client *waiting[MAX_CLIENTS];
+    int n = 0;
+    for (int i = 0; i < sv->n; i++)
+        if (sv->c[i]->queued && sv->c[i] != s->c) waiting[n++] = sv->c[i];
+    pthread_mutex_unlock(&sv->mu);
+    for (int i = 0; i < n; i++)
+        start_runner(sv, waiting[i]);
 }
 
 /* Serves C: its slot's grant has come. */
-static void serve(client *c)
+static kv_child_end serve(judge_server *sv, client *c)
 {
-    judge *j = &g.j;
     const char *key = json_string_value(json_object_get(c->doc, "key"));
-    if (g.key && strcmp(g.key, key) != 0) {
-        pthread_mutex_lock(&g.mu); /* no runner starts while the device is shut */
-        g.backend = NULL;
-        pthread_mutex_unlock(&g.mu);
-        drop_device();
-    }
+    if (sv->key && strcmp(sv->key, key) != 0) drop_device(sv);
     json_t *hello = json_pack("{s:s,s:I}", "type", "started", "pid", (json_int_t)getpid());
     char *line = json_dumps(hello, JSON_COMPACT);
     json_decref(hello);
@@ -305,48 +298,35 @@ static void serve(client *c)
         (void)!send(c->fd, "\n", 1, MSG_NOSIGNAL);
     }
     free(line);
-    if (!g.key) make_view(c);
-    c->ctx.task = &g.view;
-    j->serving = 1;
-    j->served++;
-    if (setjmp(g.unwound) == 0) {
-        kv_worker_serve(c->fd, unwind); /* a verdict unwinds to here */
-        kv_judge_begin(j, &c->ctx);
-        if (!g.key) {
-            kv_judge_open(j);
-            g.key = kv_strdup(key);
-            /* Named by this job's files: the judge's own copy from now. */
-            free(g.helpers);
-            g.helpers = c->ctx.helpers ? kv_strdup(c->ctx.helpers->lib_path) : NULL;
-            j->b->helpers = g.helpers;
-            pthread_mutex_lock(&g.mu);
-            g.backend = j->b->backend;
-            memcpy(g.confine, j->b->confine, sizeof g.confine);
-            client *waiting[MAX_CLIENTS];
-            int n = 0;
-            for (int i = 0; i < g.n; i++)
-                if (g.c[i]->queued && g.c[i] != c) waiting[n++] = g.c[i];
-            pthread_mutex_unlock(&g.mu);
-            /* The jobs queued before the device was open: their runners now. */
-            for (int i = 0; i < n; i++)
-                start_runner(waiting[i]);
-        }
-        if (!j->held && kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) kv_judge_held_prepare(j);
-        start_runner(c);
-        kv_worker_phase("starting the candidate's process");
-        kv_runner *rn = kv_judge_greet_runner(j, c->rn, c->spawn_err);
-        c->rn = NULL;
-        c->spawn_err = NULL;
-        kv_judge_run(j, rn);
-    } else {
-        kv_judge_abandon(j);
+    if (!sv->key) {
+        make_view(sv, c);
+        sv->key = kv_strdup(key);
     }
-    kv_worker_serve(-1, NULL);
+    c->ctx.task = &sv->view;
+    sv->served++;
+    /* Which judge served it, how many children it served. */
+    json_t *judge =
+        json_pack("{s:I,s:I}", "pid", (json_int_t)getpid(), "child", (json_int_t)sv->served);
+    serving s = {.sv = sv, .c = c};
+    kv_judge_child child = {.ctx = &c->ctx,
+                            .rn = c->rn,
+                            .spawn_err = c->spawn_err,
+                            .judge = judge,
+                            .opened = device_opened,
+                            .arg = &s};
+    c->rn = NULL;
+    c->spawn_err = NULL;
+    kv_worker_serve(c->fd);
+    kv_child_end end = kv_judge_child_run(&sv->dev, &child);
+    kv_worker_serve(-1);
+    json_decref(judge);
+    return end;
 }
 
 /* Takes a job's channel from the evaluator: -1 when the control channel closed. */
-static int take_client(int control_fd)
+static int take_client(judge_server *sv)
 {
+    int control_fd = sv->control_fd;
     char byte;
     int fd;
     ssize_t n = kv_recv_with_fd(control_fd, &byte, 1, &fd);
@@ -355,10 +335,10 @@ static int take_client(int control_fd)
     client *c = kv_calloc(1, sizeof *c);
     c->fd = fd;
     c->slot_fd = -1;
-    pthread_mutex_lock(&g.mu);
-    int room = g.n < MAX_CLIENTS;
-    if (room) g.c[g.n++] = c;
-    pthread_mutex_unlock(&g.mu);
+    pthread_mutex_lock(&sv->mu);
+    int room = sv->n < MAX_CLIENTS;
+    if (room) sv->c[sv->n++] = c;
+    pthread_mutex_unlock(&sv->mu);
     if (!room) { /* its worker judges it itself */
         close(fd);
         free(c);
@@ -369,49 +349,50 @@ static int take_client(int control_fd)
 /* The intake thread: new channels, their jobs read, their runners started. */
 static void *intake(void *arg)
 {
-    int control_fd = *(const int *)arg;
+    judge_server *sv = arg;
+    int control_fd = sv->control_fd;
     struct pollfd pf[1 + MAX_CLIENTS];
     client *fresh[MAX_CLIENTS];
     for (;;) {
         int n = 0;
         pf[0] = (struct pollfd){.fd = control_fd, .events = POLLIN};
-        pthread_mutex_lock(&g.mu);
-        for (int i = 0; i < g.n; i++)
-            if (!g.c[i]->queued && !g.c[i]->gone) {
-                fresh[n] = g.c[i];
-                pf[1 + n++] = (struct pollfd){.fd = g.c[i]->fd, .events = POLLIN};
+        pthread_mutex_lock(&sv->mu);
+        for (int i = 0; i < sv->n; i++)
+            if (!sv->c[i]->queued && !sv->c[i]->gone) {
+                fresh[n] = sv->c[i];
+                pf[1 + n++] = (struct pollfd){.fd = sv->c[i]->fd, .events = POLLIN};
             }
-        pthread_mutex_unlock(&g.mu);
+        pthread_mutex_unlock(&sv->mu);
         if (poll(pf, (nfds_t)n + 1, 200) < 0 && errno != EINTR) break;
-        if (pf[0].revents && take_client(control_fd) < 0) break;
+        if (pf[0].revents && take_client(sv) < 0) break;
         for (int i = 0; i < n; i++) {
             if (!pf[1 + i].revents) continue;
             int ok = read_job(fresh[i]) == 0;
-            if (ok) start_runner(fresh[i]);
-            pthread_mutex_lock(&g.mu);
+            if (ok) start_runner(sv, fresh[i]);
+            pthread_mutex_lock(&sv->mu);
             fresh[i]->queued = ok;
             fresh[i]->gone = !ok;
-            pthread_mutex_unlock(&g.mu);
-            wake_main();
+            pthread_mutex_unlock(&sv->mu);
+            wake_main(sv);
         }
     }
-    pthread_mutex_lock(&g.mu);
-    g.ending = 1;
-    pthread_mutex_unlock(&g.mu);
-    wake_main();
+    pthread_mutex_lock(&sv->mu);
+    sv->ending = 1;
+    pthread_mutex_unlock(&sv->mu);
+    wake_main(sv);
     return NULL;
 }
 
 /* Drops C (the main thread's: queued or gone). */
-static void drop_client(client *c)
+static void drop_client(judge_server *sv, client *c)
 {
-    pthread_mutex_lock(&g.mu);
-    for (int i = 0; i < g.n; i++)
-        if (g.c[i] == c) {
-            g.c[i] = g.c[--g.n];
+    pthread_mutex_lock(&sv->mu);
+    for (int i = 0; i < sv->n; i++)
+        if (sv->c[i] == c) {
+            sv->c[i] = sv->c[--sv->n];
             break;
         }
-    pthread_mutex_unlock(&g.mu);
+    pthread_mutex_unlock(&sv->mu);
     client_free(c);
 }
 
@@ -419,22 +400,25 @@ int kv_judge_server_main(int control_fd)
 {
     kv_worker_serve_setup();
     signal(SIGPIPE, SIG_IGN); /* a worker gone: writes to it fail, nothing more */
-    g.j.lock = -1;
+    /* Lives until the process ends: the intake thread may be in a read. */
+    judge_server *sv = kv_calloc(1, sizeof *sv);
+    kv_judge_device_init(&sv->dev, 1);
+    sv->control_fd = control_fd;
+    pthread_mutex_init(&sv->mu, NULL);
     pthread_t th;
-    if (pipe2(g.wake, O_CLOEXEC | O_NONBLOCK) != 0 ||
-        pthread_create(&th, NULL, intake, &control_fd) != 0)
+    if (pipe2(sv->wake, O_CLOEXEC | O_NONBLOCK) != 0 || pthread_create(&th, NULL, intake, sv) != 0)
         return 1;
     struct pollfd pf[1 + 2 * MAX_CLIENTS];
     client *mine[MAX_CLIENTS];
     for (;;) {
         int n = 0, ending;
-        pthread_mutex_lock(&g.mu);
-        ending = g.ending;
-        for (int i = 0; i < g.n; i++)
-            if (g.c[i]->queued || g.c[i]->gone) mine[n++] = g.c[i];
-        pthread_mutex_unlock(&g.mu);
+        pthread_mutex_lock(&sv->mu);
+        ending = sv->ending;
+        for (int i = 0; i < sv->n; i++)
+            if (sv->c[i]->queued || sv->c[i]->gone) mine[n++] = sv->c[i];
+        pthread_mutex_unlock(&sv->mu);
         if (ending) break;
-        pf[0] = (struct pollfd){.fd = g.wake[0], .events = POLLIN};
+        pf[0] = (struct pollfd){.fd = sv->wake[0], .events = POLLIN};
         for (int i = 0; i < n; i++) {
             pf[1 + 2 * i] = (struct pollfd){.fd = mine[i]->fd, .events = POLLIN};
             pf[2 + 2 * i] =
@@ -442,18 +426,20 @@ int kv_judge_server_main(int control_fd)
         }
         if (poll(pf, (nfds_t)(1 + 2 * n), -1) < 0 && errno != EINTR) break;
         char drain[64];
-        while (read(g.wake[0], drain, sizeof drain) > 0) {
+        while (read(sv->wake[0], drain, sizeof drain) > 0) {
         }
         /* One job at a time, then look again. */
         for (int i = 0; i < n; i++) {
             client *c = mine[i];
             if (c->gone || pf[1 + 2 * i].revents) { /* not a job, or its worker is gone */
-                drop_client(c);
+                drop_client(sv, c);
                 break;
             }
             if (pf[2 + 2 * i].revents) { /* its device slot's grant has come */
-                serve(c);
-                drop_client(c);
+                /* A failure that may be the judge's own ends it; the
+                 * evaluator starts another. */
+                if (serve(sv, c) == KV_CHILD_JUDGE_ENDS) _exit(2);
+                drop_client(sv, c);
                 break;
             }
         }

@@ -1,5 +1,5 @@
 /* The device's telemetry around each timed scenario, read beside the
- * judge's work (see judge_internal.h). On a GPU whose firmware answers
+ * judge's work (see judge_tele.h). On a GPU whose firmware answers
  * NVML, a read of its clock, temperature, power and energy takes several
  * milliseconds (about 5 ms on the H200, bench/NOTES.md): read inline after
  * every scenario, it was a tenth of a fast child's hold. Each read runs in
@@ -8,7 +8,7 @@
  * is let go, joins them all: a scenario's "before" is the read before its
  * own. Only NVML is called there: no device work, nothing of the
  * candidate's, and only the thread's own JSON is made before the join. */
-#include "kernel/judge_internal.h"
+#include "kernel/judge_tele.h"
 #include "util/buf.h"
 
 #include <pthread.h>
@@ -30,37 +30,37 @@ static void *read_thread(void *arg)
 }
 
 /* Starts a read that follows SUMMARY (NULL: the first). */
-static void start_read(judge *j, json_t *summary)
+static void start_read(judge_tele *tl, kv_jdev *b, json_t *summary)
 {
-    if (j->n_tele == j->cap_tele) {
-        j->cap_tele = j->cap_tele ? 2 * j->cap_tele : 32;
-        j->tele = kv_realloc(j->tele, (size_t)j->cap_tele * sizeof *j->tele);
+    if (tl->n == tl->cap) {
+        tl->cap = tl->cap ? 2 * tl->cap : 32;
+        tl->r = kv_realloc(tl->r, (size_t)tl->cap * sizeof *tl->r);
     }
     tele_read *r = kv_calloc(1, sizeof *r);
-    r->b = j->b;
+    r->b = b;
     r->summary = summary ? json_incref(summary) : NULL;
-    j->tele[j->n_tele++] = r;
+    tl->r[tl->n++] = r;
     if (pthread_create(&r->th, NULL, read_thread, r) == 0)
         r->threaded = 1;
     else
         read_thread(r); /* no thread: read here */
 }
 
-void kv_judge_tele_begin(judge *j)
+void kv_judge_tele_begin(judge_tele *tl, kv_jdev *b)
 {
-    if (j->b->telemetry && j->n_tele == 0) start_read(j, NULL);
+    if (b->telemetry && tl->n == 0) start_read(tl, b, NULL);
 }
 
-void kv_judge_tele_after(judge *j, json_t *summary)
+void kv_judge_tele_after(judge_tele *tl, kv_jdev *b, json_t *summary)
 {
-    if (j->b->telemetry) start_read(j, summary);
+    if (b->telemetry) start_read(tl, b, summary);
 }
 
-void kv_judge_tele_finish(judge *j)
+void kv_judge_tele_finish(judge_tele *tl)
 {
     json_t *before = NULL;
-    for (int k = 0; k < j->n_tele; k++) {
-        tele_read *r = j->tele[k];
+    for (int k = 0; k < tl->n; k++) {
+        tele_read *r = tl->r[k];
         if (r->threaded) pthread_join(r->th, NULL);
         if (r->summary && (before || r->after)) {
             json_t *tel = json_object();
@@ -74,7 +74,7 @@ void kv_judge_tele_finish(judge *j)
         free(r);
     }
     json_decref(before);
-    free(j->tele);
-    j->tele = NULL;
-    j->n_tele = j->cap_tele = 0;
+    free(tl->r);
+    tl->r = NULL;
+    tl->n = tl->cap = 0;
 }

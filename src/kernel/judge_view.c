@@ -1,4 +1,4 @@
-/* The task as the judge works on it (judge_internal.h): an in-out tensor
+/* The task as the judge works on it (judge_view.h): an in-out tensor
  * becomes an output, and a hidden copy of its values as drawn becomes an
  * input after the task's own tensors. Every check of the judge then holds
  * as written for outputs and inputs: the copy is drawn, kept read-only
@@ -6,11 +6,11 @@
  * tensor is started from it before each call (kv_judge_poison_outputs,
  * judge_time.c's prepare_block) and checked like any output. The candidate
  * is given the task's tensors only (kv_judge_block). */
-#include "kernel/judge_internal.h"
-#include "kernel/worker.h"
+#include "kernel/judge_view.h"
 #include "util/buf.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Why OWN's tensors break task.h's rules, or NULL. */
@@ -39,7 +39,7 @@ static const char *broken(const kv_task *own, int inout)
     return NULL;
 }
 
-void kv_judge_view_task(judge *j, const kv_task *own)
+int kv_judge_view_task(judge_trial *j, const kv_task *own)
 {
     j->own = j->task = own;
     j->visible = own->num_tensors;
@@ -49,8 +49,8 @@ void kv_judge_view_task(judge *j, const kv_task *own)
     for (int i = 0; i < own->num_tensors; i++)
         inout += own->tensors[i].role == KV_INOUT;
     const char *why = broken(own, inout);
-    if (why) kv_worker_fail("harness_error", NULL, "task %s: %s", own->name, why);
-    if (!inout) return;
+    if (why) return kv_verdict_set(&j->v, "harness_error", "task %s: %s", own->name, why);
+    if (!inout) return 0;
     j->view = *own;
     for (int i = 0; i < own->num_tensors; i++) {
         if (own->tensors[i].role != KV_INOUT) continue;
@@ -63,4 +63,13 @@ void kv_judge_view_task(judge *j, const kv_task *own)
         j->view.tensors[i].role = KV_OUT;
     }
     j->task = &j->view;
+    return 0;
+}
+
+void kv_judge_view_free(judge_trial *j)
+{
+    if (j->task != &j->view) return;
+    for (int i = 0; i < j->visible; i++)
+        if (j->twin[i] >= 0) free((char *)j->view.tensors[j->twin[i]].name);
+    j->task = j->own;
 }

@@ -23,7 +23,6 @@
  * handler, so plain static storage. */
 static int g_fd = -1;
 static char g_phase[256];
-static void (*g_unwind)(const char *code); /* a long-lived judge's, or NULL */
 static char g_altstack[64 * 1024];
 
 void kv_worker_outcome_clear(kv_worker_outcome *o)
@@ -183,7 +182,7 @@ void kv_worker_result(const json_t *result)
     json_decref(o);
 }
 
-void kv_worker_fail(const char *code, const json_t *extra, const char *fmt, ...)
+void kv_worker_failure(const char *code, const json_t *extra, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -196,14 +195,11 @@ void kv_worker_fail(const char *code, const json_t *extra, const char *fmt, ...)
     send_json(o);
     json_decref(o);
     kv_buf_free(&b);
-    if (g_unwind) g_unwind(code); /* returns only when the judge must end */
-    _exit(2);
 }
 
-void kv_worker_serve(int fd, void (*unwind)(const char *code))
+void kv_worker_serve(int fd)
 {
     g_fd = fd;
-    g_unwind = unwind;
     g_phase[0] = '\0';
 }
 

@@ -15,7 +15,7 @@ typedef struct kv_worker_outcome {
     int signal;         /* the signal that killed it, else 0 */
     int timed_out;      /* 1 when the parent killed it at the deadline */
     json_t *result;     /* what kv_worker_result sent, or NULL */
-    char *fail_code;    /* what kv_worker_fail (or a handler) sent, or NULL */
+    char *fail_code;    /* what kv_worker_failure (or a handler) sent, or NULL */
     char *fail_detail;  /* its detail, or NULL */
     json_t *fail_extra; /* extra JSON it sent with the failure, or NULL */
     char *phase;        /* the last phase reported, or NULL */
@@ -55,13 +55,14 @@ void kv_worker_waited(double seconds);
 /* Sends the result (does not take ownership). */
 void kv_worker_result(const json_t *result);
 /* Sends a failure (CODE: a short name such as "wrong_result"; EXTRA: more
- * JSON, may be NULL, not taken) and exits the child. */
-_Noreturn void kv_worker_fail(const char *code, const json_t *extra, const char *fmt, ...)
+ * JSON, may be NULL, not taken; a formatted detail). The child then ends,
+ * or a long-lived judge goes on to its next job: nothing follows it for
+ * this one. */
+void kv_worker_failure(const char *code, const json_t *extra, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* In a long-lived judge: what follows goes to FD (a client's channel), and
- * kv_worker_fail, once it has said the failure, calls UNWIND(code), which
- * does not return unless the judge must end (it then exits). */
-void kv_worker_serve(int fd, void (*unwind)(const char *code));
+/* In a long-lived judge: what follows goes to FD (a client's channel; -1:
+ * none). */
+void kv_worker_serve(int fd);
 /* A long-lived judge's crash handlers, as a worker child's. */
 void kv_worker_serve_setup(void);
 

@@ -1,9 +1,8 @@
 /* Arenas: where a shape's tensors lie, their canaries, and their sharing
- * with the runner (see judge_internal.h). */
-#include "kernel/judge_internal.h"
+ * with the runner (see judge_arena.h). */
+#include "kernel/judge_arena.h"
 #include "kernel/dtype.h"
 #include "kernel/tasks.h"
-#include "kernel/worker.h"
 #include "util/buf.h"
 #include "util/clock.h"
 
@@ -29,7 +28,7 @@ static void add_guard(layout *l, size_t off, size_t len, uint32_t prot, int tens
             (kv_rguard){.offset = off, .length = len, .prot = prot, .tensor = (uint32_t)tensor};
 }
 
-void kv_judge_layout(const judge *j, const int64_t *syms, size_t nsets, int one_set_guarded,
+void kv_judge_layout(const judge_trial *j, const int64_t *syms, size_t nsets, int one_set_guarded,
                      layout *l)
 {
     const kv_task *t = j->task;
@@ -67,7 +66,7 @@ void kv_judge_layout(const judge *j, const int64_t *syms, size_t nsets, int one_
     l->bytes = round_up(cursor ? cursor : 1, ps);
 }
 
-size_t kv_judge_timing_sets(const judge *j, const int64_t *syms)
+size_t kv_judge_timing_sets(const judge_trial *j, const int64_t *syms)
 {
     const kv_task *t = j->task;
     size_t set_bytes = 0;
@@ -81,16 +80,22 @@ size_t kv_judge_timing_sets(const judge *j, const int64_t *syms)
  * an arena: unmapping the long decode's 130 MB takes milliseconds of kernel
  * time) is not the candidate's work between calls: the idle check counts
  * from its reply. No block's inputs exist while such a request runs. */
-static void forgive_request_cpu(judge *j)
+static void forgive_request_cpu(judge_trial *j)
 {
     if (j->rn) kv_judge_note_idle_cpu(j);
 }
 
-/* A long-lived judge notes the job's own arenas (not the slab's parts),
- * to free them when a verdict cuts the job short. */
-static void note_live(judge *j, const kv_arena *a)
+/* An arena that holds nothing. */
+static void arena_clear(kv_arena *a)
 {
-    if (!j->serving) return;
+    memset(a, 0, sizeof *a);
+    a->fd = -1;
+}
+
+/* The child's own arenas (not the slab's parts) are noted, so that the
+ * child's end frees any a failure cut short. */
+static void note_live(judge_trial *j, const kv_arena *a)
+{
     if (j->n_live == j->cap_live) {
         j->cap_live = j->cap_live ? 2 * j->cap_live : 16;
         j->live = kv_realloc(j->live, (size_t)j->cap_live * sizeof *j->live);
@@ -98,7 +103,7 @@ static void note_live(judge *j, const kv_arena *a)
     j->live[j->n_live++] = *a;
 }
 
-static void forget_live(judge *j, const kv_arena *a)
+static void forget_live(judge_trial *j, const kv_arena *a)
 {
     for (int i = 0; i < j->n_live; i++)
         if (j->live[i].host == a->host && j->live[i].dptr == a->dptr && j->live[i].fd == a->fd) {
@@ -107,29 +112,31 @@ static void forget_live(judge *j, const kv_arena *a)
         }
 }
 
-void kv_judge_free_live(judge *j)
+void kv_judge_free_live(judge_trial *j)
 {
     for (int i = 0; i < j->n_live; i++)
         j->b->arena_free(j->b, &j->live[i]);
-    j->n_live = 0;
-    kv_parts_reset(&j->parts);
+    free(j->live);
+    j->live = NULL;
+    j->n_live = j->cap_live = 0;
 }
 
 /* Maps A into the runner in use (with L's guards where given). */
-static void share(judge *j, const kv_arena *a, const layout *l)
+static int share(judge_trial *j, const kv_arena *a, const layout *l)
 {
     kv_rfail f;
     char *err = NULL;
     int rc = kv_runner_map(j->rn, a, l ? l->guards : NULL, l ? l->nguards : 0, 60, &f, &err);
-    if (rc < 0) kv_judge_fail_err(j, err, "sharing tensors");
-    if (rc > 0) kv_judge_fail_runner(j, &f, "sharing tensors");
+    if (rc < 0) return kv_judge_fail_err(j, err, "sharing tensors");
+    if (rc > 0) return kv_judge_fail_runner(j, &f, "sharing tensors");
     forgive_request_cpu(j);
+    return 0;
 }
 
 /* Has the runner in use, if any, forget arena ID (and a graph recorded on
  * it). An unmap that fails leaves the runner's mapping, not the judge's
  * memory. */
-static void unshare(judge *j, uint32_t id)
+static void unshare(judge_trial *j, uint32_t id)
 {
     kv_rfail f;
     char *err = NULL;
@@ -144,7 +151,7 @@ static void unshare(judge *j, uint32_t id)
  * of a fast child's 2.35 s hold (bench/NOTES.md, 2026-12-02, commit fdfe785). Every byte of
  * a part is a canary before it is handed out, so nothing of an earlier
  * part is left in it; the judge's own arenas are never in the slab. */
-static int parted(const judge *j)
+static int parted(const judge_trial *j)
 {
     /* Under memcheck every arena is its own allocation: an access past one
      * is then outside any allocation, which is what memcheck reports. */
@@ -157,7 +164,7 @@ static int parted(const judge *j)
  * layout (kv_judge_time_shape), or two correctness layouts (a trial that
  * moves its tensors holds the old arena while it makes the new), or the
  * clock's calibration, with one more correctness layout to spare. */
-static size_t slab_bytes(const judge *j)
+static size_t slab_bytes(const judge_trial *j)
 {
     const kv_task *t = j->task;
     size_t timing = 2 * j->b->backend->calib_bytes, check = 0;
@@ -176,112 +183,148 @@ static size_t slab_bytes(const judge *j)
     return (timing > 2 * check ? timing : 2 * check) + check;
 }
 
-/* A part of BYTES from the slab (made on first use), into *A; 0 when none
- * fits (the caller makes an arena of its own). */
-static int slab_part(judge *j, size_t bytes, kv_arena *a)
+/* A part of BYTES from the slab (made on first use), into *A, *MADE set;
+ * *MADE 0 when none fits (the caller makes an arena of its own). The slab
+ * counts as shared from the moment it is offered to the runner: one that
+ * fails the map may have mapped it all the same, and the slab is then
+ * checked when the runner stops. */
+static int slab_part(judge_trial *j, size_t bytes, kv_arena *a, int *made)
 {
+    judge_device *dev = j->dev;
     char *err = NULL;
-    if (j->slab_refused) return 0;
+    *made = 0;
+    if (dev->slab_refused) return 0;
     /* A long-lived judge's slab, kept from its last runner: mapped into this one. */
-    if (j->slab.bytes && !j->slab_shared) {
-        share(j, &j->slab, NULL);
-        j->slab_shared = 1;
+    if (dev->slab.bytes && !dev->slab_shared) {
+        dev->slab_shared = 1;
+        if (share(j, &dev->slab, NULL) != 0) return KV_JUDGE_FAILED;
     }
-    if (!j->slab.bytes) {
-        if (j->b->arena_new(j->b, slab_bytes(j), KV_CANARY, &j->slab, &err) != 0) {
+    if (!dev->slab.bytes) {
+        if (j->b->arena_new(j->b, slab_bytes(j), KV_CANARY, &dev->slab, &err) != 0) {
             free(err); /* no room for it: arenas of their own, as before */
-            j->slab_refused = 1;
+            arena_clear(&dev->slab);
+            dev->slab_refused = 1;
             return 0;
         }
-        j->slab.id = ++j->next_arena;
-        j->parts.total = j->slab.bytes;
-        share(j, &j->slab, NULL);
-        j->slab_shared = 1;
+        dev->slab.id = ++dev->next_arena;
+        dev->parts.total = dev->slab.bytes;
+        dev->slab_shared = 1;
+        if (share(j, &dev->slab, NULL) != 0) return KV_JUDGE_FAILED;
     }
     size_t at = 0;
-    if (kv_parts_take(&j->parts, round_up(bytes, PART_ALIGN), &at) != 0) return 0;
-    *a = (kv_arena){.id = ++j->next_arena,
+    if (kv_parts_take(&dev->parts, round_up(bytes, PART_ALIGN), &at) != 0) return 0;
+    *a = (kv_arena){.id = ++dev->next_arena,
                     .bytes = bytes,
-                    .dptr = j->slab.dptr + at,
+                    .dptr = dev->slab.dptr + at,
                     .fd = -1,
-                    .parent = j->slab.id,
+                    .parent = dev->slab.id,
                     .parent_off = at};
     unsigned char canary = KV_CANARY;
-    if (j->b->fill(j->b, a, 0, bytes, &canary, 1, &err) != 0 || j->b->sync(j->b, &err) != 0)
-        kv_judge_fail_err(j, err, "a part of the tensors' arena");
-    return 1;
+    if (j->b->fill(j->b, a, 0, bytes, &canary, 1, &err) != 0 || j->b->sync(j->b, &err) != 0) {
+        kv_parts_give(&dev->parts, at);
+        arena_clear(a);
+        return kv_judge_fail_err(j, err, "a part of the tensors' arena");
+    }
+    *made = 1;
+    return 0;
 }
 
-void kv_judge_arena_new(judge *j, const layout *l, kv_arena *a)
+int kv_judge_arena_new(judge_trial *j, const layout *l, kv_arena *a)
 {
     double t0 = kv_now_s();
-    if (parted(j) && slab_part(j, l->bytes, a)) {
-        share(j, a, NULL); /* known to the runner as a part of the slab, under its own id */
+    int made = 0;
+    arena_clear(a);
+    if (parted(j) && slab_part(j, l->bytes, a, &made) != 0) return KV_JUDGE_FAILED;
+    if (made) {
+        /* Known to the runner as a part of the slab, under its own id. */
+        if (share(j, a, NULL) != 0) {
+            kv_parts_give(&j->dev->parts, a->parent_off);
+            arena_clear(a);
+            return KV_JUDGE_FAILED;
+        }
         kv_judge_check_lap(j, ALLOC_PART, &t0);
-        return;
+        return 0;
     }
     char *err = NULL;
-    if (j->b->arena_new(j->b, l->bytes, KV_CANARY, a, &err) != 0)
-        kv_judge_fail_err(j, err, "allocating tensors");
+    if (j->b->arena_new(j->b, l->bytes, KV_CANARY, a, &err) != 0) {
+        arena_clear(a);
+        return kv_judge_fail_err(j, err, "allocating tensors");
+    }
     note_live(j, a);
     kv_judge_check_lap(j, ALLOC_DEVICE, &t0);
-    a->id = ++j->next_arena;
-    share(j, a, l);
+    a->id = ++j->dev->next_arena;
+    if (share(j, a, l) != 0) {
+        forget_live(j, a);
+        j->b->arena_free(j->b, a);
+        arena_clear(a);
+        return KV_JUDGE_FAILED;
+    }
     kv_judge_check_lap(j, ALLOC_MAP, &t0);
+    return 0;
 }
 
-void kv_judge_own_new(judge *j, size_t bytes, kv_arena *a, const char *what)
+int kv_judge_own_new(judge_trial *j, size_t bytes, kv_arena *a, const char *what)
 {
     double t0 = kv_now_s();
     char *err = NULL;
-    if (j->b->arena_new(j->b, bytes ? bytes : 64, 0, a, &err) != 0) kv_judge_fail_err(j, err, what);
+    if (j->b->arena_new(j->b, bytes ? bytes : 64, 0, a, &err) != 0) {
+        arena_clear(a);
+        return kv_judge_fail_err(j, err, what);
+    }
     note_live(j, a);
     kv_judge_check_lap(j, ALLOC_OWN, &t0);
+    return 0;
 }
 
-void kv_judge_own_free(judge *j, kv_arena *a)
+void kv_judge_own_free(judge_trial *j, kv_arena *a)
 {
     double t0 = kv_now_s();
     if (a->bytes) {
         forget_live(j, a);
         j->b->arena_free(j->b, a);
+        arena_clear(a);
     }
     kv_judge_check_lap(j, ALLOC_OWN, &t0);
 }
 
-void kv_judge_arena_free(judge *j, kv_arena *a)
+int kv_judge_arena_free(judge_trial *j, kv_arena *a)
 {
-    if (!a->bytes) return;
+    if (!a->bytes) return 0;
     double t0 = kv_now_s();
     unshare(j, a->id);
     if (!a->parent) {
         forget_live(j, a);
         j->b->arena_free(j->b, a);
+        arena_clear(a);
         kv_judge_check_lap(j, ALLOC_RELEASE, &t0);
-        return;
+        return 0;
     }
-    if (a->parent == j->slab.id) { /* not a part of a slab gone with its runner */
+    int rc = 0;
+    judge_device *dev = j->dev;
+    if (a->parent == dev->slab.id) { /* not a part of a slab gone with its runner */
         /* Canaries again: outside the parts in use, every byte of the slab
          * is one (slab_scrub counts those that are not). */
         char *err = NULL;
         unsigned char canary = KV_CANARY;
         if (j->b->fill(j->b, a, 0, a->bytes, &canary, 1, &err) != 0)
-            kv_judge_fail_err(j, err, "a part of the tensors' arena");
-        kv_parts_give(&j->parts, a->parent_off);
+            rc = kv_judge_fail_err(j, err, "a part of the tensors' arena");
+        kv_parts_give(&dev->parts, a->parent_off);
     }
-    memset(a, 0, sizeof *a);
-    a->fd = -1;
+    arena_clear(a);
     kv_judge_check_lap(j, ALLOC_PART, &t0);
+    return rc;
 }
 
 /* The slab after its runner stopped: the bytes outside the parts in use
- * that are not canaries (the runner wrote where it was given nothing);
- * then, where REFILL (a long-lived judge keeps it), every byte a canary
- * again, so that nothing the runner left there reaches the next child. */
-static size_t slab_scrub(judge *j, int refill)
+ * that are not canaries (the runner wrote where it was given nothing)
+ * into *STRAY; then, where REFILL (a long-lived judge keeps it), every
+ * byte a canary again, so that nothing the runner left there reaches the
+ * next child. */
+static int slab_scrub(judge_trial *j, int refill, size_t *stray)
 {
-    const kv_parts *p = &j->parts;
-    size_t off[KV_PARTS_MAX + 1], len[KV_PARTS_MAX + 1], at = 0, stray = 0, first = 0;
+    judge_device *dev = j->dev;
+    const kv_parts *p = &dev->parts;
+    size_t off[KV_PARTS_MAX + 1], len[KV_PARTS_MAX + 1], at = 0, first = 0;
     int n = 0;
     for (int i = 0; i < p->n; i++) { /* the gaps between the parts in use, in order */
         off[n] = at;
@@ -292,53 +335,66 @@ static size_t slab_scrub(judge *j, int refill)
     len[n++] = p->total - at;
     char *err = NULL;
     unsigned char canary = KV_CANARY;
-    if (j->b->count_spans(j->b, &j->slab, off, len, n, KV_CANARY, &stray, &first, &err) != 0 ||
-        (refill && (stray || p->n) &&
-         j->b->fill(j->b, &j->slab, 0, j->slab.bytes, &canary, 1, &err) != 0) ||
+    if (j->b->count_spans(j->b, &dev->slab, off, len, n, KV_CANARY, stray, &first, &err) != 0 ||
+        (refill && (*stray || p->n) &&
+         j->b->fill(j->b, &dev->slab, 0, dev->slab.bytes, &canary, 1, &err) != 0) ||
         j->b->sync(j->b, &err) != 0)
-        kv_judge_fail_err(j, err, "the tensors' arena after the runner");
-    return stray;
-}
-
-size_t kv_judge_arena_drop_slab(judge *j)
-{
-    double t0 = kv_now_s();
-    size_t stray = j->slab.bytes && j->slab_shared ? slab_scrub(j, j->serving) : 0;
-    j->slab_shared = 0;
-    if (j->serving && j->slab.bytes) { /* kept: every part free, mapped into the next runner */
-        kv_parts_reset(&j->parts);
-        kv_judge_check_lap(j, ALLOC_RELEASE, &t0);
-        return stray;
-    }
-    if (j->slab.bytes) j->b->arena_free(j->b, &j->slab);
-    memset(&j->slab, 0, sizeof j->slab);
-    j->slab.fd = -1;
-    memset(&j->parts, 0, sizeof j->parts);
-    kv_judge_check_lap(j, ALLOC_RELEASE, &t0);
+        return kv_judge_fail_err(j, err, "the tensors' arena after the runner");
     return 0;
 }
 
-/* 1 when the N bytes at OFF of A are all canaries. BUF: scratch. */
-static int canaries_intact(judge *j, kv_arena *a, size_t off, size_t n, unsigned char **buf,
-                           size_t *cap)
+int kv_judge_arena_drop_slab(judge_trial *j, size_t *stray)
 {
-    if (n == 0) return 1;
+    judge_device *dev = j->dev;
+    double t0 = kv_now_s();
+    int rc = 0;
+    *stray = 0;
+    if (dev->slab.bytes && dev->slab_shared && slab_scrub(j, dev->long_lived, stray) != 0) {
+        dev->doubt = 1; /* what the runner left there may still be there */
+        rc = KV_JUDGE_FAILED;
+    }
+    dev->slab_shared = 0;
+    if (dev->long_lived &&
+        dev->slab.bytes) { /* kept: every part free, mapped into the next runner */
+        kv_parts_reset(&dev->parts);
+        /* A new id: a part the stopped runner was given is no part of it. */
+        dev->slab.id = ++dev->next_arena;
+        kv_judge_check_lap(j, ALLOC_RELEASE, &t0);
+        return rc;
+    }
+    if (dev->slab.bytes) j->b->arena_free(j->b, &dev->slab);
+    arena_clear(&dev->slab);
+    memset(&dev->parts, 0, sizeof dev->parts);
+    kv_judge_check_lap(j, ALLOC_RELEASE, &t0);
+    *stray = 0;
+    return rc;
+}
+
+/* *INTACT 1 when the N bytes at OFF of A are all canaries. BUF: scratch. */
+static int canaries_intact(judge_trial *j, kv_arena *a, size_t off, size_t n, unsigned char **buf,
+                           size_t *cap, int *intact)
+{
+    *intact = 1;
+    if (n == 0) return 0;
     if (*cap < n) {
         *buf = kv_realloc(*buf, n);
         *cap = n;
     }
     char *err = NULL;
-    if (j->b->read(j->b, a, off, *buf, n, &err) != 0) kv_judge_fail_err(j, err, "reading canaries");
-    for (size_t i = 0; i < n; i++)
-        if ((*buf)[i] != KV_CANARY) return 0;
-    return 1;
+    if (j->b->read(j->b, a, off, *buf, n, &err) != 0)
+        return kv_judge_fail_err(j, err, "reading canaries");
+    for (size_t i = 0; i < n && *intact; i++)
+        if ((*buf)[i] != KV_CANARY) *intact = 0;
+    return 0;
 }
 
-/* The first tensor of A whose canaries are damaged, or -1: every span in
- * one pass where the backend counts them where they are, else read back. */
-static int damaged_canaries(judge *j, kv_arena *a, const layout *l)
+/* The first tensor of A whose canaries are damaged into *HIT, or -1: every
+ * span in one pass where the backend counts them where they are, else read
+ * back. */
+static int damaged_canaries(judge_trial *j, kv_arena *a, const layout *l, int *hit)
 {
     const kv_task *t = j->task;
+    *hit = -1;
     if (j->b->count_spans) {
         size_t off[2 * KV_MAX_TENSORS], len[2 * KV_MAX_TENSORS], bad = 0, first = 0;
         int n = 0;
@@ -349,33 +405,39 @@ static int damaged_canaries(judge *j, kv_arena *a, const layout *l)
             }
         char *err = NULL;
         if (j->b->count_spans(j->b, a, off, len, n, KV_CANARY, &bad, &first, &err) != 0)
-            kv_judge_fail_err(j, err, "checking canaries");
-        return bad ? (int)(first / 2) : -1;
+            return kv_judge_fail_err(j, err, "checking canaries");
+        *hit = bad ? (int)(first / 2) : -1;
+        return 0;
     }
     unsigned char *buf = NULL;
     size_t cap = 0;
-    int hit = -1;
-    for (int i = 0; i < t->num_tensors && hit < 0; i++)
-        for (int k = 0; k < 2 && hit < 0; k++)
-            if (!canaries_intact(j, a, l->canary_off[i][k], l->canary_len[i][k], &buf, &cap))
-                hit = i;
+    int rc = 0;
+    for (int i = 0; i < t->num_tensors && *hit < 0 && rc == 0; i++)
+        for (int k = 0; k < 2 && *hit < 0 && rc == 0; k++) {
+            int intact = 1;
+            rc = canaries_intact(j, a, l->canary_off[i][k], l->canary_len[i][k], &buf, &cap,
+                                 &intact);
+            if (!intact) *hit = i;
+        }
     free(buf);
-    return hit;
+    return rc;
 }
 
-void kv_judge_check_canaries(judge *j, const shape_data *d, kv_arena *a, const layout *l)
+int kv_judge_check_canaries(judge_trial *j, const shape_data *d, kv_arena *a, const layout *l)
 {
-    int i = damaged_canaries(j, a, l);
-    if (i < 0) return;
+    int i = -1;
+    if (damaged_canaries(j, a, l, &i) != 0) return KV_JUDGE_FAILED;
+    if (i < 0) return 0;
     const char *name = j->task->tensors[i].name;
     if (d)
-        kv_judge_fail_shape(j, d, "out_of_bounds_write",
-                            "bytes next to tensor %s were overwritten (canary damaged)", name);
-    kv_judge_fail(j, "out_of_bounds_write",
-                  "bytes next to tensor %s were overwritten (canary damaged)", name);
+        return kv_judge_fail_shape(j, d, "out_of_bounds_write",
+                                   "bytes next to tensor %s were overwritten (canary damaged)",
+                                   name);
+    return kv_judge_fail(j, "out_of_bounds_write",
+                         "bytes next to tensor %s were overwritten (canary damaged)", name);
 }
 
-void kv_judge_block(const judge *j, const kv_arena *a, const layout *l, const int64_t *syms,
+void kv_judge_block(const judge_trial *j, const kv_arena *a, const layout *l, const int64_t *syms,
                     uint32_t first, uint32_t ncalls, kv_rmsg_run *m)
 {
     const kv_task *t = j->task;
