@@ -497,13 +497,18 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
      * the jobs of one key, what it drew and measured for the first. */
     int wrc = 1;
     if (job->judge_fd >= 0 && !ctx.memcheck) {
-        char *key =
-            kv_asprintf("%s|%s|%d|%s|%s|%d|%g|%d|%s|%s|%s", job->run_dir ? job->run_dir : "",
-                        backend->name, device, task->name, set, job->quick, job->limits.call_s,
-                        job->cpu_reference, device_ref ? ref.key : "-",
-                        backend->helpers ? helpers.key : "-", job->self_exe ? job->self_exe : "");
-        wrc = kv_judge_ask_server(&ctx, key, timeout, &w);
-        free(key);
+        kv_judge_key key = {.run_dir = job->run_dir,
+                            .backend = backend->name,
+                            .device = device,
+                            .task = task->name,
+                            .scenario_set = set,
+                            .quick = job->quick,
+                            .call_s = job->limits.call_s,
+                            .cpu_reference = job->cpu_reference,
+                            .reference = device_ref ? ref.key : NULL,
+                            .helpers = backend->helpers ? helpers.key : NULL,
+                            .self_exe = job->self_exe};
+        wrc = kv_judge_ask_server(&ctx, &key, timeout, &w);
     }
     if (wrc == 1) wrc = kv_worker_run(kv_judge_main, &ctx, timeout, &w, err);
     /* The judge let go when its device work ended, or when its candidate

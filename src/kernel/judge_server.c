@@ -46,7 +46,7 @@ typedef struct client {
  * set once the device is open); WAKE tells the main thread to look again. */
 typedef struct judge_server {
     judge_device dev; /* the device's state, kept for the jobs of KEY */
-    char *key;        /* what DEV keeps was made for jobs of this key */
+    json_t *key;      /* what DEV keeps was made for jobs of this key (kv_judge_key) */
     kv_task view;     /* the task cut to those jobs' scenarios */
     kv_shape *owned;
     long served; /* the children served, the one being served included */
@@ -78,7 +78,17 @@ static int compiled_from(const json_t *o, kv_compiled *c)
     return 1;
 }
 
-int kv_judge_ask_server(const kv_judge_ctx *ctx, const char *key, double timeout_s,
+/* KEY as the job's message carries it: an object of its fields. */
+static json_t *key_json(const kv_judge_key *k)
+{
+    return json_pack("{s:s?,s:s,s:i,s:s,s:s,s:b,s:f,s:b,s:s?,s:s?,s:s?}", "run_dir", k->run_dir,
+                     "backend", k->backend, "device", k->device, "task", k->task, "scenario_set",
+                     k->scenario_set, "quick", k->quick, "call_s", k->call_s, "cpu_reference",
+                     k->cpu_reference, "reference", k->reference, "helpers", k->helpers, "self_exe",
+                     k->self_exe);
+}
+
+int kv_judge_ask_server(const kv_judge_ctx *ctx, const kv_judge_key *key, double timeout_s,
                         kv_worker_outcome *w)
 {
     const kv_job *job = ctx->job;
@@ -88,10 +98,10 @@ int kv_judge_ask_server(const kv_judge_ctx *ctx, const char *key, double timeout
     for (int i = 0; i < ctx->task->num_scenarios; i++)
         json_array_append_new(names, json_string(ctx->task->scenarios[i].name));
     json_t *doc = json_pack(
-        "{s:s,s:o,s:s,s:o,s:s,s:i,s:o,s:o,s:o,s:o,s:s?,s:s?,s:s?,s:s?,s:s?,s:I}", "key", key, "job",
-        kv_job_to_json(job), "task", ctx->task->name, "scenarios", names, "backend",
-        ctx->backend->name, "device", ctx->device, "cand", compiled_json(ctx->cand), "base",
-        compiled_json(ctx->base), "ref", compiled_json(ctx->ref), "helpers",
+        "{s:o,s:o,s:s,s:o,s:s,s:i,s:o,s:o,s:o,s:o,s:s?,s:s?,s:s?,s:s?,s:s?,s:I}", "key",
+        key_json(key), "job", kv_job_to_json(job), "task", ctx->task->name, "scenarios", names,
+        "backend", ctx->backend->name, "device", ctx->device, "cand", compiled_json(ctx->cand),
+        "base", compiled_json(ctx->base), "ref", compiled_json(ctx->ref), "helpers",
         compiled_json(ctx->helpers), "self_exe", ctx->self_exe, "baseline_path", ctx->baseline_path,
         "device_src", ctx->device_src, "base_device_src", ctx->base_device_src, "cache", ctx->cache,
         "seed", (json_int_t)ctx->seed);
@@ -185,7 +195,7 @@ static int read_job(client *c)
         compiled_from(json_object_get(d, "ref"), &c->ref) < 0 ||
         compiled_from(json_object_get(d, "helpers"), &c->helpers) < 0 ||
         !kv_task_find(json_string_value(json_object_get(d, "task"))) ||
-        !json_string_value(json_object_get(d, "key")))
+        !json_is_object(json_object_get(d, "key")))
         return -1;
     x->cand = &c->cand;
     x->base = c->base.lib_path ? &c->base : NULL;
@@ -212,7 +222,7 @@ static void drop_device(judge_server *sv)
     sv->backend = NULL;
     pthread_mutex_unlock(&sv->mu);
     kv_judge_device_free(&sv->dev);
-    free(sv->key);
+    if (sv->key) json_decref(sv->key);
     sv->key = NULL;
     free(sv->owned);
     sv->owned = NULL;
@@ -288,8 +298,8 @@ static void device_opened(void *arg, const kv_jdev *b)
 /* Serves C: its slot's grant has come. */
 static kv_child_end serve(judge_server *sv, client *c)
 {
-    const char *key = json_string_value(json_object_get(c->doc, "key"));
-    if (sv->key && strcmp(sv->key, key) != 0) drop_device(sv);
+    json_t *key = json_object_get(c->doc, "key");
+    if (sv->key && !json_equal(sv->key, key)) drop_device(sv);
     json_t *hello = json_pack("{s:s,s:I}", "type", "started", "pid", (json_int_t)getpid());
     char *line = json_dumps(hello, JSON_COMPACT);
     json_decref(hello);
@@ -300,7 +310,7 @@ static kv_child_end serve(judge_server *sv, client *c)
     free(line);
     if (!sv->key) {
         make_view(sv, c);
-        sv->key = kv_strdup(key);
+        sv->key = json_incref(key);
     }
     c->ctx.task = &sv->view;
     sv->served++;

@@ -33,11 +33,29 @@
  * CONTROL_FD until it closes. Returns the exit status. */
 int kv_judge_server_main(int control_fd);
 
-/* A worker's side: hands CTX's job (KEY: what the judge keeps depends on,
- * see eval.c) to the judge on the job's judge_fd and follows it as
- * kv_worker_follow does. Returns 0 with *W filled; 1 when the judge did
- * not take the job (nothing of it ran: the caller judges it itself). */
-int kv_judge_ask_server(const kv_judge_ctx *ctx, const char *key, double timeout_s,
+/* What a long-lived judge's kept state (the device's context, the
+ * reference, the slab, the calibration) was made for: the jobs whose keys
+ * are equal, field by field, share it; a job of another key has the judge
+ * drop it first. */
+typedef struct kv_judge_key {
+    const char *run_dir; /* the run's folder, or NULL */
+    const char *backend;
+    int device;
+    const char *task;
+    const char *scenario_set; /* "all" or the hash of the names (eval.c's set_key) */
+    int quick;
+    double call_s; /* limits.call_s */
+    int cpu_reference;
+    const char *reference; /* the device reference's build key, or NULL: none */
+    const char *helpers;   /* the judge's kernels' build key, or NULL: none */
+    const char *self_exe;  /* the binary the runners run, or NULL */
+} kv_judge_key;
+
+/* A worker's side: hands CTX's job (KEY: what the judge keeps for it) to
+ * the judge on the job's judge_fd and follows it as kv_worker_follow does.
+ * Returns 0 with *W filled; 1 when the judge did not take the job (nothing
+ * of it ran: the caller judges it itself). */
+int kv_judge_ask_server(const kv_judge_ctx *ctx, const kv_judge_key *key, double timeout_s,
                         kv_worker_outcome *w);
 
 #endif
