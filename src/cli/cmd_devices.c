@@ -4,8 +4,8 @@
  * Exit status: devices_usage's; a backend that is not built or sees no
  * device is reported, not an error. */
 #include "cli/cli.h"
-#include "kernel/backend.h"
-#include "kernel/device_check.h"
+#include "backend/backend.h"
+#include "judge/device_check.h"
 #include "kernel/harness.h"
 #include "util/buf.h"
 #include "util/json.h"

@@ -3,7 +3,7 @@
  * each scenario's summary holds "before" (the read before its own, the
  * first one's read before it) and "after"; a device without telemetry
  * leaves no key. */
-#include "kernel/judge_tele.h"
+#include "judge/judge_tele.h"
 #include "util/clock.h"
 
 #include <setjmp.h>
