@@ -4,8 +4,8 @@
  * Exit status: devices_usage's; a backend that is not built or sees no
  * device is reported, not an error. */
 #include "cli/cli.h"
-#include "kernel/backend.h"
-#include "kernel/device_check.h"
+#include "backend/backend.h"
+#include "judge/device_check.h"
 #include "kernel/harness.h"
 #include "util/buf.h"
 #include "util/json.h"
@@ -21,13 +21,14 @@ static void devices_usage(FILE *f)
 {
     fprintf(f,
             "usage: kevolve devices [--backend NAME|auto [--for FILE]] [--json]\n"
-            "       kevolve devices --check N --backend NAME\n"
+            "       kevolve devices --check N --backend NAME [--json]\n"
             "  Lists the devices each kernel backend (%s) sees: the indices\n"
             "  evaluator.devices and `kevolve eval --device` take. --backend auto\n"
             "  with --for FILE: the backend a candidate FILE's suffix names (--for is\n"
             "  ignored with a named backend). --check N: whether device N works (it is\n"
             "  opened and a small arena goes to it and back): exit 0, or 1 with the\n"
-            "  reason, as the evaluator asks before a suspect device gets more work.\n"
+            "  reason, as the evaluator asks before a suspect device gets more work;\n"
+            "  with --json, one line {\"backend\", \"device\", \"works\", \"why\"}.\n"
             "  A backend that is not built or sees no device is listed as such.\n"
             "\n"
             "exit codes: 0 listed (or --check: the device works), 1 --check: the device\n"
@@ -121,13 +122,22 @@ int cmd_devices(int argc, char **argv)
             return KV_EXIT_USAGE;
         }
         char *err = NULL;
-        if (kv_kernel_check_device(backend, (int)n, &err) != 0) {
+        int works = kv_kernel_check_device(backend, (int)n, &err) == 0;
+        if (json) {
+            json_t *o = json_pack("{s:s,s:I,s:b}", "backend", backend, "device", (json_int_t)n,
+                                  "works", works);
+            if (!works) json_object_set_new(o, "why", json_string(err ? err : ""));
+            char *line = json_dumps(o, JSON_COMPACT);
+            printf("%s\n", line ? line : "{}");
+            free(line);
+            json_decref(o);
+        } else if (!works) {
             printf("%s device %ld: not working: %s\n", backend, n, err ? err : "");
-            free(err);
-            return KV_EXIT_FAILURE;
+        } else {
+            printf("%s device %ld: ok\n", backend, n);
         }
-        printf("%s device %ld: ok\n", backend, n);
-        return KV_EXIT_OK;
+        free(err);
+        return works ? KV_EXIT_OK : KV_EXIT_FAILURE;
     }
     const kv_backend *only = NULL;
     if (backend && strcmp(backend, "auto") == 0)

@@ -9,8 +9,8 @@
  * failed (no compiler, no device). */
 #include "cli/cli.h"
 #include "kernel/harness.h"
-#include "kernel/backend.h"
-#include "kernel/tasks.h"
+#include "backend/backend.h"
+#include "judge/tasks.h"
 #include "util/buf.h"
 #include "util/eval_job.h"
 #include "util/fs.h"

@@ -1,11 +1,11 @@
-/* kevolve tasks: the built-in kernel tasks (src/kernel/tasks.h), each with
+/* kevolve tasks: the built-in kernel tasks (src/judge/tasks.h), each with
  * its symbols and tensors, the backends it has a baseline for, its
  * tolerances per output dtype, its scenarios (shape, weight, tags) and its
  * held-out shapes; as text for a reader or as one JSON array for a script.
  * It reads the task table only: no device is opened, nothing is compiled. */
 #include "cli/cli.h"
-#include "kernel/backend.h"
-#include "kernel/tasks.h"
+#include "backend/backend.h"
+#include "judge/tasks.h"
 
 #include <kevolve/kevolve.h>
 

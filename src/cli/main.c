@@ -1,8 +1,9 @@
 /* kevolve: entry point and subcommand table. */
 #include "cli/cli.h"
 #include "eval/pyeval.h"
-#include "kernel/judge_server.h"
-#include "kernel/runner.h"
+#include "backend/backend.h"
+#include "judge/judge_server.h"
+#include "runner/runner.h"
 #include "util/log.h"
 
 #include <kevolve/kevolve.h>
@@ -71,7 +72,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 1, argv + 1);
     /* The judge's runner (kernel/runner.h): not a user's command, so not listed. */
-    if (strcmp(argv[1], "__runner") == 0) return kv_runner_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "__runner") == 0)
+        return kv_runner_main(argc - 1, argv + 1, kv_backend_rdev);
     /* A device's long-lived judge, started by the evaluator with its control
      * channel as descriptor 3 (kernel/judge_server.h): not listed either. */
     if (strcmp(argv[1], "__judge_server") == 0) return kv_judge_server_main(3);

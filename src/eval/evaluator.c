@@ -729,16 +729,20 @@ static int check_device(kv_evaluator *ev, const job *j)
     if (!ev->slots || !ev->backend || j->device < 0) return 0;
     char dev[16];
     snprintf(dev, sizeof dev, "%d", j->device);
-    char *argv[] = {ev->command[0], "devices", "--check", dev, "--backend", ev->backend, NULL};
+    char *argv[] = {ev->command[0], "devices",   "--check", dev,
+                    "--backend",    ev->backend, "--json",  NULL};
     kv_proc_spec spec = {.argv = argv, .timeout_s = 90, .max_output = 1 << 16};
     char *err = NULL;
     kv_proc *p = kv_proc_run(&spec, &err);
     int ok = p && kv_proc_how(p) == KV_PROC_EXITED && kv_proc_exit_code(p) == 0;
     if (!ok) {
         char *line = p ? last_line(kv_proc_stdout(p)) : kv_strdup(err ? err : "cannot check it");
-        /* "B device N: not working: WHY": the why. */
-        const char *at = strstr(line, "not working: ");
-        char *why = kv_strdup(at ? at + strlen("not working: ") : line);
+        /* {"backend", "device", "works", "why"}: the why; a check that
+         * printed no such line (it died) is said by its last line. */
+        json_t *o = p ? kv_json_loads(line) : NULL;
+        const char *said = json_string_value(json_object_get(o, "why"));
+        char *why = kv_strdup(said ? said : line);
+        if (o) json_decref(o);
         free(line);
         size_t left = kv_slots_take_out(ev->slots, j->device);
         kv_warn("%s device %d taken out of rotation (%zu left): %s", ev->backend, j->device, left,

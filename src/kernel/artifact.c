@@ -1,6 +1,6 @@
 /* Artifact hashes and the run's verdicts by artifact (see artifact.h). */
 #include "kernel/artifact.h"
-#include "kernel/sandbox.h"
+#include "runner/sandbox.h"
 #include "kernel/tool.h"
 #include "util/buf.h"
 #include "util/eval_job.h"

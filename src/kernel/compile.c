@@ -1,7 +1,7 @@
 /* Compiling candidates into a content-keyed cache (see compile.h). */
 #include "kernel/compile.h"
 #include "util/clock.h"
-#include "kernel/tasks.h"
+#include "judge/tasks.h"
 #include "kernel/tool.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -323,7 +323,7 @@ int kv_compile_own(const kv_backend *b, const char *name, const char *what, cons
     /* The judge's own definitions, shared with its host code, are put in
      * place of their include: candidates' include folder stays as it is. */
     static const char shared[] = "#include <kevolve/judge_ops.h>\n";
-    const char *at = strstr(text, shared), *ops = kv_embedded_text("src/kernel/judge_ops.h");
+    const char *at = strstr(text, shared), *ops = kv_embedded_text("src/backend/judge_ops.h");
     char *joined = NULL;
     if (at && ops)
         joined = kv_asprintf("%.*s%s%s", (int)(at - text), text, ops, at + strlen(shared));

@@ -10,7 +10,7 @@
 #ifndef KV_KERNEL_COMPILE_H
 #define KV_KERNEL_COMPILE_H
 
-#include "kernel/backend.h"
+#include "backend/backend.h"
 
 #include <kevolve/task.h>
 

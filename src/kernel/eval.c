@@ -7,16 +7,16 @@
  * evaluator's JSON. */
 #include "kernel/harness.h"
 #include "kernel/artifact.h"
-#include "kernel/backend.h"
-#include "kernel/baseline.h"
+#include "backend/backend.h"
+#include "judge/baseline.h"
 #include "kernel/compile.h"
-#include "kernel/device_hold.h"
-#include "kernel/judge.h"
-#include "kernel/judge_server.h"
-#include "kernel/sandbox.h"
-#include "kernel/tasks.h"
+#include "judge/device_hold.h"
+#include "judge/judge.h"
+#include "judge/judge_server.h"
+#include "runner/sandbox.h"
+#include "judge/tasks.h"
 #include "kernel/tool.h"
-#include "kernel/worker.h"
+#include "judge/worker.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/fs.h"
@@ -48,10 +48,17 @@ static char *outcome_error(const kv_worker_outcome *w, const char *what)
 static void list_devices_main(void *ctx)
 {
     const kv_backend *b = ctx;
-    if (!b->devices) kv_worker_fail("not_built", NULL, "%s", b->not_built);
+    if (!b->devices) {
+        kv_worker_failure("not_built", NULL, "%s", b->not_built);
+        return;
+    }
     char *err = NULL;
     json_t *list = b->devices(&err);
-    if (!list) kv_worker_fail("no_device", NULL, "%s", err ? err : "no device");
+    if (!list) {
+        kv_worker_failure("no_device", NULL, "%s", err ? err : "no device");
+        free(err);
+        return;
+    }
     json_t *res = json_pack("{s:o}", "devices", list);
     kv_worker_result(res);
     json_decref(res);
@@ -233,6 +240,22 @@ static int verdict(const kv_job *job, kv_worker_outcome *w, double timeout, json
     return -1;
 }
 
+/* compute-sanitizer: on PATH or beside nvcc (malloc'd), or NULL. */
+static char *find_compute_sanitizer(void)
+{
+    char *cs = kv_tool_which("compute-sanitizer");
+    if (cs) return cs;
+    char *nvcc = kv_find_nvcc();
+    if (!nvcc) return NULL;
+    char *dir = kv_path_dirname(nvcc);
+    char *p = kv_asprintf("%s/compute-sanitizer", dir);
+    free(dir);
+    free(nvcc);
+    if (access(p, X_OK) == 0) return p;
+    free(p);
+    return NULL;
+}
+
 /* The judge's inputs come from this seed: from the kernel's entropy, so
  * that a candidate cannot rebuild them from the time and a process id. */
 static uint64_t unpredictable_seed(void)
@@ -371,7 +394,7 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
     char *cache = job->cache_dir ? kv_strdup(job->cache_dir) : kv_cache_dir_default();
     char *arch = NULL;
     kv_compiled cand = {0}, base = {0}, ref = {0}, helpers = {0};
-    char *hash = NULL, *vkey = NULL;
+    char *hash = NULL, *vkey = NULL, *sanitizer = NULL;
     char *cand_cl = NULL, *base_cl = NULL, *base_path = NULL;
     int rc = -1, device = job->device;
     char set[17];
@@ -465,14 +488,20 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
         if (kv_landlock_abi() > 0) base_path = kv_baseline_path(job->run_dir, cache, key);
         free(key);
     }
+    /* What the judge is handed of the builds: their shared objects and keys. */
+    kv_judge_code cand_code = {cand.lib_path, cand.key}, base_code = {base.lib_path, base.key},
+                  ref_code = {ref.lib_path, ref.key},
+                  helpers_code = {helpers.lib_path, helpers.key};
+    if (job->stage == 3) sanitizer = find_compute_sanitizer();
     kv_judge_ctx ctx = {.task = &view,
                         .job = job,
                         .backend = backend,
                         .device = device,
-                        .cand = &cand,
-                        .base = timing ? &base : NULL,
-                        .ref = device_ref ? &ref : NULL,
-                        .helpers = backend->helpers ? &helpers : NULL,
+                        .cand = &cand_code,
+                        .base = timing ? &base_code : NULL,
+                        .ref = device_ref ? &ref_code : NULL,
+                        .helpers = backend->helpers ? &helpers_code : NULL,
+                        .sanitizer = sanitizer,
                         .self_exe = job->self_exe,
                         .baseline_path = base_path,
                         .device_src = cand_cl,
@@ -490,13 +519,18 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
      * the jobs of one key, what it drew and measured for the first. */
     int wrc = 1;
     if (job->judge_fd >= 0 && !ctx.memcheck) {
-        char *key =
-            kv_asprintf("%s|%s|%d|%s|%s|%d|%g|%d|%s|%s|%s", job->run_dir ? job->run_dir : "",
-                        backend->name, device, task->name, set, job->quick, job->limits.call_s,
-                        job->cpu_reference, device_ref ? ref.key : "-",
-                        backend->helpers ? helpers.key : "-", job->self_exe ? job->self_exe : "");
-        wrc = kv_judge_ask_server(&ctx, key, timeout, &w);
-        free(key);
+        kv_judge_key key = {.run_dir = job->run_dir,
+                            .backend = backend->name,
+                            .device = device,
+                            .task = task->name,
+                            .scenario_set = set,
+                            .quick = job->quick,
+                            .call_s = job->limits.call_s,
+                            .cpu_reference = job->cpu_reference,
+                            .reference = device_ref ? ref.key : NULL,
+                            .helpers = backend->helpers ? helpers.key : NULL,
+                            .self_exe = job->self_exe};
+        wrc = kv_judge_ask_server(&ctx, &key, timeout, &w);
     }
     if (wrc == 1) wrc = kv_worker_run(kv_judge_main, &ctx, timeout, &w, err);
     /* The judge let go when its device work ended, or when its candidate
@@ -516,6 +550,7 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
 out:
     free(hash);
     free(vkey);
+    free(sanitizer);
     json_decref(artifacts);
     kv_compiled_clear(&cand);
     kv_compiled_clear(&base);

@@ -1,8 +1,11 @@
 /* The device-slot channel: the small protocol between the evaluator
- * (src/eval, which hands out devices) and a kernel job's worker (src/kernel,
- * which asks for one), both sides of it in one place. It lives in util/
- * because those two modules may not see each other (CMakeLists.txt): util
- * is the one module both include. */
+ * (src/eval, which hands out devices) and a kernel job's side of it (the
+ * worker, src/kernel, and the judge that holds the device for it,
+ * src/judge), both sides of it in one place. It stays in util/: the two
+ * sides live in modules that may not see each other (eval is not below the
+ * kernel harness, nor the harness below eval), and util is the one module
+ * every one of them sees; a module of its own would be a target for one
+ * file and six messages. */
 #ifndef KV_UTIL_SLOT_CHANNEL_H
 #define KV_UTIL_SLOT_CHANNEL_H
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The device's long-lived judge (src/kernel/judge_server.h), on the cpu
+# The device's long-lived judge (src/judge/judge_server.h), on the cpu
 # backend: one judge serves children one after another; a hostile child is
 # refused and the judge goes on to judge the next honest one right; nothing
 # passes from one child to the next: every child's correctness inputs are

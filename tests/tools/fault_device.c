@@ -1,5 +1,5 @@
 /* A device that fails, for tests: linked into kevolve_faults only (never
- * kevolve), it replaces kv_device_fault (src/kernel/device_check.c), so
+ * kevolve), it replaces kv_device_fault (src/judge/device_check.c), so
  * that the judge's opening of the device and the health check fail as a
  * broken device's would. Set by the environment:
  *
@@ -12,7 +12,7 @@
  *                                  moves every STEP seconds by WATTS * STEP
  *                                  joules, as NVML's does (in steps)
  */
-#include "kernel/device_check.h"
+#include "judge/device_check.h"
 
 #include <math.h>
 #include <stdlib.h>

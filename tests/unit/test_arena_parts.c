@@ -2,7 +2,7 @@
  * runner on cuda are parts of one allocation, so parts in use must never
  * overlap, space given back must be found again, and a part that does not
  * fit must be refused (the judge then makes an arena of its own). */
-#include "kernel/arena_parts.h"
+#include "judge/arena_parts.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -4,7 +4,7 @@
  * order they asked, one per device. */
 #include "eval/job_build.h"
 #include "eval/slots.h"
-#include "kernel/backend.h"
+#include "backend/backend.h"
 #include "util/buf.h"
 #include "util/eval_job.h"
 

@@ -12,7 +12,7 @@
  * them). */
 #include "export/export_text.h"
 #include "kernel/compile.h"
-#include "kernel/tasks.h"
+#include "judge/tasks.h"
 #include "mutate/blocks.h"
 #include "mutate/mutator.h"
 #include "util/buf.h"

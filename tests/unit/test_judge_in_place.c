@@ -4,11 +4,11 @@
  * distribution looks as it says, a changed input is counted, and the check
  * made of merged parts gives kv_check_output's verdict on the same data
  * (counts, first unwritten, worst element, errors). */
-#include "kernel/backend.h"
-#include "kernel/check.h"
-#include "kernel/dtype.h"
-#include "kernel/host_judge_ops.h"
-#include "kernel/memfd_arena.h"
+#include "backend/backend.h"
+#include "backend/check.h"
+#include "backend/dtype.h"
+#include "backend/host_judge_ops.h"
+#include "backend/memfd_arena.h"
 
 #include <math.h>
 #include <setjmp.h>

@@ -3,7 +3,7 @@
  * each scenario's summary holds "before" (the read before its own, the
  * first one's read before it) and "after"; a device without telemetry
  * leaves no key. */
-#include "kernel/judge_internal.h"
+#include "judge/judge_tele.h"
 #include "util/clock.h"
 
 #include <setjmp.h>
@@ -34,18 +34,18 @@ static void test_reads_beside_the_judge(void **state)
     (void)state;
     reads = 0;
     kv_jdev dev = {.telemetry = slow_read};
-    judge j = {.b = &dev};
+    judge_tele tl = {0};
     json_t *s1 = json_object(), *s2 = json_object();
 
     double t0 = kv_now_s();
-    kv_judge_tele_begin(&j);
-    kv_judge_tele_after(&j, s1);
-    kv_judge_tele_begin(&j); /* a later scenario: its before is s1's after */
-    kv_judge_tele_after(&j, s2);
+    kv_judge_tele_begin(&tl, &dev);
+    kv_judge_tele_after(&tl, &dev, s1);
+    kv_judge_tele_begin(&tl, &dev); /* a later scenario: its before is s1's after */
+    kv_judge_tele_after(&tl, &dev, s2);
     assert_true(kv_now_s() - t0 < 0.04); /* three reads of 50 ms, none waited for */
     assert_null(json_object_get(s1, "telemetry"));
 
-    kv_judge_tele_finish(&j);
+    kv_judge_tele_finish(&tl);
     assert_int_equal(reads, 3);
     assert_non_null(tele(s1, "before"));
     assert_non_null(tele(s1, "after"));
@@ -54,7 +54,7 @@ static void test_reads_beside_the_judge(void **state)
     assert_non_null(tele(s2, "after"));
     assert_int_equal(s1->refcount, 1); /* the judge let go of the summaries */
     assert_int_equal(s2->refcount, 1);
-    kv_judge_tele_finish(&j); /* nothing started: nothing happens */
+    kv_judge_tele_finish(&tl); /* nothing started: nothing happens */
     assert_int_equal(reads, 3);
     json_decref(s1);
     json_decref(s2);
@@ -64,11 +64,11 @@ static void test_no_telemetry_no_key(void **state)
 {
     (void)state;
     kv_jdev dev = {0};
-    judge j = {.b = &dev};
+    judge_tele tl = {0};
     json_t *s = json_object();
-    kv_judge_tele_begin(&j);
-    kv_judge_tele_after(&j, s);
-    kv_judge_tele_finish(&j);
+    kv_judge_tele_begin(&tl, &dev);
+    kv_judge_tele_after(&tl, &dev, s);
+    kv_judge_tele_finish(&tl);
     assert_null(json_object_get(s, "telemetry"));
     assert_int_equal(s->refcount, 1);
     json_decref(s);

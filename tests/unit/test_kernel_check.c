@@ -5,7 +5,7 @@
  * the reference or its scale allows nothing. A big output, checked in
  * chunks on several threads, gives the serial answer: the same counts, the
  * first unwritten element, the first non-finite one as the worst. */
-#include "kernel/check.h"
+#include "backend/check.h"
 
 #include <math.h>
 #include <setjmp.h>

@@ -5,7 +5,7 @@
  * accepted and every red-team kernel is rejected with its reason. */
 #include "kernel/compile.h"
 #include "kernel/harness.h"
-#include "kernel/tasks.h"
+#include "judge/tasks.h"
 #include "util/buf.h"
 #include "util/fs.h"
 

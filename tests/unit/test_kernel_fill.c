@@ -3,9 +3,9 @@
  * distribution keeps its meaning (normal, outliers with a forced one, small
  * integers), and the doubles handed to the reference are exactly the values
  * the uploaded image holds. */
-#include "kernel/check.h"
-#include "kernel/dtype.h"
-#include "kernel/judge_ops.h"
+#include "backend/check.h"
+#include "backend/dtype.h"
+#include "backend/judge_ops.h"
 
 #include <math.h>
 #include <setjmp.h>

@@ -9,10 +9,10 @@
  * bit for bit as reference computes them, and make the bf16 tolerance admit
  * probabilities rounded to bf16 before p.v (the flash-attention way) while
  * bf16 accumulation is still rejected. */
-#include "kernel/check.h"
-#include "kernel/dtype.h"
+#include "backend/check.h"
+#include "backend/dtype.h"
 #include "kernel/harness.h"
-#include "kernel/tasks.h"
+#include "judge/tasks.h"
 #include "util/buf.h"
 #include "util/fs.h"
 

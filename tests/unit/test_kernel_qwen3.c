@@ -13,7 +13,7 @@
  * and compile for Hopper at their first and last values. */
 #include "kernel/compile.h"
 #include "kernel/harness.h"
-#include "kernel/tasks.h"
+#include "judge/tasks.h"
 #include "util/buf.h"
 #include "util/fs.h"
 

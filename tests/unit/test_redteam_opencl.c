@@ -24,7 +24,7 @@ CASE(a_setsid_grandchild_dies_with_the_evaluation, .file = "outlive_setsid.cl", 
      .cls = "outlives the evaluation", .want = RT_ANY, .max_score = NO_GAIN, .next_eval = 1,
      .args = STAGE1)
 /* The first call of each launch shape has 30 s more for PoCL's first build
- * of the kernel (src/kernel/judge_check.c): a hang there ends at the
+ * of the kernel (src/judge/judge_check.c): a hang there ends at the
  * kernel timeout plus that grace, as a timeout verdict, well before the
  * evaluation's own limit. */
 CASE(a_disarmed_watchdog_still_ends_the_hang, .file = "outlive_no_watchdog.cl", .task = "softmax",

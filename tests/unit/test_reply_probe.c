@@ -2,7 +2,7 @@
  * judge skips the settle before its late look only when the copies it made
  * right after the reply ran at once: a copy that waited behind other work
  * (a straggler of the candidate's) must never count as idle. */
-#include "kernel/reply_probe.h"
+#include "judge/reply_probe.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,8 +1,8 @@
-/* The runner's sandbox (src/kernel/sandbox.h), applied in a forked child as
+/* The runner's sandbox (src/runner/sandbox.h), applied in a forked child as
  * the runner applies it to itself: files written only in its scratch
  * folder and to /dev's character devices, never a disk, and, when it is
  * given nodes of /dev to shut (another GPU's), not those. */
-#include "kernel/sandbox.h"
+#include "runner/sandbox.h"
 #include "util/buf.h"
 #include "util/fs.h"
 

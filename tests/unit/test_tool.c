@@ -2,7 +2,7 @@
  * through the one spawning path, so they end within their time limit with
  * everything they started, and report their status the way compile.c and
  * eval.c read it; compute-sanitizer's report is read for its first error. */
-#include "kernel/memcheck_log.h"
+#include "judge/memcheck_log.h"
 #include "kernel/tool.h"
 #include "util/buf.h"
 

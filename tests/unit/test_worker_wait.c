@@ -2,7 +2,7 @@
  * judge now prepares (contexts, the candidate's process) before it waits,
  * inside the child, and a long wait behind other evaluations must not be
  * charged to the evaluation; time outside a wait still is. */
-#include "kernel/worker.h"
+#include "judge/worker.h"
 #include "util/clock.h"
 
 #include <setjmp.h>
