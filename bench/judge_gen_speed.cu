@@ -4,7 +4,7 @@
 // bits of both compared with each other and with the host's twin
 // (kvj_quick_at). Built and run by bench/judge_gen_speed.sh, which puts
 // <kevolve/judge_ops.h> in place as the harness does.
-#include "../src/kernel/cuda/judge_kernels.cu"
+#include "../src/backend/cuda/judge_kernels.cu"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 21.2 on the GPU machine, in one call: the device's long-lived judge
-# (src/kernel/judge_server.h) against a judge for each child, side by
+# (src/judge/judge_server.h) against a judge for each child, side by
 # side, and the red team through the long-lived one.
 #
 # 1. The fast child (prefill_hopper.cu on gqa_attention_search --quick) N

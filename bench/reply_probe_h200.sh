@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 21 (commit 01eb5c8) on the GPU machine, in one call: the late look with
 # no settle where the copies the judge makes at the runner's reply show an
-# idle device (src/kernel/reply_probe.c), and each arena's canaries checked
+# idle device (src/judge/reply_probe.c), and each arena's canaries checked
 # in one launch, against the judge before them.
 #   1. bench/judge_in_place_h200.sh: one fast child, the judge before
 #      (.dev/bin/kevolve-old) and the new one alternately, ROUNDS each: the
