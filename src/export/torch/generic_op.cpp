@@ -42,10 +42,10 @@ static at::ScalarType scalar_of(kv_dtype d)
 }
 
 // Numbers in messages are formatted by std::to_string, never by an
-// ostream: on a machine whose process loaded an older libstdc++ than the
-// one this file was compiled against, an ostream's number formatting
-// crashed (the GPU machine, 2026-12-04: a refusal of disagreeing shapes
-// segfaulted in basic_ostream::_M_insert<long>).
+// ostream: on the GPU machine (2026-12-04, torch 2.11.0+cu130, gcc 13.3) a
+// refusal of disagreeing shapes segfaulted in this extension's
+// basic_ostream::_M_insert<long> (why is not known; the same code ran on
+// the CPU build of torch).
 static std::string num(int64_t v) { return std::to_string(v); }
 
 // "[2, 1024]": a tensor's sizes.
