@@ -168,7 +168,7 @@ fi
 # baseline once: the judge reads the kept one once it holds the device and
 # keeps the one it timed before it lets go. When each read it as it began,
 # all of them found none and timed it (each of the six seeds of the H200
-# main job, 7.4 s of the GPU each: bench/NOTES.md, session 20).
+# main job, 7.4 s of the GPU each: bench/NOTES.md#main-job-gi-clamps, 2026-12-03).
 RUN2="$WORK/run2"
 mkdir -p "$RUN2"
 for k in 1 2 3; do
