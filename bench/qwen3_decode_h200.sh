@@ -6,7 +6,7 @@
 # and roofline share per scenario; then bench/qwen3_decode_fused.py runs
 # Qwen3 with them against PyTorch and torch.compile. Logs and JSON in OUT.
 # Usage: bench/qwen3_decode_h200.sh   (OUT; MODEL (0.6B), CONTEXTS (1024),
-#        BATCHES (1), COMPILE (default), DEADLINE (300 s for the model
+#        BATCHES (1), COMPILE (default; empty: none), DEADLINE (300 s for the model
 #        part), EVAL (1: judge the seeds first), with .dev carried)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,6 +44,6 @@ PY
 fi
 python3 bench/qwen3_decode_fused.py "$OUT/model.json" --qkv "$W/qkv_cluster.so" --o "$W/o_fused.so" \
     --mlp "$W/mlp_fused.so" --model "${MODEL:-0.6B}" --contexts "${CONTEXTS:-1024}" \
-    --batches "${BATCHES:-1}" --compile "${COMPILE:-default}" --deadline "${DEADLINE:-300}" \
+    --batches "${BATCHES:-1}" --compile "${COMPILE-default}" --deadline "${DEADLINE:-300}" \
     2>"$OUT/model.err" | tee "$OUT/model.log"
 tail -5 "$OUT/model.err"
