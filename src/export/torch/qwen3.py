@@ -48,6 +48,7 @@ Counts are of calls as Python makes them: a CUDA graph replays what it
 captured without counting.
 """
 import importlib.util
+import inspect
 import json
 import logging
 import os
@@ -349,9 +350,10 @@ def _patch_decode(layer, pkgs, patch, returns_tuple):
 
 def patch_qwen3(model, exports):
     """Serves MODEL's (a transformers Qwen3) RMSNorm, MLP activation and
-    rotary embedding with the exports in EXPORTS (folders of kevolve export
-    --torch of the rmsnorm, swiglu and rope tasks, any subset). Returns a
-    Patch (its ops; restore())."""
+    rotary embedding, and its decoder layers' decode steps, with the
+    exports in EXPORTS (folders of kevolve export --torch of the rmsnorm,
+    swiglu and rope tasks, any subset, and of the three qwen3_decode tasks,
+    all three or none). Returns a Patch (its ops; restore())."""
     from transformers.models.qwen3 import modeling_qwen3 as mq
 
     if isinstance(exports, (str, os.PathLike)):
@@ -372,17 +374,11 @@ def patch_qwen3(model, exports):
     patch.ops = sorted(op for op in pkgs if op not in DECODE_TASKS) + (["decode"] if blocks else [])
     found = {"rmsnorm": 0, "swiglu": 0, "decode": 0}
     if blocks:
-        import inspect
-
         ann = str(inspect.signature(mq.Qwen3DecoderLayer.forward).return_annotation).lower()
         for m in model.modules():
             if isinstance(m, mq.Qwen3DecoderLayer):
                 _patch_decode(m, pkgs, patch, "tuple" in ann)
                 found["decode"] += 1
-        pkgs_ops = dict(pkgs)
-        pkgs_ops["decode"] = pkgs["qwen3_decode_qkv"]
-    else:
-        pkgs_ops = pkgs
     for m in model.modules():
         if "rmsnorm" in pkgs and isinstance(m, mq.Qwen3RMSNorm):
             _patch_norm(m, pkgs["rmsnorm"], patch)
@@ -391,7 +387,7 @@ def patch_qwen3(model, exports):
             _patch_mlp(m, pkgs["swiglu"], patch)
             found["swiglu"] += 1
     for op, n in found.items():
-        if op in pkgs_ops and not n:
+        if op in patch.ops and not n:
             patch.restore()
             raise ValueError(f"patch_qwen3: the model has no Qwen3 module for {op}")
     if "rope" in pkgs:
