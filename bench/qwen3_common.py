@@ -78,12 +78,12 @@ class FixedLayer(CacheLayerMixin):
         return self.pos + 1
 
 
-def decode_step_ms(model, cfg, batch, ctx, dev, graph=True):
-    """One decode step at context CTX and batch BATCH over a FixedLayer
-    cache: milliseconds a token (the median of rounds of CUDA graph
+def decode_step_ms(model, cfg, batch, ctx, dev, graph=True, layer=FixedLayer):
+    """One decode step at context CTX and batch BATCH over a cache of LAYER
+    (FixedLayer or a subclass): milliseconds a token (the median of rounds of CUDA graph
     replays, or of eager steps; on the CPU a few eager steps). The Python
     of the step runs during the warm-up and the capture only."""
-    layers = [FixedLayer(batch, cfg.num_key_value_heads, ctx, cfg.head_dim, dev)
+    layers = [layer(batch, cfg.num_key_value_heads, ctx, cfg.head_dim, dev)
               for _ in range(cfg.num_hidden_layers)]
     state = {"cache": Cache(layers=layers)}
     ids = torch.randint(0, cfg.vocab_size, (batch, 1), device=dev)

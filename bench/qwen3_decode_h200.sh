@@ -1,34 +1,44 @@
 #!/usr/bin/env bash
-# The fused decode kernels of the qwen3_decode tasks on the GPU machine, in
-# one device call: nvcc builds each task's seed (tasks/qwen3_decode/cuda)
-# into a shared object; `kevolve eval` judges each seed (its naive start
-# timed beside it as the baseline), one line a task with its verdict, time
-# and roofline share per scenario; then bench/qwen3_decode_fused.py runs
-# Qwen3 with them against PyTorch and torch.compile. Logs and JSON in OUT.
-# Usage: bench/qwen3_decode_h200.sh   (OUT; MODEL (0.6B), CONTEXTS (1024),
-#        BATCHES (1), COMPILE (default; empty: none), DEADLINE (300 s for the model
-#        part), EVAL (1: judge the seeds first), with .dev carried)
+# Qwen3's fused decode blocks on the GPU machine (issue 43), from the seeds
+# to the model, in one device call:
+#  1. eval: `kevolve eval` judges each fused seed (qkv_cluster.cu,
+#     o_fused.cu, mlp_fused.cu; its naive start timed beside it as the
+#     baseline): a line a task with its verdict, then each scenario's time,
+#     roofline share and tolerance used;
+#  2. evolve: examples/qwen3_decode's three evolutions (built-in mutators,
+#     from the naive start and the fused seed), LIMIT seconds each, one
+#     after the other (one judge holds the GPU), stopped with SIGINT;
+#  3. export: each run's bests exported with --torch (judged, --quick);
+#  4. model: bench/qwen3_decode_model.py: Qwen3 (MODEL) with the three
+#     exports put in by kevolve_qwen3.patch_qwen3, beside stock PyTorch and
+#     torch.compile (COMPILE's modes), decode at CONTEXTS x BATCHES and
+#     prefill at PREFILL, the greedy-token check and the calls served.
+# Everything comes back as one archive, $OUT/qwen3_decode.tgz (the runs'
+# stores and the exports in it: EXPORTS=DIR takes the exports from an
+# earlier call's archive unpacked at DIR, carried, for PARTS=model).
+# Usage: bench/qwen3_decode_h200.sh   (OUT; PARTS (eval,evolve,export,model),
+#        LIMIT (90 s a task), MODEL (0.6B), LAYERS_14B (40), CONTEXTS
+#        (1024,8192,32768), BATCHES (1,8), COMPILE (default,max-autotune-no-cudagraphs;
+#        empty: none), PREFILL (512,2048,8192), DEADLINE (360 s for the model
+#        part), QUICK (eval --quick), EXPORTS; .dev carried)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
+. bench/device_env.sh
 OUT=${OUT:-/tmp/kevolve_decode_out}
 W=/tmp/kevolve_decode
 rm -rf "$W" && mkdir -p "$W" "$OUT"
-. bench/device_env.sh
-SEEDS="qkv:qkv_cluster o:o_fused mlp:mlp_fused"
-for s in $SEEDS; do
-    f=${s#*:}
-    nvcc -std=c++17 -O3 -shared -Xcompiler -fPIC -gencode arch=compute_90a,code=sm_90a \
-        -Iinclude -Itasks -o "$W/$f.so" -x cu "tasks/qwen3_decode/cuda/$f.cu" >"$W/$f.nvcc.log" 2>&1 &
-done
-wait
-for s in $SEEDS; do [ -f "$W/${s#*:}.so" ] || { cat "$W/${s#*:}.nvcc.log"; exit 1; }; done
-if [ "${EVAL:-1}" = 1 ]; then
-    for s in $SEEDS; do
+export KEVOLVE_CACHE_DIR=$W/cache
+PARTS=${PARTS:-eval,evolve,export,model}
+part() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+BLOCKS="qkv:qkv_cluster o:o_fused mlp:mlp_fused"
+echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(git rev-parse --short HEAD 2>/dev/null), $(date -u +%FT%TZ)"
+if part eval; then
+    for s in $BLOCKS; do
         t=${s%%:*} f=${s#*:}
-        timeout 150 "$KV" eval --task "qwen3_decode_$t" ${QUICK:+--quick} --cache-dir "$W/cache" \
-            "tasks/qwen3_decode/cuda/$f.cu" >"$OUT/eval_$t.json" 2>"$OUT/eval_$t.log"
-        python3 - "$OUT/eval_$t.json" "$t" <<'PY'
+        timeout 150 "$KV" eval --task "qwen3_decode_$t" ${QUICK:+--quick} \
+            "tasks/qwen3_decode/cuda/$f.cu" >"$W/eval_$t.json" 2>"$W/eval_$t.log"
+        python3 - "$W/eval_$t.json" "$t" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     if not line.startswith("{"):
@@ -42,8 +52,38 @@ for line in open(sys.argv[1]):
 PY
     done
 fi
-python3 bench/qwen3_decode_fused.py "$OUT/model.json" --qkv "$W/qkv_cluster.so" --o "$W/o_fused.so" \
-    --mlp "$W/mlp_fused.so" --model "${MODEL:-0.6B}" --contexts "${CONTEXTS:-1024}" \
-    --batches "${BATCHES:-1}" --compile "${COMPILE-default}" --deadline "${DEADLINE:-300}" \
-    2>"$OUT/model.err" | tee "$OUT/model.log"
-tail -5 "$OUT/model.err"
+if part evolve; then
+    for s in $BLOCKS; do
+        t=${s%%:*} t0=$(date +%s)
+        timeout --foreground --signal=INT --kill-after=25 "${LIMIT:-90}" "$KV" run \
+            --config "examples/qwen3_decode/${t}_cuda.yaml" --output "$W/run_$t" >"$W/evolve_$t.log" 2>&1
+        echo "evolve $t: $(($(date +%s) - t0)) s; $("$KV" status "$W/run_$t" 2>&1 | grep -E "^programs|^best" | tr '\n' ' ')"
+        "$KV" best "$W/run_$t" -o "$W/best_$t.cu" >/dev/null 2>&1 &&
+            echo "   best axes: $(grep -E "^#define [A-Z_]+ +[0-9]+ +// kevolve: tune" "$W/best_$t.cu" | tr -s ' ' |
+                cut -d' ' -f2,3 | tr '\n' ' ')"
+    done
+fi
+if part export; then
+    for s in $BLOCKS; do
+        t=${s%%:*}
+        timeout 240 "$KV" export "$W/run_$t" -o "$W/lib_$t" --torch --quick >"$W/export_$t.log" 2>&1 &
+    done
+    wait
+    for s in $BLOCKS; do
+        t=${s%%:*}
+        [ -s "$W/lib_$t/manifest.json" ] && echo "export $t: ok" ||
+            echo "export $t: FAILED ($(tail -1 "$W/export_$t.log" | cut -c1-300))"
+    done
+fi
+if part model; then
+    E=${EXPORTS:-$W}
+    timeout 560 python3 bench/qwen3_decode_model.py "$W/model.json" \
+        --decode "$E/lib_qkv" "$E/lib_o" "$E/lib_mlp" --model "${MODEL:-0.6B}" \
+        --layers-14b "${LAYERS_14B:-40}" --contexts "${CONTEXTS:-1024,8192,32768}" \
+        --batches "${BATCHES:-1,8}" --compile "${COMPILE-default,max-autotune-no-cudagraphs}" \
+        --prefill "${PREFILL-512,2048,8192}" --deadline "${DEADLINE:-360}" \
+        2>"$W/model.err" | tee "$W/model.log"
+    tail -5 "$W/model.err"
+fi
+rm -rf "$W/cache"
+tar -C "$W" -czf "$OUT/qwen3_decode.tgz" . && echo "archive: $(du -h "$OUT/qwen3_decode.tgz" | cut -f1)"

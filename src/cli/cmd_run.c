@@ -3,6 +3,7 @@
 #include "config/config.h"
 #include "engine/manifest.h"
 #include "engine/startup.h"
+#include "judge/tasks.h"
 #include "util/buf.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -56,6 +57,37 @@ static int parse_long(const char *s, long long *out)
     return 0;
 }
 
+/* 0 when CFG names no built-in task or one that exists; else the error
+ * said, listing the tasks (a typo caught before any seed is judged). */
+static int check_task(const kv_config *cfg)
+{
+    if (!cfg->evaluator.task || kv_task_find(cfg->evaluator.task)) return 0;
+    kv_buf known = KV_BUF_INIT;
+    for (size_t i = 0; kv_task_at(i); i++)
+        kv_buf_printf(&known, "%s%s", i ? ", " : "", kv_task_at(i)->name);
+    kv_error("evaluator.task: no built-in task '%s' (known: %s; `kevolve tasks` describes them)",
+             cfg->evaluator.task, known.data);
+    kv_buf_free(&known);
+    return -1;
+}
+
+/* A real run's config checked as --dry-run checks it, for what the engine
+ * cannot see (the task registry is the judge's): a usage error before
+ * the run's folder is touched. */
+static int check_run_config(const kv_run_options *o)
+{
+    kv_config cfg;
+    kv_config_error err;
+    if (kv_config_load_ex(o->config_path, &cfg, &err, KV_CONFIG_SECRETS_OPTIONAL) != 0) {
+        kv_config_free(&cfg);
+        return 0; /* the run reports it as it always has */
+    }
+    kv_run_options_apply(o, &cfg);
+    int rc = check_task(&cfg);
+    kv_config_free(&cfg);
+    return rc;
+}
+
 /* --dry-run: load, apply overrides, print the effective settings. */
 static int dry_run(const kv_run_options *o)
 {
@@ -100,6 +132,8 @@ static int dry_run(const kv_run_options *o)
     }
     if (!cfg.evaluator_program && !cfg.evaluator.task) {
         kv_error("no evaluator configured");
+        rc = KV_EXIT_USAGE;
+    } else if (check_task(&cfg) != 0) {
         rc = KV_EXIT_USAGE;
     } else if (cfg.evaluator_program && !kv_is_file(cfg.evaluator_program)) {
         kv_error("evaluator %s %s", cfg.evaluator_program,
@@ -206,6 +240,7 @@ int cmd_run(int argc, char **argv)
         return KV_EXIT_USAGE;
     }
     if (dry) return dry_run(&o);
+    if (check_run_config(&o) != 0) return KV_EXIT_USAGE;
     o.progress = isatty(STDERR_FILENO) && kv_log_get_level() <= KV_LOG_INFO;
     return kv_run_evolution(&o);
 }

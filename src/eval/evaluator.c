@@ -388,10 +388,20 @@ static char *last_line(const char *text)
     size_t start = end;
     while (start && text[start - 1] != '\n')
         start--;
-    if (end - start > 200) start = end - 200;
-    while (start < end && ((unsigned char)text[start] & 0xC0) == 0x80)
-        start++;
-    return kv_eval_clean_text(text + start, end - start);
+    if (end - start <= 200) return kv_eval_clean_text(text + start, end - start);
+    /* A long line keeps its head, which says what happened (a list of
+     * names or a path may follow), and its last words. */
+    size_t head = start + 150, tail = end - 45;
+    while (head > start && ((unsigned char)text[head] & 0xC0) == 0x80)
+        head--;
+    while (tail < end && ((unsigned char)text[tail] & 0xC0) == 0x80)
+        tail++;
+    char *a = kv_eval_clean_text(text + start, head - start);
+    char *b = kv_eval_clean_text(text + tail, end - tail);
+    char *line = kv_asprintf("%s ... %s", a, b);
+    free(a);
+    free(b);
+    return line;
 }
 
 /* Records the run of the current stage in j->stages. */

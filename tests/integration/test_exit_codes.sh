@@ -142,4 +142,17 @@ mkdir -p "$WORK/e"
 : >"$WORK/e/run.db"
 expect_exit 2 "$KV" resume "$WORK/e"
 expect_exit 0 "$KV" run --config "$WORK/config.yaml" --output "$WORK/e" -q
+# A task name no built-in task has: a usage error naming the known ones,
+# from --dry-run and from a run, before the run's folder is made.
+sed 's#^evaluator:$#evaluator:\n  task: qwen3_decode_oo#' "$WORK/config.yaml" | grep -v "^evaluator: " >"$WORK/typo.yaml"
+expect_exit 2 "$KV" run "$TINY/initial.py" --config "$WORK/typo.yaml" --dry-run
+grep -q "no built-in task 'qwen3_decode_oo' (known: .*qwen3_decode_o," "$WORK/err.txt" ||
+    fail "--dry-run, a task name no task has: $(cat "$WORK/err.txt")"
+expect_exit 2 "$KV" run "$TINY/initial.py" --config "$WORK/typo.yaml" --output "$WORK/typo" -q
+grep -q "no built-in task 'qwen3_decode_oo'" "$WORK/err.txt" || fail "a run, a task name no task has: $(cat "$WORK/err.txt")"
+[ ! -e "$WORK/typo" ] || fail "a run refused for its task name made its folder"
+# Every config shipped in examples/ passes --dry-run (its programs exist, its task is known).
+for c in "$KV_SOURCE_DIR"/examples/*/*.yaml; do
+    KV_QWEN3_BACKEND=cpu expect_exit 0 "$KV" run --config "$c" --dry-run
+done
 echo "ok"

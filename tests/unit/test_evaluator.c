@@ -274,6 +274,21 @@ static void crash_after_all_retries_fails_with_exit_status_and_stderr(void **sta
     kv_eval_result_clear(&r);
 }
 
+/* A long last line keeps its head (what went wrong) and its last words. */
+static void long_error_line_keeps_its_head(void **state)
+{
+    fixture *f = *state;
+    kv_evaluator_config cfg = config();
+    kv_eval_result r = evaluate(f, &cfg, "long_error.sh", "program");
+    assert_int_equal(r.status, KV_STATUS_FAILED);
+    if (!kv_starts_with(r.reason, "evaluator exit 2: unknown task 'qwen3_decode_oo' (known: "))
+        fail_msg("the reason lost its head: %s", r.reason);
+    assert_non_null(strstr(r.reason, " ... "));
+    assert_true(kv_ends_with(r.reason, "the last one)"));
+    assert_true(strlen(r.reason) < 260);
+    kv_eval_result_clear(&r);
+}
+
 static void evaluator_reported_error_fails_without_retry(void **state)
 {
     fixture *f = *state;
@@ -834,6 +849,7 @@ int main(void)
         T(a_score_of_1e999_is_a_non_finite_fitness_not_bad_json),
         T(crash_is_retried_until_it_succeeds),
         T(crash_after_all_retries_fails_with_exit_status_and_stderr),
+        T(long_error_line_keeps_its_head),
         T(evaluator_reported_error_fails_without_retry),
         T(reported_error_takes_its_reason_code_from_the_artifacts),
         T(hung_evaluator_times_out_once_and_leaves_no_survivors),

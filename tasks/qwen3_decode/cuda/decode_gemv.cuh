@@ -56,8 +56,12 @@ __device__ __forceinline__ float warp_sum(float v)
 __host__ __device__ __forceinline__ bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 // Lane partial sums acc[r][t] of ROWS[r] . X[t] (t < T <= TP; X[t] at X +
-// t * XS; a NULL row is skipped) over the chunks of K this warp's PART of
-// KS takes. VEC: K % 8 == 0 and every row, X and XS 16-byte aligned.
+// t * XS) over the chunks of K this warp's PART of KS takes. VEC: K % 8 ==
+// 0 and every row, X and XS 16-byte aligned. A NULL row's sums are
+// garbage (it reads another row of the warp's: no branch around a load),
+// and so are those of tokens T..TP-1 (they read token T-1): the caller
+// writes neither. The loops have no branch, so that every load of an
+// unrolled step is in flight before the first is used; rows warp-uniform.
 template <int NR, int TP, int UNROLL>
 __device__ __forceinline__ void dot_rows(const bf16 *const (&rows)[NR], int64_t k, const bf16 *x,
                                          int64_t xs, int t_n, int part, int ks, bool vec,
@@ -68,6 +72,19 @@ __device__ __forceinline__ void dot_rows(const bf16 *const (&rows)[NR], int64_t 
 #pragma unroll
         for (int t = 0; t < TP; t++)
             acc[r][t] = 0.0f;
+    const bf16 *any = nullptr;
+#pragma unroll
+    for (int r = NR - 1; r >= 0; r--)
+        if (rows[r]) any = rows[r];
+    if (!any) return; // a warp past the last row
+    const bf16 *rp[NR];
+    const bf16 *xp[TP];
+#pragma unroll
+    for (int r = 0; r < NR; r++)
+        rp[r] = rows[r] ? rows[r] : any;
+#pragma unroll
+    for (int t = 0; t < TP; t++)
+        xp[t] = x + (int64_t)(t < t_n ? t : t_n - 1) * xs;
     const int lane = threadIdx.x & 31;
     if (vec) {
         const int64_t chunks = k / 8, step = 32 * (int64_t)ks;
@@ -78,19 +95,21 @@ __device__ __forceinline__ void dot_rows(const bf16 *const (&rows)[NR], int64_t 
             for (int u = 0; u < UNROLL; u++)
 #pragma unroll
                 for (int r = 0; r < NR; r++)
-                    w[u][r] = rows[r] ? load_weights(rows[r] + (c + u * step) * 8)
-                                      : make_uint4(0, 0, 0, 0);
+                    w[u][r] = load_weights(rp[r] + (c + u * step) * 8);
 #pragma unroll
             for (int u = 0; u < UNROLL; u++) {
+                uint4 xv[TP];
+#pragma unroll
+                for (int t = 0; t < TP; t++)
+                    xv[t] = *(const uint4 *)(xp[t] + (c + u * step) * 8);
                 float wf[NR][8];
 #pragma unroll
                 for (int r = 0; r < NR; r++)
                     unpack8(w[u][r], wf[r]);
 #pragma unroll
                 for (int t = 0; t < TP; t++) {
-                    if (t >= t_n) break;
                     float xf[8];
-                    unpack8(*(const uint4 *)(x + t * xs + (c + u * step) * 8), xf);
+                    unpack8(xv[t], xf);
 #pragma unroll
                     for (int r = 0; r < NR; r++)
 #pragma unroll
@@ -103,12 +122,11 @@ __device__ __forceinline__ void dot_rows(const bf16 *const (&rows)[NR], int64_t 
             float wf[NR][8];
 #pragma unroll
             for (int r = 0; r < NR; r++)
-                unpack8(rows[r] ? load_weights(rows[r] + c * 8) : make_uint4(0, 0, 0, 0), wf[r]);
+                unpack8(load_weights(rp[r] + c * 8), wf[r]);
 #pragma unroll
             for (int t = 0; t < TP; t++) {
-                if (t >= t_n) break;
                 float xf[8];
-                unpack8(*(const uint4 *)(x + t * xs + c * 8), xf);
+                unpack8(*(const uint4 *)(xp[t] + c * 8), xf);
 #pragma unroll
                 for (int r = 0; r < NR; r++)
 #pragma unroll
@@ -121,11 +139,10 @@ __device__ __forceinline__ void dot_rows(const bf16 *const (&rows)[NR], int64_t 
             float wv[NR];
 #pragma unroll
             for (int r = 0; r < NR; r++)
-                wv[r] = rows[r] ? f32(rows[r][i]) : 0.0f;
+                wv[r] = f32(rp[r][i]);
 #pragma unroll
             for (int t = 0; t < TP; t++) {
-                if (t >= t_n) break;
-                float xv = f32(x[t * xs + i]);
+                const float xv = f32(xp[t][i]);
 #pragma unroll
                 for (int r = 0; r < NR; r++)
                     acc[r][t] = fmaf(wv[r], xv, acc[r][t]);
