@@ -2,22 +2,22 @@
 # Qwen3's fused decode blocks on the GPU machine (issue 43), from the seeds
 # to the model, in one device call:
 #  1. eval: `kevolve eval` judges each fused seed (qkv_cluster.cu,
-#     o_fused.cu, mlp_fused.cu; its naive start timed beside it as the
+#     attn_split.cu, o_fused.cu, mlp_fused.cu; its naive start timed beside it as the
 #     baseline): a line a task with its verdict, then each scenario's time,
 #     roofline share and tolerance used;
-#  2. evolve: examples/qwen3_decode's three evolutions (built-in mutators,
+#  2. evolve: examples/qwen3_decode's four evolutions (built-in mutators,
 #     from the naive start and the fused seed), LIMIT seconds each, one
 #     after the other (one judge holds the GPU), stopped with SIGINT;
 #  3. export: each run's bests exported with --torch (judged, --quick);
-#  4. model: bench/qwen3_decode_model.py: Qwen3 (MODEL) with the three
-#     exports put in by kevolve_qwen3.patch_qwen3, beside stock PyTorch and
+#  4. model: bench/qwen3_decode_model.py: Qwen3 (MODEL) with the four
+#     exports (three where attn's failed) put in by kevolve_qwen3.patch_qwen3, beside stock PyTorch and
 #     torch.compile (COMPILE's modes), decode at CONTEXTS x BATCHES and
 #     prefill at PREFILL, the greedy-token check and the calls served.
 # Everything comes back as one archive, $OUT/qwen3_decode.tgz (the runs'
 # stores and the exports in it: EXPORTS=DIR takes the exports from an
 # earlier call's archive unpacked at DIR, carried, for PARTS=model).
 # Usage: bench/qwen3_decode_h200.sh   (OUT; PARTS (eval,evolve,export,model),
-#        LIMIT (90 s a task), MODEL (0.6B), LAYERS_14B (40), CONTEXTS
+#        LIMIT (75 s a task), MODEL (0.6B), LAYERS_14B (40), CONTEXTS
 #        (1024,8192,32768), BATCHES (1,8), COMPILE (default,max-autotune-no-cudagraphs;
 #        empty: none), PREFILL (512,2048,8192), DEADLINE (360 s for the model
 #        part), QUICK (eval --quick), EXPORTS; .dev carried)
@@ -31,7 +31,7 @@ rm -rf "$W" && mkdir -p "$W" "$OUT"
 export KEVOLVE_CACHE_DIR=$W/cache
 PARTS=${PARTS:-eval,evolve,export,model}
 part() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
-BLOCKS="qkv:qkv_cluster o:o_fused mlp:mlp_fused"
+BLOCKS="qkv:qkv_cluster attn:attn_split o:o_fused mlp:mlp_fused"
 echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(git rev-parse --short HEAD 2>/dev/null), $(date -u +%FT%TZ)"
 if part eval; then
     for s in $BLOCKS; do
@@ -55,7 +55,7 @@ fi
 if part evolve; then
     for s in $BLOCKS; do
         t=${s%%:*} t0=$(date +%s)
-        timeout --foreground --signal=INT --kill-after=25 "${LIMIT:-90}" "$KV" run \
+        timeout --foreground --signal=INT --kill-after=25 "${LIMIT:-75}" "$KV" run \
             --config "examples/qwen3_decode/${t}_cuda.yaml" --output "$W/run_$t" >"$W/evolve_$t.log" 2>&1
         echo "evolve $t: $(($(date +%s) - t0)) s; $("$KV" status "$W/run_$t" 2>&1 | grep -E "^programs|^best" | tr '\n' ' ')"
         "$KV" best "$W/run_$t" -o "$W/best_$t.cu" >/dev/null 2>&1 &&
@@ -78,7 +78,7 @@ fi
 if part model; then
     E=${EXPORTS:-$W}
     timeout 560 python3 bench/qwen3_decode_model.py "$W/model.json" \
-        --decode "$E/lib_qkv" "$E/lib_o" "$E/lib_mlp" --model "${MODEL:-0.6B}" \
+        --decode "$E/lib_qkv" "$E/lib_o" "$E/lib_mlp" $([ -s "$E/lib_attn/manifest.json" ] && echo "$E/lib_attn") --model "${MODEL:-0.6B}" \
         --layers-14b "${LAYERS_14B:-40}" --contexts "${CONTEXTS:-1024,8192,32768}" \
         --batches "${BATCHES:-1,8}" --compile "${COMPILE-default,max-autotune-no-cudagraphs}" \
         --prefill "${PREFILL-512,2048,8192}" --deadline "${DEADLINE:-360}" \

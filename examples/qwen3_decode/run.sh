@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs one of examples/qwen3_decode's evolutions: BLOCK is qkv, o or mlp
+# Runs one of examples/qwen3_decode's evolutions: BLOCK is qkv, attn, o or mlp
 # (default o). With an NVIDIA GPU and nvcc: the CUDA config (BLOCK_cuda.yaml,
 # from BLOCK_naive.cu and the fused seed). Otherwise the same config on the
 # cpu backend from the task's C start (cpu/BLOCK_naive.c), which exercises
@@ -12,8 +12,8 @@ KV=${KV:-kevolve}
 block=${1:-o}
 [ $# -gt 0 ] && shift
 case $block in
-qkv | o | mlp) ;;
-*) echo "usage: $0 [qkv|o|mlp] [kevolve run options]" >&2; exit 2 ;;
+qkv | attn | o | mlp) ;;
+*) echo "usage: $0 [qkv|attn|o|mlp] [kevolve run options]" >&2; exit 2 ;;
 esac
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 &&
     { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; }; then

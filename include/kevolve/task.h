@@ -198,8 +198,10 @@ typedef struct kv_task {
      * which the judge draws an index input, say), a C expression over the
      * shape's symbols s[0 .. num_syms) that gives its value from the
      * others, so that an exported operator can tell it from its arguments
-     * (kevolve export --torch). Every scenario and held-out shape must
-     * obey it. NULL: the symbol is in an input's shape. */
+     * (kevolve export --torch). For such a bound it is the loosest any
+     * call may take; a shape of the judge's may bind it tighter (a full
+     * cache when timed), never looser. NULL: the symbol is in an input's
+     * shape. */
     const char *derived[KV_MAX_SYMS];
 } kv_task;
 

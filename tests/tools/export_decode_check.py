@@ -11,9 +11,15 @@ on, checked on the export's device with a small random Qwen3
     (transformers' DynamicCache) and a float32 model go to the layer's own
     forward, counted with their reasons;
   - patching with only some of the three is refused, naming them;
-  - restore() gives the layers their own forward back.
+  - restore() gives the layers their own forward back;
+  - with ATTN_EXPORT (qwen3_decode_attn) as well, the attention of every
+    decode step of a static cache with the plain causal mask is the
+    block's and the greedy tokens are still the stock model's; a step
+    whose mask has padding goes to SDPA, counted with its reason; the
+    block alone is refused; restore() gives transformers its mask
+    function back.
 
-Usage: python3 export_decode_check.py QKV_EXPORT O_EXPORT MLP_EXPORT
+Usage: python3 export_decode_check.py QKV_EXPORT O_EXPORT MLP_EXPORT [ATTN_EXPORT]
 (exits 1 naming what failed)"""
 import os
 import sys
@@ -29,6 +35,7 @@ def check(what, ok):
 
 
 roots = sys.argv[1:4]
+attn_root = sys.argv[4] if len(sys.argv) > 4 else None
 sys.path.insert(0, os.path.join(roots[0], "torch"))
 import kevolve_qwen3 as kq  # noqa: E402
 
@@ -112,6 +119,43 @@ with torch.no_grad():
     check("restore() did not give the layers their forward back",
           all("forward" not in layer.__dict__ for layer in model.model.layers) and
           [layer.forward for layer in model.model.layers] == originals)
+
+if attn_root:
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+
+    impl = model.config._attn_implementation
+    before = ALL_MASK_ATTENTION_FUNCTIONS[impl]
+    try:
+        kq.patch_qwen3(model, [attn_root])
+        check("the attention block alone was accepted", False)
+    except ValueError as e:
+        check(f"the refusal of the attention block alone names the decode blocks: {e}",
+              "qwen3_decode_qkv" in str(e))
+    with torch.no_grad():
+        stock = model.generate(ids, **kw)
+        patch = kq.patch_qwen3(model, roots + [attn_root])
+        check(f"patch.ops is {patch.ops}", patch.ops == ["decode", "decode_attention"])
+        kq.stats(reset=True)
+        fused = model.generate(ids, **kw)
+        s = kq.stats(reset=True)
+        differ = same_or_near_tie(stock, fused)
+        check(f"greedy tokens with the attention block differ beyond a near tie: {differ}", differ is None)
+        layers = cfg.num_hidden_layers
+        check(f"decode steps' attention served by the block: {s['decode_attention']}",
+              s["decode_attention"]["served"] == 9 * layers and s["decode_attention"]["fallback"] == 0)
+        pad = torch.ones_like(ids)
+        pad[0, 0] = 0  # a padded first token: the mask is no longer the plain causal one
+        padded = model.generate(ids, attention_mask=pad, **kw)
+        s = kq.stats(reset=True)["decode_attention"]
+        check(f"a padded step's attention was not sent to SDPA with its reason: {s}",
+              s["served"] == 0 and s["fallback"] == 9 * layers and
+              any("plain causal" in r for r in s["reasons"]))
+        patch.restore()
+        stock_padded = model.generate(ids, attention_mask=pad, **kw)
+        differ = same_or_near_tie(stock_padded, padded)
+        check(f"padded greedy tokens differ beyond a near tie: {differ}", differ is None)
+    check("restore() did not give transformers its mask function back",
+          ALL_MASK_ATTENTION_FUNCTIONS[impl] is before)
 
 for p in problems:
     print("FAIL:", p, file=sys.stderr)

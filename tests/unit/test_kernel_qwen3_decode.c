@@ -2,8 +2,9 @@
  * qwen3_decode_qkv (input RMSNorm, q/k/v projections, q/k norms, rotary,
  * the k/v cache write), qwen3_decode_o (output projection + residual) and
  * qwen3_decode_mlp (post-attention RMSNorm, gate/up, SwiGLU, down +
- * residual). Their float64 references compute the layer's maths (checked
- * by hand on tiny shapes) and write no cache row but the new tokens'; the
+ * residual), with the attention between them, qwen3_decode_attn (the new
+ * tokens over the static cache, the lengths from the device). Their float64 references compute the
+ * layer's maths (checked by hand on tiny shapes) and write no cache row but the new tokens'; the
  * tasks carry Qwen3-0.6B's and Qwen3-14B's shapes and odd held-out ones;
  * the naive cpu starts are accepted by the harness (0.6B scenarios and
  * every held-out shape, correctness only); the CUDA seeds declare their
@@ -101,6 +102,44 @@ static void qkv_norms_rotates_and_writes_only_the_tokens_cache_row(void **state)
         if (i != 2 && i != 3) assert_true(kc[i] == 7 && vc[i] == 5);
 }
 
+/* The attention block: each new token sees the cache rows up to its own
+ * (first = cache_len - free - q_len), never a free row; q = 0 gives the
+ * plain mean of the rows it sees, and a q along one key picks it out. */
+static void attn_sees_its_rows_and_no_free_one(void **state)
+{
+    (void)state;
+    const kv_task *t = kv_task_find("qwen3_decode_attn");
+    assert_non_null(t);
+    /* batch 1, q_len 2, q heads 2, kv heads 1, head_dim 2, cache_len 5, bound 3 */
+    int64_t s[KV_MAX_SYMS] = {1, 2, 2, 1, 2, 5, 3};
+    double q[8] = {0, 0, 0, 0, 40, 0, 0, 0}; /* token 1, head 0 looks along k row 2 */
+    double k[10] = {0, 0, 0, 0, 1, 0, 0, 0, 1e6, 1e6};
+    double v[10] = {1, 2, 3, 4, 5, 6, 7, 8, 1e6, -1e6};
+    double fr[1] = {1}; /* row 4 free: the tokens sit at rows 2 and 3 */
+    double o[8], sc[8];
+    double *ts[5] = {q, k, v, fr, o}, *scales[5] = {NULL, NULL, NULL, NULL, sc};
+    t->reference_scale(s, ts, scales);
+    /* token 0 (row 2) sees rows 0..2: the mean; token 1 (row 3) head 1 sees 0..3 */
+    assert_true(fabs(o[0] - 3.0) < 1e-12 && fabs(o[1] - 4.0) < 1e-12);
+    assert_true(fabs(o[2] - 3.0) < 1e-12 && fabs(o[3] - 4.0) < 1e-12);
+    assert_true(fabs(o[4] - 5.0) < 1e-6 && fabs(o[5] - 6.0) < 1e-6); /* row 2 picked out */
+    assert_true(fabs(o[6] - 4.0) < 1e-12 && fabs(o[7] - 5.0) < 1e-12);
+    assert_true(fabs(sc[0] - 3.0) < 1e-12); /* sum p |v| / sum p */
+    /* A full cache when timed: the bound 1 of every scenario, its roofline
+     * every row read; the held-out shapes draw rows down to the tokens'. */
+    for (int i = 0; i < t->num_scenarios; i++) {
+        const int64_t *x = t->scenarios[i].syms;
+        assert_int_equal(x[6], 1);
+        kv_roofline r = t->roofline(x);
+        assert_true(r.bytes >= 4.0 * (double)(x[0] * x[3] * x[5] * x[4]));
+    }
+    for (int i = 0; i < t->num_held_out; i++) {
+        const int64_t *x = t->held_out[i].syms;
+        assert_true(x[6] > 1 && x[6] <= x[5] - x[1] + 1);
+    }
+    assert_string_equal(t->derived[6], "s[5] - s[1] + 1");
+}
+
 static void tasks_have_qwen3_shapes_and_odd_held_out_ones(void **state)
 {
     (void)state;
@@ -149,12 +188,14 @@ static void tasks_have_qwen3_shapes_and_odd_held_out_ones(void **state)
 static void naive_starts_are_correct(void **state)
 {
     (void)state;
-    static const char *const tasks[] = {"qwen3_decode_qkv", "qwen3_decode_o", "qwen3_decode_mlp"};
-    static const char *const files[] = {"qkv_naive.c", "o_naive.c", "mlp_naive.c"};
+    static const char *const tasks[] = {"qwen3_decode_qkv", "qwen3_decode_o", "qwen3_decode_mlp",
+                                        "qwen3_decode_attn"};
+    static const char *const files[] = {"qkv_naive.c", "o_naive.c", "mlp_naive.c", "attn_naive.c"};
     static const char *const scen[][3] = {{"q06b_b1", "q06b_q8", "q06b_b8"},
                                           {"o06b_t1", "o06b_t8", NULL},
-                                          {"m06b_t1", "m06b_t8", NULL}};
-    for (int k = 0; k < 3; k++) {
+                                          {"m06b_t1", "m06b_t8", NULL},
+                                          {"a06b_b1_l1k", NULL, NULL}};
+    for (int k = 0; k < 4; k++) {
         char *path = kv_asprintf("%s/tasks/qwen3_decode/cpu/%s", getenv("KV_SOURCE_DIR"), files[k]);
         kv_job o;
         kv_job_init(&o);
@@ -166,7 +207,7 @@ static void naive_starts_are_correct(void **state)
         o.stage = 1;
         o.cache_dir = g_cache;
         o.scenarios = scen[k];
-        o.n_scenarios = scen[k][2] ? 3 : 2;
+        o.n_scenarios = scen[k][2] ? 3 : scen[k][1] ? 2 : 1;
         json_t *res = NULL;
         char *err = NULL;
         if (kv_kernel_eval(&o, &res, &err) != 0) fail_msg("%s: %s", tasks[k], err ? err : "?");
@@ -183,14 +224,14 @@ static void naive_starts_are_correct(void **state)
 static void cuda_seeds_declare_their_axes_and_compile_for_hopper(void **state)
 {
     (void)state;
-    static const char *const seeds[] = {"qwen3_decode/cuda/qkv_cluster.cu",
-                                        "qwen3_decode/cuda/o_fused.cu",
-                                        "qwen3_decode/cuda/mlp_fused.cu"};
-    static const char *const naive[] = {"qwen3_decode/cuda/qkv_naive.cu",
-                                        "qwen3_decode/cuda/o_naive.cu",
-                                        "qwen3_decode/cuda/mlp_naive.cu"};
-    static const size_t axes[] = {4, 4, 7};
-    for (size_t k = 0; k < 3; k++) {
+    static const char *const seeds[] = {
+        "qwen3_decode/cuda/qkv_cluster.cu", "qwen3_decode/cuda/o_fused.cu",
+        "qwen3_decode/cuda/mlp_fused.cu", "qwen3_decode/cuda/attn_split.cu"};
+    static const char *const naive[] = {
+        "qwen3_decode/cuda/qkv_naive.cu", "qwen3_decode/cuda/o_naive.cu",
+        "qwen3_decode/cuda/mlp_naive.cu", "qwen3_decode/cuda/attn_naive.cu"};
+    static const size_t axes[] = {4, 4, 7, 5};
+    for (size_t k = 0; k < 4; k++) {
         const char *src = kv_embedded_text(seeds[k]);
         if (!src) fail_msg("%s is not embedded", seeds[k]);
         assert_axes_at_listed_values(seeds[k], src, axes[k]);
@@ -202,17 +243,17 @@ static void cuda_seeds_declare_their_axes_and_compile_for_hopper(void **state)
     }
     free(nvcc);
     /* The naive starts, then each seed at its point and at its last values. */
-    for (int k = 0; k < 9; k++) {
-        const char *name = k < 3 ? naive[k] : seeds[(k - 3) / 2];
+    for (int k = 0; k < 12; k++) {
+        const char *name = k < 4 ? naive[k] : seeds[(k - 4) / 2];
         const char *src = kv_embedded_text(name);
         assert_non_null(src);
-        char *text = k < 3 || k % 2 == 1 ? kv_strdup(src) : tune_corner(src, 1);
+        char *text = k < 4 || k % 2 == 0 ? kv_strdup(src) : tune_corner(src, 1);
         kv_compiled c = {0};
         char *err = NULL;
         int rc = kv_compile(kv_backend_find("cuda"), text, g_cache, "sm_90a", &c, &err);
         if (rc != 0)
             fail_msg("nvcc failed on %s (%s) (%d): %s %.4000s", name,
-                     k < 3 || k % 2 == 1 ? "as written" : "last values", rc, err ? err : "",
+                     k < 4 || k % 2 == 0 ? "as written" : "last values", rc, err ? err : "",
                      c.log ? c.log : "");
         kv_compiled_clear(&c);
         free(text);
@@ -238,6 +279,7 @@ int main(void)
         cmocka_unit_test(o_adds_the_residual_to_the_projection),
         cmocka_unit_test(mlp_normalises_then_gates_and_adds_the_residual),
         cmocka_unit_test(qkv_norms_rotates_and_writes_only_the_tokens_cache_row),
+        cmocka_unit_test(attn_sees_its_rows_and_no_free_one),
         cmocka_unit_test(tasks_have_qwen3_shapes_and_odd_held_out_ones),
         cmocka_unit_test(naive_starts_are_correct),
         cmocka_unit_test(cuda_seeds_declare_their_axes_and_compile_for_hopper),

@@ -116,6 +116,23 @@ CASE(mlp_with_a_bf16_down_projection_is_rejected, .file = "tol_mlp_bf16_down.c",
      .task = "qwen3_decode_mlp", .cls = "tolerance", .want = RT_REJECT, .reasons = TOLERANCE,
      .args = STAGE1 " --scenarios m06b_t1")
 
+/* Qwen3's decode attention over its static cache (issue 43): the rows
+ * written come from free[] on the device, never from the shape; the new
+ * tokens of a step are causal among themselves; the sums accumulate in
+ * fp32. The naive start is the honest control (test_kernel_qwen3_decode.c). */
+CASE(attn_over_the_free_rows_is_rejected, .file = "attn_reads_free_rows.c",
+     .task = "qwen3_decode_attn", .cls = "shortcut", .want = RT_REJECT, .reasons = WRONG,
+     .args = STAGE1 " --scenarios a06b_b1_l1k")
+CASE(attn_that_takes_its_length_from_the_shape_is_rejected, .file = "attn_length_from_the_shape.c",
+     .task = "qwen3_decode_attn", .cls = "shortcut", .want = RT_REJECT, .reasons = WRONG,
+     .args = STAGE1 " --scenarios a06b_b1_l1k")
+CASE(attn_whose_new_tokens_see_each_other_is_rejected, .file = "attn_new_tokens_see_each_other.c",
+     .task = "qwen3_decode_attn", .cls = "shortcut", .want = RT_REJECT, .reasons = WRONG,
+     .args = STAGE1 " --scenarios a06b_q8_l8k")
+CASE(attn_with_a_bf16_row_sum_is_rejected, .file = "tol_attn_bf16_row_sum.c",
+     .task = "qwen3_decode_attn", .cls = "tolerance", .want = RT_REJECT, .reasons = TOLERANCE,
+     .args = STAGE1 " --scenarios a06b_b1_l8k")
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -149,6 +166,10 @@ int main(void)
         cmocka_unit_test(qkv_that_clears_a_cache_row_it_must_not_touch_is_rejected),
         cmocka_unit_test(o_without_the_residual_is_rejected),
         cmocka_unit_test(mlp_with_a_bf16_down_projection_is_rejected),
+        cmocka_unit_test(attn_over_the_free_rows_is_rejected),
+        cmocka_unit_test(attn_that_takes_its_length_from_the_shape_is_rejected),
+        cmocka_unit_test(attn_whose_new_tokens_see_each_other_is_rejected),
+        cmocka_unit_test(attn_with_a_bf16_row_sum_is_rejected),
     };
     return cmocka_run_group_tests(tests, rt_setup, rt_teardown);
 }

@@ -25,7 +25,8 @@ Any subset of the three exports will do:
            [batch * seq, head_dim] and positions arange(batch * seq).
 
 Or the three fused decode blocks (kevolve export --torch of the
-qwen3_decode_qkv, qwen3_decode_o and qwen3_decode_mlp tasks, all three):
+qwen3_decode_qkv, qwen3_decode_o and qwen3_decode_mlp tasks, all three),
+and with them, optionally, the attention block (of qwen3_decode_attn):
 
   decode   every Qwen3DecoderLayer's decode steps (1 to 8 new tokens a
            sequence, a cache with room for them: transformers'
@@ -35,10 +36,20 @@ qwen3_decode_qkv, qwen3_decode_o and qwen3_decode_mlp tasks, all three):
            with the layer's mask), the output projection with the
            residual, and the MLP with its norm and residual; prefill and
            every call they cannot take go to the layer's own forward.
-           The blocks take the cache rows from cache_position, else from
-           position_ids (no left padding). Combined with rmsnorm, swiglu
+           The blocks take the cache rows from the count of rows the
+           cache keeps (transformers 5's static cache, on the device),
+           else from cache_position or position_ids (then no left
+           padding). Combined with rmsnorm, swiglu
            or rope, those serve what the decode blocks leave (prefill, the
            final norm).
+  attn     with the decode blocks: the attention of a decode step over the
+           cache, q and o as the qkv and o blocks hold them, the rows
+           written told on the device (one CUDA graph serves every step),
+           where the step's mask is the plain causal one with no padding
+           (transformers' mask function of the model's attention is
+           watched while a patch holds it, process-wide: it says which
+           masks are plain); any other mask goes to SDPA, counted
+           ("decode_attention" in stats()).
 
 A call an export cannot take (a dtype other than bf16, another device, a
 layout or shape it does not support, an eps other than the task's 1e-6, an
@@ -53,13 +64,15 @@ import json
 import logging
 import os
 import sys
+import weakref
 
 import torch
 import torch.nn.functional as F
 
 log = logging.getLogger("kevolve")
-OPS = ("rmsnorm", "swiglu", "rope", "decode")
+OPS = ("rmsnorm", "swiglu", "rope", "decode", "decode_attention")
 DECODE_TASKS = ("qwen3_decode_qkv", "qwen3_decode_o", "qwen3_decode_mlp")
+ATTN_TASK = "qwen3_decode_attn"  # optional, with the three
 MAX_DECODE_TOKENS = 8  # the decode blocks' q_len
 EPS = 1e-6  # the rmsnorm task's
 # Each op's tensors as its task has them (manifest.json's signature).
@@ -72,6 +85,11 @@ SIGNATURES = {
 _stats = {op: {"served": 0, "fallback": 0, "reasons": {}} for op in OPS}
 _said = set()
 _rope = {"holders": 0, "original": None, "package": None}
+# The masks transformers made while a patch with the attention block holds
+# its mask function that are the plain causal one with no padding (by id,
+# weakly: a mask is a tensor of its step).
+_plain_masks = weakref.WeakValueDictionary()
+_mask_watch = {"holders": 0, "impl": None, "original": None, "had_local": False}
 
 
 def load(export_dir):
@@ -94,7 +112,7 @@ def load(export_dir):
 
 def _which(pkg):
     """The op an export serves, by its tensors (a decode block by its task)."""
-    if pkg.TASK in DECODE_TASKS:
+    if pkg.TASK in DECODE_TASKS or pkg.TASK == ATTN_TASK:
         return pkg.TASK
     sig = [(t["name"], t["dtype"], t["role"], t["shape"]) for t in pkg.TENSORS]
     for op, want in SIGNATURES.items():
@@ -255,12 +273,13 @@ _memo = {}
 
 def _start_rows(where, b):
     """The cache row of each sequence's first new token (int32 [b]) from
-    cache_position or position_ids: made once a step, not once a layer
-    (every layer of a step gets the same tensor)."""
+    the cache layer's count of rows written (transformers 5's static cache
+    keeps it on the device), else cache_position or position_ids: made once
+    a step where every layer gets the same tensor."""
     held = _memo.get("start")
     if held is None or held[0] is not where or held[1] != where._version or held[2].shape[0] != b:
-        rows = where.reshape(-1)[:1] if where.dim() == 1 else where[:, 0]
-        held = (where, where._version, rows.to(torch.int32).expand(b).contiguous())
+        rows = where.reshape(-1)[:1] if where.dim() <= 1 else where[:, 0]
+        held = (where, where._version, rows.to(torch.int32, copy=True).expand(b).contiguous())
         _memo["start"] = held  # the same tensor changed in place is made again
     return held[2]
 
@@ -302,11 +321,81 @@ def _decode_unsupported(layer, pkg, x, mask, past, pos_emb, where, kw):
     return None
 
 
+def _free_rows(start, length, q_len):
+    """The cache rows past each sequence's new tokens not yet written
+    (int32 [b], the attention block's free), from START (_start_rows)."""
+    held = _memo.get("free")
+    if held is None or held[0] is not start or held[1] != (length, q_len):
+        held = (start, (length, q_len), (length - q_len - start).to(torch.int32).contiguous())
+        _memo["free"] = held
+    return held[2]
+
+
+def _attention_unsupported(ab, mask, keys, at):
+    """Why the attention block cannot take this step, or None."""
+    if ab is None:
+        return "no attention export"
+    if getattr(at, "scaling", None) is not None and abs(at.scaling - at.head_dim ** -0.5) > 1e-6:
+        return f"scaling {at.scaling}"
+    if mask is None:
+        return None
+    if _plain_masks.get(id(mask)) is not mask or mask.shape[-1] != keys.shape[2]:
+        return "a mask other than the plain causal one (padding, a window, or made while tracing)"
+    return None
+
+
+def _watch_masks(model, patch):
+    """Wraps transformers' mask function of MODEL's attention so that the
+    masks it makes for a plain causal attention with no padding are known
+    (_plain_masks); restored when the last patch that watches goes."""
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, causal_mask_function
+
+    impl = model.config._attn_implementation
+    w = _mask_watch
+    if w["holders"] and w["impl"] != impl:
+        raise ValueError(f"patch_qwen3: masks of {w['impl']} are watched already; one attention "
+                         f"implementation a process with the attention block")
+    if not w["holders"]:
+        original = ALL_MASK_ATTENTION_FUNCTIONS[impl]
+        had_local = impl in ALL_MASK_ATTENTION_FUNCTIONS._local_mapping
+
+        def watched(*args, **kwargs):
+            m = original(*args, **kwargs)
+            pad = kwargs.get("attention_mask")
+            plain = (kwargs.get("mask_function", causal_mask_function) is causal_mask_function and
+                     not kwargs.get("kv_offset", 0) and kwargs.get("local_size") is None and
+                     isinstance(m, torch.Tensor))
+            if plain and pad is not None:  # no padding: read on the host, never while capturing
+                plain = (not torch.compiler.is_compiling() and
+                         not (pad.is_cuda and torch.cuda.is_current_stream_capturing()) and bool(pad.all()))
+            if plain:
+                _plain_masks[id(m)] = m
+            return m
+
+        ALL_MASK_ATTENTION_FUNCTIONS[impl] = watched
+        w.update(impl=impl, original=original, had_local=had_local)
+    w["holders"] += 1
+
+    def release():
+        w["holders"] -= 1
+        if not w["holders"]:
+            from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS as fns
+
+            if w["had_local"]:
+                fns[w["impl"]] = w["original"]
+            else:
+                del fns[w["impl"]]
+            w.update(impl=None, original=None, had_local=False)
+
+    patch._undo.append(release)
+
+
 def _patch_decode(layer, pkgs, patch, returns_tuple):
     """LAYER's forward: decode steps through the three blocks around SDPA."""
     original = layer.forward
     at, mlp = layer.self_attn, layer.mlp
     qkv, o, mm = (pkgs[t] for t in DECODE_TASKS)
+    ab = pkgs.get(ATTN_TASK)
     nq, nkv, d = at.config.num_attention_heads, at.config.num_key_value_heads, at.head_dim
     hid = at.q_proj.in_features
 
@@ -327,18 +416,28 @@ def _patch_decode(layer, pkgs, patch, returns_tuple):
         keys, values = cl.keys, cl.values
         cos, sin = position_embeddings
         x = hidden_states.contiguous()
+        # The rows the cache itself counts (left padding shifts position_ids, not them).
+        written = getattr(cl, "cumulative_length", None)
+        start = _start_rows(written if isinstance(written, torch.Tensor) else where, b)
         q = qkv.op(x, layer.input_layernorm.weight, at.q_proj.weight.view(nq, d, hid),
                    at.k_proj.weight.view(nkv, d, hid), at.v_proj.weight.view(nkv, d, hid),
                    at.q_norm.weight, at.k_norm.weight, cos.expand(b, q_len, d).contiguous(),
-                   sin.expand(b, q_len, d).contiguous(), _start_rows(where, b), keys, values)
+                   sin.expand(b, q_len, d).contiguous(), start, keys, values)
         if hasattr(cl, "cumulative_length"):  # what the cache's update() counts (transformers 5)
             cl.cumulative_length += q_len
-        # The keys PyTorch's attention would see: as many as the mask says.
-        length = attention_mask.shape[-1] if attention_mask is not None else keys.shape[2]
-        attn = F.scaled_dot_product_attention(
-            q.transpose(1, 2), keys[:, :, :length], values[:, :, :length], attn_mask=attention_mask,
-            is_causal=attention_mask is None and q_len > 1, scale=at.scaling, enable_gqa=True)
-        attn = attn.transpose(1, 2).reshape(b * q_len, nq * d).contiguous()
+        why_attn = _attention_unsupported(ab, attention_mask, keys, at)
+        if not why_attn:
+            _stats["decode_attention"]["served"] += 1
+            attn = ab.op(q, keys, values, _free_rows(start, keys.shape[2], q_len)).view(b * q_len, nq * d)
+        else:
+            if ab is not None:
+                _fallback("decode_attention", why_attn)
+            # The keys PyTorch's attention would see: as many as the mask says.
+            length = attention_mask.shape[-1] if attention_mask is not None else keys.shape[2]
+            attn = F.scaled_dot_product_attention(
+                q.transpose(1, 2), keys[:, :, :length], values[:, :, :length], attn_mask=attention_mask,
+                is_causal=attention_mask is None and q_len > 1, scale=at.scaling, enable_gqa=True)
+            attn = attn.transpose(1, 2).reshape(b * q_len, nq * d).contiguous()
         h = o.op(attn, at.o_proj.weight, x.view(b * q_len, hid))
         _, out = mm.op(h, layer.post_attention_layernorm.weight, mlp.gate_proj.weight,
                        mlp.up_proj.weight, mlp.down_proj.weight)
@@ -353,7 +452,8 @@ def patch_qwen3(model, exports):
     rotary embedding, and its decoder layers' decode steps, with the
     exports in EXPORTS (folders of kevolve export --torch of the rmsnorm,
     swiglu and rope tasks, any subset, and of the three qwen3_decode tasks,
-    all three or none). Returns a Patch (its ops; restore())."""
+    all three or none, with qwen3_decode_attn's or not). Returns a Patch
+    (its ops; restore())."""
     from transformers.models.qwen3 import modeling_qwen3 as mq
 
     if isinstance(exports, (str, os.PathLike)):
@@ -370,15 +470,22 @@ def patch_qwen3(model, exports):
     if blocks and len(blocks) != len(DECODE_TASKS):
         raise ValueError(f"patch_qwen3: the decode blocks come as three exports ({', '.join(DECODE_TASKS)}); "
                          f"given {', '.join(blocks)}")
+    if ATTN_TASK in pkgs and not blocks:
+        raise ValueError(f"patch_qwen3: the attention block ({ATTN_TASK}) serves the decode blocks' steps: "
+                         f"give it with {', '.join(DECODE_TASKS)}")
     patch = Patch()
-    patch.ops = sorted(op for op in pkgs if op not in DECODE_TASKS) + (["decode"] if blocks else [])
-    found = {"rmsnorm": 0, "swiglu": 0, "decode": 0}
+    patch.ops = sorted(op for op in pkgs if op not in DECODE_TASKS and op != ATTN_TASK) + \
+        (["decode"] if blocks else []) + (["decode_attention"] if ATTN_TASK in pkgs else [])
+    found = {"rmsnorm": 0, "swiglu": 0, "decode": 0, "decode_attention": 0}
+    if ATTN_TASK in pkgs:
+        _watch_masks(model, patch)
     if blocks:
         ann = str(inspect.signature(mq.Qwen3DecoderLayer.forward).return_annotation).lower()
         for m in model.modules():
             if isinstance(m, mq.Qwen3DecoderLayer):
                 _patch_decode(m, pkgs, patch, "tuple" in ann)
                 found["decode"] += 1
+                found["decode_attention"] += ATTN_TASK in pkgs
     for m in model.modules():
         if "rmsnorm" in pkgs and isinstance(m, mq.Qwen3RMSNorm):
             _patch_norm(m, pkgs["rmsnorm"], patch)
