@@ -223,8 +223,9 @@ static int against_standard(const kv_export_opts *o, const char *dir, json_t *m,
         {
             json_t *t = json_object_get(std, json_string_value(json_object_get(e, "name")));
             if (!t) continue;
-            const char *keys[] = {"evolved_us",  "cudnn_us", "flash_us",
-                                  "standard_us", "use",      "standard_backend"};
+            const char *keys[] = {
+                "evolved_us",       "cudnn_us",         "flash_us",       "standard_us",   "use",
+                "standard_backend", "evolved_model_us", "cudnn_model_us", "flash_model_us"};
             for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
                 if (json_object_get(t, keys[k]))
                     json_object_set(e, keys[k], json_object_get(t, keys[k]));
