@@ -25,6 +25,8 @@
 //   WAVES     how many times SPLIT 0 fills the resident slots
 //   MIN_KEYS  rows a chunk holds at the least (short contexts: fewer
 //             chunks, less merging)
+//   PDL       1: programmatic dependent launch (decode_gemv.cuh), the
+//             launch overlapping the end of the kernel before it
 #include <kevolve/task.h>
 #include <qwen3_decode/cuda/attn_generic.cuh>
 #include <qwen3_decode/cuda/decode_gemv.cuh>
@@ -40,6 +42,7 @@
 #define SPLIT 0       // kevolve: tune 0 4 8 16 32 64 128
 #define WAVES 2       // kevolve: tune 1 2 3 4
 #define MIN_KEYS 256  // kevolve: tune 64 128 256 512 1024
+#define PDL 0         // kevolve: tune 0 1
 
 namespace qa {
 
@@ -74,6 +77,8 @@ __global__ void __launch_bounds__(W * 32) split_attn(args a)
     __shared__ float wm[W][R], wl[W][R];
     __shared__ __align__(16) float wacc[W][R][D];
     __shared__ int last;
+    qd::pdl_release(); // nothing here is read before the kernel before it is done
+    qd::pdl_wait();
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int sp = blockIdx.x, b = blockIdx.z, kvh = blockIdx.y / a.tiles, tile = blockIdx.y % a.tiles;
     const int g = a.hq / a.hkv, rows_all = g * a.q_len, r0 = tile * R;
@@ -293,8 +298,8 @@ static int launch(const kv_launch_args *k)
     a.part = part;
     a.done = cnt;
     dim3 grid((unsigned)split, (unsigned)(a.hkv * a.tiles), (unsigned)b_n);
-    split_attn<W, R><<<grid, W * 32, 0, (cudaStream_t)k->stream>>>(a);
-    return (int)cudaGetLastError();
+    qd::launch_cfg c(grid, dim3(W * 32), 0, (cudaStream_t)k->stream, PDL);
+    return (int)cudaLaunchKernelEx(&c.cfg, split_attn<W, R>, a);
 }
 
 } // namespace qa

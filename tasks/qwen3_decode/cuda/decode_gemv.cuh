@@ -55,6 +55,74 @@ __device__ __forceinline__ float warp_sum(float v)
 
 __host__ __device__ __forceinline__ bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
+// Programmatic dependent launch (Hopper; the seeds' PDL axis): a kernel
+// launched with it may start while the kernel before it in the stream
+// finishes. Before pdl_wait it touches nothing another kernel writes (in a
+// model the weights are constant, but the judge writes fresh ones before
+// each block): it only asks L2 for its weights (prefetch_l2, no value read
+// into a register), then lets the next kernel be launched (pdl_release)
+// and waits for the one before to complete with its memory visible
+// (pdl_wait). Without the launch attribute both are no-ops.
+__device__ __forceinline__ void pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_release()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// BYTES at P into L2 (P and BYTES multiples of 16), in pieces of 32 KB.
+__device__ __forceinline__ void prefetch_l2(const void *p, int64_t bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const char *c = (const char *)p;
+    for (int64_t off = 0; off < bytes; off += 32768) {
+        const unsigned n = (unsigned)(bytes - off < 32768 ? bytes - off : 32768);
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(c + off), "r"(n) : "memory");
+    }
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
+// A launch configuration on S, with programmatic dependent launch when PDL.
+struct launch_cfg {
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr[2];
+    launch_cfg(dim3 grid, dim3 block, size_t smem, cudaStream_t s, bool pdl)
+    {
+        cfg = cudaLaunchConfig_t{};
+        cfg.gridDim = grid;
+        cfg.blockDim = block;
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = s;
+        cfg.attrs = attr;
+        cfg.numAttrs = 0;
+        if (pdl) add_pdl();
+    }
+    void add_pdl()
+    {
+        attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+        cfg.numAttrs++;
+    }
+    void add_cluster(unsigned x)
+    {
+        attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+        attr[cfg.numAttrs].val.clusterDim.x = x;
+        attr[cfg.numAttrs].val.clusterDim.y = 1;
+        attr[cfg.numAttrs].val.clusterDim.z = 1;
+        cfg.numAttrs++;
+    }
+};
+
 // Lane partial sums acc[r][t] of ROWS[r] . X[t] (t < T <= TP; X[t] at X +
 // t * XS) over the chunks of K this warp's PART of KS takes. VEC: K % 8 ==
 // 0 and every row, X and XS 16-byte aligned. A NULL row's sums are
@@ -179,11 +247,13 @@ __device__ __forceinline__ void norm_rows_to_shared(const bf16 *x, const bf16 *w
 // out[t][n] = bf16(residual[t][n] + bf16(W[n] . x[t])) for the rows of this
 // block: WARPS / KS row groups of NR rows, each group's K split over KS
 // warps. The output projection and the down projection of a decode step.
+// PDL: launched with programmatic dependent launch (its weights asked of
+// L2 before the kernel before it is done).
 template <int NR, int TP, int UNROLL, int WARPS, int KS>
 __global__ void __launch_bounds__(WARPS * 32)
     proj_residual(const bf16 *__restrict__ x, const bf16 *__restrict__ w,
                   const bf16 *__restrict__ residual, bf16 *__restrict__ out, int t_n, int64_t k,
-                  int64_t n_rows)
+                  int64_t n_rows, bool pdl)
 {
     __shared__ float part_sum[WARPS][NR][TP];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -191,6 +261,10 @@ __global__ void __launch_bounds__(WARPS * 32)
     const int64_t n0 = ((int64_t)blockIdx.x * (WARPS / KS) + group) * NR;
     const bf16 *rows[NR];
     bool vec = (k % 8) == 0 && aligned16(w) && aligned16(x);
+    if (pdl && vec && part == 0 && lane == 0 && n0 < n_rows)
+        prefetch_l2(w + n0 * k, (n0 + NR <= n_rows ? NR : n_rows - n0) * k * (int64_t)sizeof(bf16));
+    pdl_release();
+    pdl_wait();
 #pragma unroll
     for (int r = 0; r < NR; r++)
         rows[r] = n0 + r < n_rows ? w + (n0 + r) * k : nullptr;
@@ -229,22 +303,25 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
 }
 
-// Launches proj_residual with TP the least of 1, 2, 4, 8 that covers T.
+// Launches proj_residual with TP the least of 1, 2, 4, 8 that covers T
+// (PDL: with programmatic dependent launch).
 template <int NR, int UNROLL, int WARPS, int KS>
 cudaError_t launch_proj_residual(const bf16 *x, const bf16 *w, const bf16 *residual, bf16 *out,
-                                 int t_n, int64_t k, int64_t n_rows, cudaStream_t s)
+                                 int t_n, int64_t k, int64_t n_rows, cudaStream_t s, bool pdl = false)
 {
     const int per_block = (WARPS / KS) * NR;
-    const unsigned grid = (unsigned)((n_rows + per_block - 1) / per_block);
+    launch_cfg c(dim3((unsigned)((n_rows + per_block - 1) / per_block)), dim3(WARPS * 32), 0, s, pdl);
     if (t_n <= 1)
-        proj_residual<NR, 1, UNROLL, WARPS, KS><<<grid, WARPS * 32, 0, s>>>(x, w, residual, out, t_n, k, n_rows);
-    else if (t_n <= 2)
-        proj_residual<NR, 2, UNROLL, WARPS, KS><<<grid, WARPS * 32, 0, s>>>(x, w, residual, out, t_n, k, n_rows);
-    else if (t_n <= 4)
-        proj_residual<NR, 4, UNROLL, WARPS, KS><<<grid, WARPS * 32, 0, s>>>(x, w, residual, out, t_n, k, n_rows);
-    else
-        proj_residual<NR, 8, UNROLL, WARPS, KS><<<grid, WARPS * 32, 0, s>>>(x, w, residual, out, t_n, k, n_rows);
-    return cudaGetLastError();
+        return cudaLaunchKernelEx(&c.cfg, proj_residual<NR, 1, UNROLL, WARPS, KS>, x, w, residual, out,
+                                  t_n, k, n_rows, pdl);
+    if (t_n <= 2)
+        return cudaLaunchKernelEx(&c.cfg, proj_residual<NR, 2, UNROLL, WARPS, KS>, x, w, residual, out,
+                                  t_n, k, n_rows, pdl);
+    if (t_n <= 4)
+        return cudaLaunchKernelEx(&c.cfg, proj_residual<NR, 4, UNROLL, WARPS, KS>, x, w, residual, out,
+                                  t_n, k, n_rows, pdl);
+    return cudaLaunchKernelEx(&c.cfg, proj_residual<NR, 8, UNROLL, WARPS, KS>, x, w, residual, out, t_n,
+                              k, n_rows, pdl);
 }
 
 } // namespace qd

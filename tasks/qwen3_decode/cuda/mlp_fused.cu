@@ -16,6 +16,7 @@
 #define DOWN_UNROLL 4 // kevolve: tune 1 2 4 8
 #define DOWN_WARPS 4  // kevolve: tune 1 2 4 8 16
 #define DOWN_KS 2     // kevolve: tune 1 2 4 8
+#define PDL 0         // kevolve: tune 0 1
 
 using qd::bf16;
 
@@ -23,10 +24,20 @@ template <int TP>
 __global__ void __launch_bounds__(WARPS * 32)
     gate_up_silu(const bf16 *__restrict__ x, const bf16 *__restrict__ ln, const bf16 *__restrict__ wg,
                  const bf16 *__restrict__ wu, bf16 *__restrict__ act, int t_n, int64_t hid,
-                 int64_t inter)
+                 int64_t inter, bool pdl)
 {
     extern __shared__ __align__(16) unsigned char smem[];
     bf16 *h = (bf16 *)smem;
+    if (pdl && hid % 8 == 0 && qd::aligned16(wg) && qd::aligned16(wu) && (threadIdx.x & 31) == 0) { // this warp's gate and up rows into L2
+        const int64_t r0 = ((int64_t)blockIdx.x * WARPS + (threadIdx.x >> 5)) * NR;
+        if (r0 < inter) {
+            const int64_t n = (r0 + NR <= inter ? NR : inter - r0) * hid * (int64_t)sizeof(bf16);
+            qd::prefetch_l2(wg + r0 * hid, n);
+            qd::prefetch_l2(wu + r0 * hid, n);
+        }
+    }
+    qd::pdl_release();
+    qd::pdl_wait();
     qd::norm_rows_to_shared(x, ln, hid, t_n, h);
     __syncthreads();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -64,10 +75,11 @@ static cudaError_t launch_gate_up(const kv_launch_args *a, size_t smem)
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess) return e;
     }
-    gate_up_silu<TP><<<grid, WARPS * 32, smem, (cudaStream_t)a->stream>>>(
-        (const bf16 *)a->tensors[0], (const bf16 *)a->tensors[1], (const bf16 *)a->tensors[2],
-        (const bf16 *)a->tensors[3], (bf16 *)a->tensors[5], (int)a->syms[0], a->syms[1], inter);
-    return cudaGetLastError();
+    qd::launch_cfg c(dim3(grid), dim3(WARPS * 32), smem, (cudaStream_t)a->stream, PDL);
+    return cudaLaunchKernelEx(&c.cfg, gate_up_silu<TP>, (const bf16 *)a->tensors[0],
+                              (const bf16 *)a->tensors[1], (const bf16 *)a->tensors[2],
+                              (const bf16 *)a->tensors[3], (bf16 *)a->tensors[5], (int)a->syms[0],
+                              a->syms[1], inter, (bool)PDL);
 }
 
 extern "C" int kv_launch(const kv_launch_args *a)
@@ -83,6 +95,6 @@ extern "C" int kv_launch(const kv_launch_args *a)
     constexpr int ks = DOWN_KS <= DOWN_WARPS ? DOWN_KS : DOWN_WARPS;
     return (int)qd::launch_proj_residual<DOWN_NR, DOWN_UNROLL, DOWN_WARPS, ks>(
         (const bf16 *)a->tensors[5], (const bf16 *)a->tensors[4], (const bf16 *)a->tensors[0],
-        (bf16 *)a->tensors[6], t_n, inter, hid, (cudaStream_t)a->stream);
+        (bf16 *)a->tensors[6], t_n, inter, hid, (cudaStream_t)a->stream, PDL);
 }
 // EVOLVE-BLOCK-END

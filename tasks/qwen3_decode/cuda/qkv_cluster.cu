@@ -18,6 +18,7 @@ namespace cg = cooperative_groups;
 #define NR 2      // kevolve: tune 1 2 4 8
 #define UNROLL 4  // kevolve: tune 1 2 4 8
 #define WARPS 4   // kevolve: tune 1 2 4 8
+#define PDL 0     // kevolve: tune 0 1
 
 using qd::bf16;
 
@@ -39,6 +40,14 @@ template <int TP> __global__ void __launch_bounds__(WARPS * 32) qkv_kernel(qkv_a
     bf16 *h = (bf16 *)smem;
     float *ps = (float *)(smem + (((size_t)t_n * p.hid * sizeof(bf16) + 15) & ~(size_t)15));
     float *nv = ps + t_n * rb, *ssp = nv + t_n * rb, *rs = ssp + t_n;
+    if (PDL && threadIdx.x == 0 && p.hid % 8 == 0) { // this block's rows of its head into L2
+        const int kd = head < p.nq ? 0 : head < p.nq + p.nkv ? 1 : 2;
+        const int hx = kd == 0 ? head : kd == 1 ? head - p.nq : head - p.nq - p.nkv;
+        const bf16 *wh = (kd == 0 ? p.wq : kd == 1 ? p.wk : p.wv) + ((int64_t)hx * p.d + r0) * p.hid;
+        if (qd::aligned16(wh)) qd::prefetch_l2(wh, (int64_t)rb * p.hid * (int64_t)sizeof(bf16));
+    }
+    qd::pdl_release();
+    qd::pdl_wait();
 
     qd::norm_rows_to_shared(p.x, p.ln, p.hid, t_n, h);
     __syncthreads();
@@ -117,19 +126,9 @@ template <int TP> static cudaError_t launch(const qkv_args &p, int csize, cudaSt
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess) return e;
     }
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)((p.nq + 2 * p.nkv) * csize));
-    cfg.blockDim = dim3(WARPS * 32);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = (unsigned)csize;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, qkv_kernel<TP>, p);
+    qd::launch_cfg c(dim3((unsigned)((p.nq + 2 * p.nkv) * csize)), dim3(WARPS * 32), smem, s, PDL);
+    c.add_cluster((unsigned)csize);
+    return cudaLaunchKernelEx(&c.cfg, qkv_kernel<TP>, p);
 }
 
 extern "C" int kv_launch(const kv_launch_args *a)
