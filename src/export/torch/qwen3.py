@@ -391,7 +391,8 @@ def _watch_masks(model, patch):
 
 
 def _patch_decode(layer, pkgs, patch, returns_tuple):
-    """LAYER's forward: decode steps through the three blocks around SDPA."""
+    """LAYER's forward: decode steps through the blocks, the attention the attention
+    block's where it can take the step, else SDPA's."""
     original = layer.forward
     at, mlp = layer.self_attn, layer.mlp
     qkv, o, mm = (pkgs[t] for t in DECODE_TASKS)
