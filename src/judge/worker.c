@@ -4,6 +4,7 @@
 #include "util/buf.h"
 #include "util/json.h"
 #include "util/proc.h"
+#include "util/signame.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,32 +76,6 @@ static size_t put_hex(char *buf, size_t at, size_t cap, uintptr_t v)
     return put(buf, at, cap, out);
 }
 
-static const char *sig_name(int sig)
-{
-    switch (sig) {
-    case SIGSEGV:
-        return "SIGSEGV";
-    case SIGBUS:
-        return "SIGBUS";
-    case SIGFPE:
-        return "SIGFPE";
-    case SIGILL:
-        return "SIGILL";
-    case SIGABRT:
-        return "SIGABRT";
-    case SIGKILL:
-        return "SIGKILL";
-    case SIGTERM:
-        return "SIGTERM";
-    case SIGALRM:
-        return "SIGALRM";
-    case SIGXCPU:
-        return "SIGXCPU";
-    default:
-        return "a signal";
-    }
-}
-
 /* The judge's own crash: a harness error, reported with where it was. */
 static void on_crash(int sig, siginfo_t *info, void *uc)
 {
@@ -108,7 +83,7 @@ static void on_crash(int sig, siginfo_t *info, void *uc)
     static char msg[1024];
     size_t n = put(msg, 0, sizeof msg, "{\"type\":\"fail\",\"code\":\"harness_error\",");
     n = put(msg, n, sizeof msg, "\"detail\":\"the judge crashed (");
-    n = put(msg, n, sizeof msg, sig_name(sig));
+    n = put(msg, n, sizeof msg, kv_signal_name(sig, "a signal"));
     if (sig == SIGSEGV || sig == SIGBUS) {
         n = put(msg, n, sizeof msg, " at address ");
         n = put_hex(msg, n, sizeof msg, (uintptr_t)info->si_addr);
@@ -424,5 +399,5 @@ int kv_worker_follow(int fd, double timeout_s, double wait_cap_s, kv_worker_outc
 
 const char *kv_worker_signal_name(int sig)
 {
-    return sig_name(sig);
+    return kv_signal_name(sig, "a signal");
 }

@@ -6,6 +6,7 @@
 #include "util/buf.h"
 #include "util/fd_pass.h"
 #include "util/fs.h"
+#include "util/signame.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,24 +53,6 @@ static size_t put(char *buf, size_t at, size_t cap, const char *s)
     return at;
 }
 
-static const char *sig_name(int sig)
-{
-    switch (sig) {
-    case SIGSEGV:
-        return "SIGSEGV";
-    case SIGBUS:
-        return "SIGBUS";
-    case SIGFPE:
-        return "SIGFPE";
-    case SIGILL:
-        return "SIGILL";
-    case SIGABRT:
-        return "SIGABRT";
-    default:
-        return "a signal";
-    }
-}
-
 /* Reports the crash to the judge (a claim that can only fail the
  * candidate) and dies of the same signal. */
 static void on_crash(int sig, siginfo_t *info, void *uc)
@@ -93,13 +76,13 @@ static void on_crash(int sig, siginfo_t *info, void *uc)
                    : "an out of "
                      "bounds "
                      "access (");
-        n = put(g_crash.detail, n, sizeof g_crash.detail, sig_name(sig));
+        n = put(g_crash.detail, n, sizeof g_crash.detail, kv_signal_name(sig, "a signal"));
         put(g_crash.detail, n, sizeof g_crash.detail, ")");
     } else {
         n = put(g_crash.code, 0, sizeof g_crash.code, "crash: ");
-        put(g_crash.code, n, sizeof g_crash.code, sig_name(sig));
+        put(g_crash.code, n, sizeof g_crash.code, kv_signal_name(sig, "a signal"));
         n = put(g_crash.detail, 0, sizeof g_crash.detail, "crash: ");
-        put(g_crash.detail, n, sizeof g_crash.detail, sig_name(sig));
+        put(g_crash.detail, n, sizeof g_crash.detail, kv_signal_name(sig, "a signal"));
     }
     send(RUNNER_SOCK, &g_crash, offsetof(kv_rmsg_reply, log), MSG_NOSIGNAL);
     signal(sig, SIG_DFL);
