@@ -11,9 +11,9 @@
  *   harness_prep [task (gqa_attention_decode)] [scenario (decode_16x8_b32_l4096)]
  *                [distribution 0 normal, 1 outliers, 2 small integers (0)]
  *                [fill threads (0: kv_fill_random's own choice)] */
-#include "kernel/check.h"
-#include "kernel/dtype.h"
-#include "kernel/tasks.h"
+#include "backend/check.h"
+#include "backend/dtype.h"
+#include "judge/tasks.h"
 #include "util/clock.h"
 #include "util/rng.h"
 

@@ -169,9 +169,9 @@ kv_rdev *kv_rdev_new(const kv_backend *b, int index, char **err)
     return d;
 }
 
-int kv_arena_check(const kv_arena *a, size_t off, size_t n, char **err)
+int kv_arena_check(const kv_arena *a, size_t off, size_t n, kv_fail *err)
 {
     if (off <= a->bytes && n <= a->bytes - off) return 0;
-    *err = kv_asprintf("harness_error: %zu bytes at %zu past an arena of %zu", n, off, a->bytes);
+    kv_fail_set(err, KV_R_HARNESS_ERROR, "%zu bytes at %zu past an arena of %zu", n, off, a->bytes);
     return -1;
 }

@@ -15,12 +15,17 @@
  * the runner: it opens its own device context, maps the arenas it is
  * given, loads the candidate and launches blocks of calls on them.
  *
- * Functions that can fail return 0 or -1 with *ERR set to "code: detail",
- * where code names the failure ("illegal_address", "out_of_memory",
- * "launch_failed", ...). */
+ * The halves' functions that can fail return 0 or -1 with *ERR set
+ * (runner/reason.h): its code names the failure (KV_R_ILLEGAL_ADDRESS,
+ * KV_R_OUT_OF_MEMORY, KV_R_LAUNCH_FAILED, KV_R_NO_DEVICE from an open that
+ * finds no device, KV_R_HARNESS_ERROR for the harness's own mistakes) and
+ * its detail says what happened, without the code. The constructors and
+ * the device lists fail with a message only (*ERR a string): theirs is
+ * always "not built" or "no device". */
 #ifndef KV_BACKENDS_BACKEND_H
 #define KV_BACKENDS_BACKEND_H
 
+#include "runner/reason.h"
 #include "util/clock.h"
 
 #include <kevolve/task.h>
@@ -156,7 +161,7 @@ typedef struct kv_arena {
 } kv_arena;
 
 /* 0 when N bytes at OFF lie inside A; else -1 with *ERR (a harness error). */
-int kv_arena_check(const kv_arena *a, size_t off, size_t n, char **err);
+int kv_arena_check(const kv_arena *a, size_t off, size_t n, kv_fail *err);
 
 struct kv_jdev {
     const kv_backend *backend;
@@ -186,28 +191,28 @@ struct kv_jdev {
 
     /* Opens the device without working on it (contexts, facts, helpers):
      * the judge does this before it holds the device. */
-    int (*open)(kv_jdev *b, char **err);
+    int (*open)(kv_jdev *b, kv_fail *err);
     /* Measures the bandwidth (device work: done once the device is held;
      * another evaluation's kernels would slow it and be slowed by it). */
-    int (*measure)(kv_jdev *b, char **err);
+    int (*measure)(kv_jdev *b, kv_fail *err);
     void (*close)(kv_jdev *b);
     /* A new arena of BYTES, every byte CANARY. */
-    int (*arena_new)(kv_jdev *b, size_t bytes, unsigned char canary, kv_arena *out, char **err);
+    int (*arena_new)(kv_jdev *b, size_t bytes, unsigned char canary, kv_arena *out, kv_fail *err);
     void (*arena_free)(kv_jdev *b, kv_arena *a);
-    int (*write)(kv_jdev *b, kv_arena *a, size_t off, const void *src, size_t n, char **err);
-    int (*read)(kv_jdev *b, kv_arena *a, size_t off, void *dst, size_t n, char **err);
+    int (*write)(kv_jdev *b, kv_arena *a, size_t off, const void *src, size_t n, kv_fail *err);
+    int (*read)(kv_jdev *b, kv_arena *a, size_t off, void *dst, size_t n, kv_fail *err);
     /* Writes COUNT copies of the ESIZE-byte PATTERN (1, 2, 4 or 8) at OFF. */
     int (*fill)(kv_jdev *b, kv_arena *a, size_t off, size_t count, const void *pattern,
-                size_t esize, char **err);
+                size_t esize, kv_fail *err);
     /* Waits for everything the judge queued. */
-    int (*sync)(kv_jdev *b, char **err);
+    int (*sync)(kv_jdev *b, kv_fail *err);
     /* Evicts the caches (writes a buffer larger than the cache); may be NULL. */
-    int (*flush)(kv_jdev *b, char **err);
+    int (*flush)(kv_jdev *b, kv_fail *err);
     /* The device's own clock over the judge's queued work: MARK(b, 0)
      * before it, MARK(b, 1) after; once synced, ELAPSED puts the seconds
      * between the two in *SECS. Both may be NULL. */
-    int (*mark)(kv_jdev *b, int end, char **err);
-    int (*elapsed)(kv_jdev *b, double *secs, char **err);
+    int (*mark)(kv_jdev *b, int end, kv_fail *err);
+    int (*elapsed)(kv_jdev *b, double *secs, kv_fail *err);
     /* Extra readings for the benchmark record (NVML), or NULL. */
     json_t *(*telemetry)(kv_jdev *b);
     /* The device's energy counter in joules (cuda: NVML's total energy since
@@ -227,7 +232,7 @@ struct kv_jdev {
     void *(*ptr)(kv_jdev *b, kv_arena *a, size_t off);
     /* Runs FN (a kv_launch of the task's own code, such as its device
      * reference) in the judge on A's tensors, to the end (cuda; else NULL). */
-    int (*launch_local)(kv_jdev *b, kv_launch_fn fn, kv_launch_args *a, char **err);
+    int (*launch_local)(kv_jdev *b, kv_launch_fn fn, kv_launch_args *a, kv_fail *err);
     /* In-place helpers: the judge's own work on an arena where it lives
      * (cuda: its helper kernels; cpu: the shared memory; NULL on backends
      * that stage, whose correctness trials go through the host).
@@ -247,23 +252,23 @@ struct kv_jdev {
      * bytes each (N <= KVJ_MAX_SPANS), *FIRST the first span holding one;
      * may be NULL (the judge reads the spans). */
     int (*gen)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist, size_t count,
-               uint64_t seed, uint64_t forced, char **err);
+               uint64_t seed, uint64_t forced, kv_fail *err);
     int (*count_poison)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count, size_t sets,
-                        size_t stride, const void *pattern, size_t *n, size_t *first, char **err);
+                        size_t stride, const void *pattern, size_t *n, size_t *first, kv_fail *err);
     int (*count_changed)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist, size_t count,
-                         uint64_t seed, uint64_t forced, size_t *n, char **err);
+                         uint64_t seed, uint64_t forced, size_t *n, kv_fail *err);
     int (*count_diff)(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff, size_t esize,
-                      size_t count, size_t *n, size_t *first, char **err);
+                      size_t count, size_t *n, size_t *first, kv_fail *err);
     int (*copy)(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff, size_t bytes,
-                char **err);
+                kv_fail *err);
     int (*check)(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count, const double *ref,
                  const double *scale, const void *poison, kv_tolerance tol, struct kv_check *out,
-                 char **err);
+                 kv_fail *err);
     int (*compare)(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff, kv_dtype dt,
                    size_t count, const double *ref, const double *scale, kv_tolerance tol,
-                   size_t *differ, size_t *first, char **err);
+                   size_t *differ, size_t *first, kv_fail *err);
     int (*count_spans)(kv_jdev *b, kv_arena *a, const size_t *off, const size_t *len, int n,
-                       unsigned char byte, size_t *bad, size_t *first, char **err);
+                       unsigned char byte, size_t *bad, size_t *first, kv_fail *err);
 };
 
 /* The judge's half of backend B for its device INDEX, ready for open, or
@@ -292,8 +297,9 @@ kv_jdev *kv_jdev_cuda_new(void);
 kv_rdev *kv_rdev_cuda_new(void);
 json_t *kv_cuda_devices(char **err);
 
-/* The harness's name for a CUDA runtime error a kv_launch returned (task.h
- * asks CUDA candidates to return cudaGetLastError()), or NULL. */
-const char *kv_cuda_runtime_error_code(int rc);
+/* The harness's code for a CUDA runtime error a kv_launch returned (task.h
+ * asks CUDA candidates to return cudaGetLastError()); KV_R_LAUNCH_FAILED
+ * for one it does not name. */
+kv_reason kv_cuda_runtime_error_code(int rc);
 
 #endif

@@ -144,7 +144,7 @@ static size_t run_pass(void (*fn)(void *, size_t), pass *ps, size_t *first)
 }
 
 static int host_gen(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist, size_t count,
-                    uint64_t seed, uint64_t forced, char **err)
+                    uint64_t seed, uint64_t forced, kv_fail *err)
 {
     (void)b;
     pass ps = {.p = a->host + off,
@@ -161,7 +161,7 @@ static int host_gen(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist, 
 }
 
 static int host_count_changed(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist,
-                              size_t count, uint64_t seed, uint64_t forced, size_t *n, char **err)
+                              size_t count, uint64_t seed, uint64_t forced, size_t *n, kv_fail *err)
 {
     (void)b;
     pass ps = {.p = a->host + off,
@@ -178,13 +178,13 @@ static int host_count_changed(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, 
 
 static int host_count_poison(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
                              size_t sets, size_t stride, const void *pattern, size_t *n,
-                             size_t *first, char **err)
+                             size_t *first, kv_fail *err)
 {
     (void)b;
     size_t es = kv_dtype_size(dt);
     if (sets > 1 && stride < count * es) {
-        *err = kv_asprintf("harness_error: sets %zu bytes apart overlap (%zu elements each)",
-                           stride, count);
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "sets %zu bytes apart overlap (%zu elements each)",
+                    stride, count);
         return -1;
     }
     pass ps = {.p = a->host + off,
@@ -201,7 +201,7 @@ static int host_count_poison(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, s
 }
 
 static int host_count_diff(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff,
-                           size_t esize, size_t count, size_t *n, size_t *first, char **err)
+                           size_t esize, size_t count, size_t *n, size_t *first, kv_fail *err)
 {
     (void)b;
     if (kv_arena_check(a, off, count * esize, err) != 0 ||
@@ -213,7 +213,7 @@ static int host_count_diff(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, siz
 }
 
 static int host_copy(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff, size_t bytes,
-                     char **err)
+                     kv_fail *err)
 {
     (void)b;
     if (kv_arena_check(a, off, bytes, err) != 0 || kv_arena_check(c, coff, bytes, err) != 0)
@@ -224,7 +224,7 @@ static int host_copy(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t co
 
 static int host_check(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
                       const double *ref, const double *scale, const void *poison, kv_tolerance tol,
-                      kv_check *out, char **err)
+                      kv_check *out, kv_fail *err)
 {
     (void)b;
     pass ps = {.p = a->host + off,
@@ -248,7 +248,7 @@ static int host_check(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t c
 
 static int host_compare(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff, kv_dtype dt,
                         size_t count, const double *ref, const double *scale, kv_tolerance tol,
-                        size_t *differ, size_t *first, char **err)
+                        size_t *differ, size_t *first, kv_fail *err)
 {
     (void)b;
     size_t bytes = count * kv_dtype_size(dt);
@@ -262,7 +262,7 @@ static int host_compare(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t
 }
 
 static int host_count_spans(kv_jdev *b, kv_arena *a, const size_t *off, const size_t *len, int n,
-                            unsigned char byte, size_t *bad, size_t *first, char **err)
+                            unsigned char byte, size_t *bad, size_t *first, kv_fail *err)
 {
     (void)b;
     *bad = *first = 0;

@@ -10,24 +10,24 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-int kv_memfd_arena_new(size_t bytes, unsigned char canary, kv_arena *out, char **err)
+int kv_memfd_arena_new(size_t bytes, unsigned char canary, kv_arena *out, kv_fail *err)
 {
     memset(out, 0, sizeof *out);
     out->fd = -1;
     int fd = memfd_create("kevolve-arena", MFD_CLOEXEC);
     if (fd < 0) {
-        *err = kv_asprintf("harness_error: memfd_create: %s", strerror(errno));
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "memfd_create: %s", strerror(errno));
         return -1;
     }
     if (ftruncate(fd, (off_t)bytes) != 0) {
-        *err = kv_asprintf("out_of_memory: an arena of %zu bytes: %s", bytes, strerror(errno));
+        kv_fail_set(err, KV_R_OUT_OF_MEMORY, "an arena of %zu bytes: %s", bytes, strerror(errno));
         close(fd);
         return -1;
     }
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
-        *err =
-            kv_asprintf("out_of_memory: mapping an arena of %zu bytes: %s", bytes, strerror(errno));
+        kv_fail_set(err, KV_R_OUT_OF_MEMORY, "mapping an arena of %zu bytes: %s", bytes,
+                    strerror(errno));
         close(fd);
         return -1;
     }
@@ -46,22 +46,22 @@ void kv_memfd_arena_free(kv_arena *a)
     a->fd = -1;
 }
 
-int kv_memfd_write(kv_arena *a, size_t off, const void *src, size_t n, char **err)
+int kv_memfd_write(kv_arena *a, size_t off, const void *src, size_t n, kv_fail *err)
 {
     if (off > a->bytes || n > a->bytes - off) {
-        *err = kv_asprintf("harness_error: write of %zu bytes at %zu past an arena of %zu", n, off,
-                           a->bytes);
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "write of %zu bytes at %zu past an arena of %zu", n,
+                    off, a->bytes);
         return -1;
     }
     memcpy(a->host + off, src, n);
     return 0;
 }
 
-int kv_memfd_read(kv_arena *a, size_t off, void *dst, size_t n, char **err)
+int kv_memfd_read(kv_arena *a, size_t off, void *dst, size_t n, kv_fail *err)
 {
     if (off > a->bytes || n > a->bytes - off) {
-        *err = kv_asprintf("harness_error: read of %zu bytes at %zu past an arena of %zu", n, off,
-                           a->bytes);
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "read of %zu bytes at %zu past an arena of %zu", n,
+                    off, a->bytes);
         return -1;
     }
     memcpy(dst, a->host + off, n);
@@ -69,10 +69,10 @@ int kv_memfd_read(kv_arena *a, size_t off, void *dst, size_t n, char **err)
 }
 
 int kv_memfd_fill(kv_arena *a, size_t off, size_t count, const void *pattern, size_t esize,
-                  char **err)
+                  kv_fail *err)
 {
     if (off > a->bytes || count > (a->bytes - off) / esize) {
-        *err = kv_asprintf("harness_error: fill past an arena");
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "fill past an arena");
         return -1;
     }
     unsigned char *p = a->host + off;
@@ -83,7 +83,8 @@ int kv_memfd_fill(kv_arena *a, size_t off, size_t count, const void *pattern, si
 
 /* ---- the same as a judge's half: the host holds the memory ---- */
 
-static int host_arena_new(kv_jdev *b, size_t bytes, unsigned char canary, kv_arena *out, char **err)
+static int host_arena_new(kv_jdev *b, size_t bytes, unsigned char canary, kv_arena *out,
+                          kv_fail *err)
 {
     (void)b;
     return kv_memfd_arena_new(bytes, canary, out, err);
@@ -95,20 +96,20 @@ static void host_arena_free(kv_jdev *b, kv_arena *a)
     kv_memfd_arena_free(a);
 }
 
-static int host_write(kv_jdev *b, kv_arena *a, size_t off, const void *src, size_t n, char **err)
+static int host_write(kv_jdev *b, kv_arena *a, size_t off, const void *src, size_t n, kv_fail *err)
 {
     (void)b;
     return kv_memfd_write(a, off, src, n, err);
 }
 
-static int host_read(kv_jdev *b, kv_arena *a, size_t off, void *dst, size_t n, char **err)
+static int host_read(kv_jdev *b, kv_arena *a, size_t off, void *dst, size_t n, kv_fail *err)
 {
     (void)b;
     return kv_memfd_read(a, off, dst, n, err);
 }
 
 static int host_fill(kv_jdev *b, kv_arena *a, size_t off, size_t count, const void *pattern,
-                     size_t esize, char **err)
+                     size_t esize, kv_fail *err)
 {
     (void)b;
     return kv_memfd_fill(a, off, count, pattern, esize, err);
@@ -120,7 +121,7 @@ static void *host_ptr(kv_jdev *b, kv_arena *a, size_t off)
     return a->host + off;
 }
 
-static int host_sync(kv_jdev *b, char **err)
+static int host_sync(kv_jdev *b, kv_fail *err)
 {
     (void)b;
     (void)err;
@@ -142,11 +143,11 @@ void kv_memfd_jdev_ops(kv_jdev *b)
 
 /* ---- the runner's side ---- */
 
-unsigned char *kv_memfd_map_guarded(const kv_rmsg_map *m, int fd, char **err)
+unsigned char *kv_memfd_map_guarded(const kv_rmsg_map *m, int fd, kv_fail *err)
 {
     void *p = mmap(NULL, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
-        *err = kv_asprintf("harness_error: mapping arena %u: %s", m->arena, strerror(errno));
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "mapping arena %u: %s", m->arena, strerror(errno));
         return NULL;
     }
     for (uint32_t g = 0; g < m->num_guards && g < KV_RMAX_GUARDS; g++) {
@@ -154,7 +155,8 @@ unsigned char *kv_memfd_map_guarded(const kv_rmsg_map *m, int fd, char **err)
         if (r->offset > m->bytes || r->length > m->bytes - r->offset) continue;
         int prot = r->prot == 1 ? PROT_READ : PROT_NONE;
         if (mprotect((unsigned char *)p + r->offset, r->length, prot) != 0) {
-            *err = kv_asprintf("harness_error: protecting arena %u: %s", m->arena, strerror(errno));
+            kv_fail_set(err, KV_R_HARNESS_ERROR, "protecting arena %u: %s", m->arena,
+                        strerror(errno));
             munmap(p, m->bytes);
             return NULL;
         }

@@ -4,8 +4,8 @@
 #define KV_EXPORT_EXPORT_INTERNAL_H
 
 #include "export/export.h"
-#include "kernel/backend.h"
-#include "kernel/tasks.h"
+#include "backend/backend.h"
+#include "judge/tasks.h"
 
 #include <jansson.h>
 #include <stdint.h>

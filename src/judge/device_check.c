@@ -39,37 +39,38 @@ typedef struct check_ctx {
  * needs a reset or reported errors; why not fit into V. */
 static int check_jdev(const check_ctx *c, kv_jdev *d, kv_verdict *v)
 {
-    char *err = NULL;
+    kv_fail err = {0};
     if (d->open(d, &err) != 0) {
-        int rc = kv_verdict_set(v, "no_device", "opening it: %s", err);
-        free(err);
+        int rc = kv_verdict_set(v, KV_R_NO_DEVICE, "opening it: %s", kv_fail_detail(&err));
+        kv_fail_clear(&err);
         return rc;
     }
     enum { BYTES = 1 << 20 };
     unsigned char *out = malloc(BYTES), *back = malloc(BYTES);
     kv_arena a = {0};
     int rc = 0;
-    if (!out || !back) rc = kv_verdict_set(v, "harness_error", "out of host memory");
+    if (!out || !back) rc = kv_verdict_set(v, KV_R_HARNESS_ERROR, "out of host memory");
     for (size_t i = 0; rc == 0 && i < BYTES; i++)
         out[i] = (unsigned char)(i * 131u + 7u);
     if (rc == 0 &&
         (d->arena_new(d, BYTES, 0xc3, &a, &err) != 0 || d->write(d, &a, 0, out, BYTES, &err) != 0 ||
          d->sync(d, &err) != 0 || d->read(d, &a, 0, back, BYTES, &err) != 0))
-        rc = kv_verdict_set(v, "no_device", "a 1 MiB round trip: %s", err ? err : "failed");
+        rc = kv_verdict_set(v, KV_R_NO_DEVICE, "a 1 MiB round trip: %s",
+                            err.detail ? err.detail : "failed");
     if (rc == 0 && memcmp(out, back, BYTES) != 0)
-        rc = kv_verdict_set(v, "no_device", "a 1 MiB round trip came back changed");
+        rc = kv_verdict_set(v, KV_R_NO_DEVICE, "a 1 MiB round trip came back changed");
     /* A device that works but needs a reset (a pending row remapping) or
      * reports errors while checked is not fit for more work either. */
     const char *injected = rc == 0 ? kv_device_error_fault(c->b->name, c->index) : NULL;
     char *reset = rc == 0 && d->needs_reset ? d->needs_reset(d) : NULL;
-    if (injected || reset) rc = kv_verdict_set(v, "no_device", "%s", reset ? reset : injected);
+    if (injected || reset) rc = kv_verdict_set(v, KV_R_NO_DEVICE, "%s", reset ? reset : injected);
     json_t *errors = rc == 0 && d->device_errors ? d->device_errors(d) : NULL;
     if (errors)
-        rc = kv_verdict_set(v, "no_device", "it reported %s while checked",
+        rc = kv_verdict_set(v, KV_R_NO_DEVICE, "it reported %s while checked",
                             json_string_value(json_array_get(errors, 0)));
     if (errors) json_decref(errors);
     free(reset);
-    free(err);
+    kv_fail_clear(&err);
     if (rc == 0) d->arena_free(d, &a);
     free(out);
     free(back);
@@ -81,17 +82,17 @@ static int check_jdev(const check_ctx *c, kv_jdev *d, kv_verdict *v)
 static void check_main(void *arg)
 {
     const check_ctx *c = arg;
-    kv_verdict v = {{0}};
+    kv_verdict v = {0};
     char *err = NULL;
     const char *fault = kv_device_fault(c->b->name, c->index);
     kv_jdev *d = fault ? NULL : kv_jdev_new(c->b, c->index, &err);
-    int rc = fault ? kv_verdict_set(&v, "no_device", "%s", fault)
-             : !d  ? kv_verdict_set(&v, "not_built", "%s", err)
+    int rc = fault ? kv_verdict_set(&v, KV_R_NO_DEVICE, "%s", fault)
+             : !d  ? kv_verdict_set(&v, KV_R_NOT_BUILT, "%s", err)
                    : check_jdev(c, d, &v);
     free(err);
     if (rc != 0) {
         /* The child ends here: a device that failed is not closed. */
-        kv_worker_failure(v.code, NULL, "%s", v.detail);
+        kv_worker_failure(v.code, v.arg, NULL, "%s", v.detail);
         kv_verdict_clear(&v);
         return;
     }

@@ -125,9 +125,9 @@ void kv_judge_free_live(judge_trial *j)
 static int share(judge_trial *j, const kv_arena *a, const layout *l)
 {
     kv_rfail f;
-    char *err = NULL;
+    kv_fail err = {0};
     int rc = kv_runner_map(j->rn, a, l ? l->guards : NULL, l ? l->nguards : 0, 60, &f, &err);
-    if (rc < 0) return kv_judge_fail_err(j, err, "sharing tensors");
+    if (rc < 0) return kv_judge_fail_err(j, &err, "sharing tensors");
     if (rc > 0) return kv_judge_fail_runner(j, &f, "sharing tensors");
     forgive_request_cpu(j);
     return 0;
@@ -139,9 +139,9 @@ static int share(judge_trial *j, const kv_arena *a, const layout *l)
 static void unshare(judge_trial *j, uint32_t id)
 {
     kv_rfail f;
-    char *err = NULL;
+    kv_fail err = {0};
     if (j->rn) kv_runner_unmap(j->rn, id, 60, &f, &err);
-    free(err);
+    kv_fail_clear(&err);
     forgive_request_cpu(j);
 }
 
@@ -191,7 +191,7 @@ static size_t slab_bytes(const judge_trial *j)
 static int slab_part(judge_trial *j, size_t bytes, kv_arena *a, int *made)
 {
     judge_device *dev = j->dev;
-    char *err = NULL;
+    kv_fail err = {0};
     *made = 0;
     if (dev->slab_refused) return 0;
     /* A long-lived judge's slab, kept from its last runner: mapped into this one. */
@@ -201,7 +201,7 @@ static int slab_part(judge_trial *j, size_t bytes, kv_arena *a, int *made)
     }
     if (!dev->slab.bytes) {
         if (j->b->arena_new(j->b, slab_bytes(j), KV_CANARY, &dev->slab, &err) != 0) {
-            free(err); /* no room for it: arenas of their own, as before */
+            kv_fail_clear(&err); /* no room for it: arenas of their own, as before */
             arena_clear(&dev->slab);
             dev->slab_refused = 1;
             return 0;
@@ -223,7 +223,7 @@ static int slab_part(judge_trial *j, size_t bytes, kv_arena *a, int *made)
     if (j->b->fill(j->b, a, 0, bytes, &canary, 1, &err) != 0 || j->b->sync(j->b, &err) != 0) {
         kv_parts_give(&dev->parts, at);
         arena_clear(a);
-        return kv_judge_fail_err(j, err, "a part of the tensors' arena");
+        return kv_judge_fail_err(j, &err, "a part of the tensors' arena");
     }
     *made = 1;
     return 0;
@@ -245,10 +245,10 @@ int kv_judge_arena_new(judge_trial *j, const layout *l, kv_arena *a)
         kv_judge_check_lap(j, ALLOC_PART, &t0);
         return 0;
     }
-    char *err = NULL;
+    kv_fail err = {0};
     if (j->b->arena_new(j->b, l->bytes, KV_CANARY, a, &err) != 0) {
         arena_clear(a);
-        return kv_judge_fail_err(j, err, "allocating tensors");
+        return kv_judge_fail_err(j, &err, "allocating tensors");
     }
     note_live(j, a);
     kv_judge_check_lap(j, ALLOC_DEVICE, &t0);
@@ -266,10 +266,10 @@ int kv_judge_arena_new(judge_trial *j, const layout *l, kv_arena *a)
 int kv_judge_own_new(judge_trial *j, size_t bytes, kv_arena *a, const char *what)
 {
     double t0 = kv_now_s();
-    char *err = NULL;
+    kv_fail err = {0};
     if (j->b->arena_new(j->b, bytes ? bytes : 64, 0, a, &err) != 0) {
         arena_clear(a);
-        return kv_judge_fail_err(j, err, what);
+        return kv_judge_fail_err(j, &err, what);
     }
     note_live(j, a);
     kv_judge_check_lap(j, ALLOC_OWN, &t0);
@@ -304,10 +304,10 @@ int kv_judge_arena_free(judge_trial *j, kv_arena *a)
     if (a->parent == dev->slab.id) { /* not a part of a slab gone with its runner */
         /* Canaries again: outside the parts in use, every byte of the slab
          * is one (slab_scrub counts those that are not). */
-        char *err = NULL;
+        kv_fail err = {0};
         unsigned char canary = KV_CANARY;
         if (j->b->fill(j->b, a, 0, a->bytes, &canary, 1, &err) != 0)
-            rc = kv_judge_fail_err(j, err, "a part of the tensors' arena");
+            rc = kv_judge_fail_err(j, &err, "a part of the tensors' arena");
         kv_parts_give(&dev->parts, a->parent_off);
     }
     arena_clear(a);
@@ -333,13 +333,13 @@ static int slab_scrub(judge_trial *j, int refill, size_t *stray)
     }
     off[n] = at;
     len[n++] = p->total - at;
-    char *err = NULL;
+    kv_fail err = {0};
     unsigned char canary = KV_CANARY;
     if (j->b->count_spans(j->b, &dev->slab, off, len, n, KV_CANARY, stray, &first, &err) != 0 ||
         (refill && (*stray || p->n) &&
          j->b->fill(j->b, &dev->slab, 0, dev->slab.bytes, &canary, 1, &err) != 0) ||
         j->b->sync(j->b, &err) != 0)
-        return kv_judge_fail_err(j, err, "the tensors' arena after the runner");
+        return kv_judge_fail_err(j, &err, "the tensors' arena after the runner");
     return 0;
 }
 
@@ -380,9 +380,9 @@ static int canaries_intact(judge_trial *j, kv_arena *a, size_t off, size_t n, un
         *buf = kv_realloc(*buf, n);
         *cap = n;
     }
-    char *err = NULL;
+    kv_fail err = {0};
     if (j->b->read(j->b, a, off, *buf, n, &err) != 0)
-        return kv_judge_fail_err(j, err, "reading canaries");
+        return kv_judge_fail_err(j, &err, "reading canaries");
     for (size_t i = 0; i < n && *intact; i++)
         if ((*buf)[i] != KV_CANARY) *intact = 0;
     return 0;
@@ -403,9 +403,9 @@ static int damaged_canaries(judge_trial *j, kv_arena *a, const layout *l, int *h
                 off[n] = l->canary_off[i][k];
                 len[n++] = l->canary_len[i][k];
             }
-        char *err = NULL;
+        kv_fail err = {0};
         if (j->b->count_spans(j->b, a, off, len, n, KV_CANARY, &bad, &first, &err) != 0)
-            return kv_judge_fail_err(j, err, "checking canaries");
+            return kv_judge_fail_err(j, &err, "checking canaries");
         *hit = bad ? (int)(first / 2) : -1;
         return 0;
     }
@@ -430,10 +430,10 @@ int kv_judge_check_canaries(judge_trial *j, const shape_data *d, kv_arena *a, co
     if (i < 0) return 0;
     const char *name = j->task->tensors[i].name;
     if (d)
-        return kv_judge_fail_shape(j, d, "out_of_bounds_write",
+        return kv_judge_fail_shape(j, d, KV_R_OUT_OF_BOUNDS_WRITE,
                                    "bytes next to tensor %s were overwritten (canary damaged)",
                                    name);
-    return kv_judge_fail(j, "out_of_bounds_write",
+    return kv_judge_fail(j, KV_R_OUT_OF_BOUNDS_WRITE,
                          "bytes next to tensor %s were overwritten (canary damaged)", name);
 }
 

@@ -31,9 +31,9 @@ static int upload_inputs(judge_trial *j, shape_data *d, kv_arena *a, const layou
     double t0 = kv_now_s();
     for (int i = 0; i < j->task->num_tensors; i++) {
         if (j->task->tensors[i].role != KV_IN) continue;
-        char *err = NULL;
+        kv_fail err = {0};
         if (j->b->write(j->b, a, l->off[i], d->img[i], d->bytes[i], &err) != 0)
-            return kv_judge_fail_err(j, err, "uploading inputs");
+            return kv_judge_fail_err(j, &err, "uploading inputs");
     }
     kv_judge_lap(j, PROF_UPLOAD, &t0);
     return 0;
@@ -63,9 +63,9 @@ static int read_outputs(judge_trial *j, shape_data *d, kv_arena *a, const layout
     }
     for (int i = 0; i < j->task->num_tensors; i++) {
         if (j->task->tensors[i].role != KV_OUT) continue;
-        char *err = NULL;
+        kv_fail err = {0};
         if (j->b->read(j->b, a, l->off[i], dst[i], d->bytes[i], &err) != 0)
-            return kv_judge_fail_err(j, err, "reading outputs");
+            return kv_judge_fail_err(j, &err, "reading outputs");
     }
     return 0;
 }
@@ -97,7 +97,7 @@ static int check_run(judge_trial *j, shape_data *d, kv_arena *a, const layout *l
         for (size_t k = 0; k < d->count[changed]; k++)
             diff += memcmp((char *)d->late[changed] + k * es,
                            (char *)d->got[runno][changed] + k * es, es) != 0;
-        return kv_judge_fail_shape(j, d, "async_work_outside_harness_stream",
+        return kv_judge_fail_shape(j, d, KV_R_ASYNC_WORK_OUTSIDE_HARNESS_STREAM,
                                    "%zu elements of %s changed after kv_launch returned and the "
                                    "candidate's device work was finished: work ran on another "
                                    "stream, queue, thread or process",
@@ -125,12 +125,12 @@ static int check_run(judge_trial *j, shape_data *d, kv_arena *a, const layout *l
     }
     for (int i = 0; i < t->num_tensors && look_inputs; i++) {
         if (t->tensors[i].role != KV_IN) continue;
-        char *err = NULL;
+        kv_fail err = {0};
         if (j->b->read(j->b, a, l->off[i], d->back, d->bytes[i], &err) != 0)
-            return kv_judge_fail_err(j, err, "reading inputs back");
+            return kv_judge_fail_err(j, &err, "reading inputs back");
         if (memcmp(d->back, d->img[i], d->bytes[i]) != 0) { /* checksums only for the message */
             uint64_t h0 = kv_hash64(d->img[i], d->bytes[i]), h1 = kv_hash64(d->back, d->bytes[i]);
-            return kv_judge_fail_shape(j, d, "input_modified",
+            return kv_judge_fail_shape(j, d, KV_R_INPUT_MODIFIED,
                                        "input %s changed during run %s (checksum %016llx before, "
                                        "%016llx after)",
                                        t->tensors[i].name,

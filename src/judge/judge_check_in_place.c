@@ -91,14 +91,14 @@ static int write_inputs(judge_trial *j, trial_state *ts)
     const kv_task *t = j->task;
     const held_trial *h = ts->h;
     double t0 = kv_now_s();
-    char *err = NULL;
+    kv_fail err = {0};
     for (int i = 0; i < t->num_tensors; i++) {
         if (t->tensors[i].role != KV_IN) continue;
         if (j->b->write(j->b, &ts->a, ts->l.off[i], h->img[i], ts->d.bytes[i], &err) != 0 ||
             j->b->write(j->b, &ts->orig, ts->orig_off[i], h->img[i], ts->d.bytes[i], &err) != 0)
-            return kv_judge_fail_err(j, err, "writing inputs");
+            return kv_judge_fail_err(j, &err, "writing inputs");
     }
-    if (j->b->sync(j->b, &err) != 0) return kv_judge_fail_err(j, err, "writing inputs");
+    if (j->b->sync(j->b, &err) != 0) return kv_judge_fail_err(j, &err, "writing inputs");
     kv_judge_lap(j, PROF_UPLOAD, &t0);
     return 0;
 }
@@ -108,7 +108,7 @@ static int draw_inputs(judge_trial *j, trial_state *ts)
 {
     const kv_task *t = j->task;
     double t0 = kv_now_s();
-    char *err = NULL;
+    kv_fail err = {0};
     trial_ref *k = ts->now;
     for (int i = 0; i < t->num_tensors; i++) {
         if (t->tensors[i].role != KV_IN) continue;
@@ -120,9 +120,9 @@ static int draw_inputs(judge_trial *j, trial_state *ts)
         ts->fingerprint = kv_hash64(draw, sizeof draw);
         if (j->b->gen(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype, k->idist[i], n, k->seed[i],
                       k->forced[i], &err) != 0)
-            return kv_judge_fail_err(j, err, "drawing inputs");
+            return kv_judge_fail_err(j, &err, "drawing inputs");
     }
-    if (j->b->sync(j->b, &err) != 0) return kv_judge_fail_err(j, err, "drawing inputs");
+    if (j->b->sync(j->b, &err) != 0) return kv_judge_fail_err(j, &err, "drawing inputs");
     kv_judge_lap(j, PROF_FILL, &t0);
     return 0;
 }
@@ -136,30 +136,30 @@ static int agree_with_cpu(judge_trial *j, trial_state *ts)
     const kv_task *t = j->task;
     const held_trial *h = ts->h;
     const shape_data *d = &ts->d;
-    char *err = NULL;
+    kv_fail err = {0};
     int rc = 0;
     for (int i = 0; i < t->num_tensors && rc == 0; i++) {
         if (t->tensors[i].role != KV_OUT) continue;
         size_t n = d->count[i];
         if (!h->val[i])
-            return kv_judge_fail(j, "harness_error",
+            return kv_judge_fail(j, KV_R_HARNESS_ERROR,
                                  "held-out shape %s: no CPU reference to check the "
                                  "device's against",
                                  d->shape->name);
         double *val = kv_malloc((n + 1) * sizeof(double)), *scale = NULL;
         kv_arena *r = &ts->now->ref;
         if (j->b->read(j->b, r, ts->now->where[i][0], val, n * sizeof(double), &err) != 0)
-            rc = kv_judge_fail_err(j, err, "device reference: reading back");
+            rc = kv_judge_fail_err(j, &err, "device reference: reading back");
         if (rc == 0 && h->scale[i]) {
             scale = kv_malloc((n + 1) * sizeof(double));
             if (j->b->read(j->b, r, ts->now->where[i][1], scale, n * sizeof(double), &err) != 0)
-                rc = kv_judge_fail_err(j, err, "device reference: reading back");
+                rc = kv_judge_fail_err(j, &err, "device reference: reading back");
         }
         for (size_t k = 0; k < n && rc == 0; k++) {
             double want = h->val[i][k], ws = h->scale[i] ? h->scale[i][k] : 0.0;
             double room = 1e-9 * (fabs(want) + ws) + 1e-12;
             if (!(fabs(val[k] - want) <= room) || (scale && !(fabs(scale[k] - ws) <= room)))
-                rc = kv_judge_fail(j, "harness_error",
+                rc = kv_judge_fail(j, KV_R_HARNESS_ERROR,
                                    "the task's device reference disagrees with its CPU reference "
                                    "on %s, %s[%zu]: %.17g (scale %.17g) against %.17g (scale "
                                    "%.17g)",
@@ -204,8 +204,8 @@ static int reference(judge_trial *j, trial_state *ts, int trial)
             }
         }
     }
-    char *err = NULL;
-    if (j->b->sync(j->b, &err) != 0) return kv_judge_fail_err(j, err, "reference");
+    kv_fail err = {0};
+    if (j->b->sync(j->b, &err) != 0) return kv_judge_fail_err(j, &err, "reference");
     kv_judge_lap(j, PROF_REFERENCE, &t0);
     return 0;
 }
@@ -216,7 +216,7 @@ static int reference(judge_trial *j, trial_state *ts, int trial)
 static int check_settled(judge_trial *j, trial_state *ts, int runno, int unwritten, int at_once)
 {
     const kv_task *t = j->task;
-    char *err = NULL;
+    kv_fail err = {0};
     int looks = unwritten ? 20 : 1;
     for (int look = 0; look < looks; look++) {
         if (unwritten)
@@ -229,10 +229,10 @@ static int check_settled(judge_trial *j, trial_state *ts, int runno, int unwritt
             if (j->b->count_diff(j->b, &ts->a, ts->l.off[i], &ts->keep, ts->keep_off[runno][i],
                                  kv_dtype_size(t->tensors[i].dtype), ts->d.count[i], &changed,
                                  &first, &err) != 0)
-                return kv_judge_fail_err(j, err, "comparing outputs");
+                return kv_judge_fail_err(j, &err, "comparing outputs");
             if (changed)
                 return kv_judge_fail_shape(
-                    j, &ts->d, "async_work_outside_harness_stream",
+                    j, &ts->d, KV_R_ASYNC_WORK_OUTSIDE_HARNESS_STREAM,
                     "%zu elements of %s changed after kv_launch returned and the "
                     "candidate's device work was finished: work ran on another "
                     "stream, queue, thread or process",
@@ -247,7 +247,7 @@ static int check_run(judge_trial *j, trial_state *ts, int runno)
 {
     const kv_task *t = j->task;
     shape_data *d = &ts->d;
-    char *err = NULL;
+    kv_fail err = {0};
     double t0 = kv_now_s();
     /* The outputs as the run left them, in the judge's own arena: every
      * check of them reads these copies. */
@@ -256,10 +256,10 @@ static int check_run(judge_trial *j, trial_state *ts, int runno)
         if (t->tensors[i].role != KV_OUT) continue;
         if (j->b->copy(j->b, &ts->a, ts->l.off[i], &ts->keep, ts->keep_off[runno][i], d->bytes[i],
                        &err) != 0)
-            return kv_judge_fail_err(j, err, "keeping outputs");
+            return kv_judge_fail_err(j, &err, "keeping outputs");
         copied += d->bytes[i];
     }
-    if (j->b->sync(j->b, &err) != 0) return kv_judge_fail_err(j, err, "keeping outputs");
+    if (j->b->sync(j->b, &err) != 0) return kv_judge_fail_err(j, &err, "keeping outputs");
     int at_once = kv_judge_look_at_once(j, copied);
     size_t unwritten = 0;
     for (int i = 0; i < t->num_tensors && !unwritten; i++) {
@@ -267,7 +267,7 @@ static int check_run(judge_trial *j, trial_state *ts, int runno)
         if (t->tensors[i].role == KV_OUT &&
             j->b->count_poison(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype, d->count[i], 1, 0,
                                d->poison[i], &unwritten, &first, &err) != 0)
-            return kv_judge_fail_err(j, err, "checking outputs");
+            return kv_judge_fail_err(j, &err, "checking outputs");
     }
     kv_judge_check_lap(j, CHECK_KEEP, &t0);
     if (check_settled(j, ts, runno, unwritten != 0, at_once) != 0) return KV_JUDGE_FAILED;
@@ -282,7 +282,7 @@ static int check_run(judge_trial *j, trial_state *ts, int runno)
         if (j->b->check(j->b, &ts->keep, ts->keep_off[runno][i], s->dtype, d->count[i],
                         ref_val(j, ts, i, 0), ref_scale(j, ts, i, 0), d->poison[i],
                         t->tol[s->dtype], c, &err) != 0)
-            return kv_judge_fail_err(j, err, "checking outputs");
+            return kv_judge_fail_err(j, &err, "checking outputs");
         if (kv_judge_fail_unwritten(j, d, i, runno, c) != 0) return KV_JUDGE_FAILED;
     }
     kv_judge_check_lap(j, CHECK_TOLERANCE, &t0);
@@ -297,9 +297,9 @@ static int check_run(judge_trial *j, trial_state *ts, int runno)
                        : j->b->count_changed(j->b, &ts->a, ts->l.off[i], t->tensors[i].dtype,
                                              ts->now->idist[i], d->count[i], ts->now->seed[i],
                                              ts->now->forced[i], &changed, &err);
-        if (rc != 0) return kv_judge_fail_err(j, err, "checking inputs");
+        if (rc != 0) return kv_judge_fail_err(j, &err, "checking inputs");
         if (changed)
-            return kv_judge_fail_shape(j, d, "input_modified",
+            return kv_judge_fail_shape(j, d, KV_R_INPUT_MODIFIED,
                                        "input %s changed during run %s (%zu of %zu elements differ "
                                        "from what the judge wrote)",
                                        t->tensors[i].name,
@@ -320,7 +320,7 @@ static int check_run(judge_trial *j, trial_state *ts, int runno)
             if (j->b->compare(j->b, &ts->keep, ts->keep_off[0][i], &ts->keep, ts->keep_off[1][i],
                               s->dtype, d->count[i], ref_val(j, ts, i, 0), ref_scale(j, ts, i, 0),
                               tol, &differ, &first, &err) != 0)
-                return kv_judge_fail_err(j, err, "comparing runs");
+                return kv_judge_fail_err(j, &err, "comparing runs");
             if (kv_judge_fail_differ(j, d, i, differ, first) != 0) return KV_JUDGE_FAILED;
         }
         kv_check *c = &checks[i];
@@ -331,7 +331,7 @@ static int check_run(judge_trial *j, trial_state *ts, int runno)
             if (j->b->check(j->b, &ts->keep, ts->keep_off[runno][i], s->dtype, d->count[i],
                             ref_val(j, ts, i, 1), ref_scale(j, ts, i, 1), NULL, tol, &pc,
                             &err) != 0)
-                return kv_judge_fail_err(j, err, "checking outputs");
+                return kv_judge_fail_err(j, &err, "checking outputs");
             cached = pc.bad == 0 && pc.nonfinite == 0;
         }
         if (kv_judge_values(j, d, i, c, cached) != 0) return KV_JUDGE_FAILED;

@@ -181,11 +181,10 @@ static kv_child_end fail_end(judge_trial *j)
         keep_fresh_baseline(j, j->extra);
         json_object_set_new(j->extra, "device_held_seconds", json_real(let_go_device(j)));
     }
-    const char *code = j->v.code;
-    kv_worker_failure(code, j->extra, j->v.detail ? j->v.detail : "");
-    int own = strcmp(code, "harness_error") == 0 || strcmp(code, "no_device") == 0 ||
-              strcmp(code, "not_built") == 0 || json_object_get(j->extra, "device_errors") ||
-              j->dev->doubt;
+    kv_reason code = j->v.code;
+    kv_worker_failure(code, j->v.arg, j->extra, "%s", j->v.detail ? j->v.detail : "");
+    int own = code == KV_R_HARNESS_ERROR || code == KV_R_NO_DEVICE || code == KV_R_NOT_BUILT ||
+              json_object_get(j->extra, "device_errors") || j->dev->doubt;
     return own ? KV_CHILD_JUDGE_ENDS : KV_CHILD_REJECTED;
 }
 
@@ -193,7 +192,7 @@ static kv_child_end fail_end(judge_trial *j)
 
 kv_runner *kv_judge_start_runner(const kv_backend *backend, const char *device_confine,
                                  const kv_judge_ctx *ctx, const kv_judge_code *c,
-                                 const char *device_src, char **err)
+                                 const char *device_src, kv_fail *err)
 {
     /* A driver's cache of built device code, the program's own: a shared
      * one could be poisoned for the next evaluation's baseline. */
@@ -214,7 +213,7 @@ kv_runner *kv_judge_start_runner(const kv_backend *backend, const char *device_c
     static char *memcheck_args[] = {"--tool", "memcheck", "--print-limit", "20", NULL};
     if (ctx->memcheck) {
         if (!ctx->sanitizer) {
-            *err = kv_strdup("harness_error: compute-sanitizer not found");
+            kv_fail_set(err, KV_R_HARNESS_ERROR, "compute-sanitizer not found");
             free(confine);
             free(own);
             return NULL;
@@ -231,16 +230,18 @@ kv_runner *kv_judge_start_runner(const kv_backend *backend, const char *device_c
 /* Waits for the hello of *RN (started; NULL: it did not start, SPAWN_ERR
  * says why, taken): its device open, its sandbox applied. On failure *RN
  * is NULL (stopped). */
-static int greet_runner(judge_trial *j, kv_runner **rn, char *spawn_err)
+static int greet_runner(judge_trial *j, kv_runner **rn, kv_fail *spawn_err)
 {
-    char *isolation = NULL, *err = spawn_err;
+    char *isolation = NULL;
+    kv_fail err = *spawn_err;
+    *spawn_err = (kv_fail){0};
     if (*rn) *rn = kv_runner_greet(*rn, 120, &isolation, &err);
     if (!*rn) {
-        const char *e = err ? err : "";
-        /* A device the judge opened but the runner could not is still "no device". */
-        int rc =
-            kv_judge_fail(j, kv_starts_with(e, "no ") ? "no_device" : "harness_error", "%s", e);
-        free(err);
+        /* A device the judge opened but the runner could not is still "no
+         * device"; any other failure to start is the harness's. */
+        kv_fail_recode(&err, KV_R_HARNESS_ERROR);
+        int rc = kv_judge_fail(j, err.code, "%s", kv_fail_detail(&err));
+        kv_fail_clear(&err);
         return rc;
     }
     json_object_set_new(j->extra, "isolation", json_string(isolation));
@@ -256,9 +257,9 @@ static int spawn_runner(judge_trial *j, const kv_judge_code *c, const char *devi
                         const char *who, kv_runner **rn)
 {
     kv_worker_phase("starting the %s's process", who);
-    char *err = NULL;
+    kv_fail err = {0};
     *rn = kv_judge_start_runner(j->b->backend, j->b->confine, j->ctx, c, device_src, &err);
-    return greet_runner(j, rn, err);
+    return greet_runner(j, rn, &err);
 }
 
 /* Makes RN (spawned for WHO, taken) the runner in use: calibrates the
@@ -281,12 +282,14 @@ static int ready_runner(judge_trial *j, kv_runner *rn, const char *who)
     t0 = kv_now_s();
     kv_worker_phase("loading the %s", who);
     kv_rfail f;
-    char *log = NULL, *err = NULL;
+    char *log = NULL;
+    kv_fail err = {0};
     int rc = kv_runner_load(j->rn, 120, &log, &f, &err);
     if (log && *log) json_object_set_new(j->extra, "build_log", json_string(log));
-    if (rc < 0) rc = kv_judge_fail_err(j, err, "loading");
+    if (rc < 0) rc = kv_judge_fail_err(j, &err, "loading");
     if (rc > 0)
-        rc = kv_judge_fail(j, f.code, "%s%s%s", f.detail, log && *log ? ": " : "", log ? log : "");
+        rc = kv_judge_fail_arg(j, f.code, f.arg, "%s%s%s", f.detail, log && *log ? ": " : "",
+                               log ? log : "");
     free(log);
     if (rc != 0) return KV_JUDGE_FAILED;
     kv_judge_note_idle_cpu(j);
@@ -312,7 +315,7 @@ static int hold_device(judge_trial *j)
     kv_worker_waited(waited);
     json_object_set_new(j->extra, "device_wait_seconds", json_real(waited));
     if (j->lock < 0) {
-        int rc = kv_judge_fail(j, "harness_error", "%s", err);
+        int rc = kv_judge_fail(j, KV_R_HARNESS_ERROR, "%s", err);
         free(err);
         return rc;
     }
@@ -326,9 +329,11 @@ static int hold_device(judge_trial *j)
                                   "granted", granted, "held", j->held_at));
     double t0 = j->held_at;
     kv_worker_phase("measuring the %s device %d", j->ctx->backend->name, j->ctx->device);
-    if (j->b->measure && !dev->measured && j->b->measure(j->b, &err) != 0) {
-        int rc = kv_judge_fail(j, "harness_error", "measuring the device: %s", err);
-        free(err);
+    kv_fail merr = {0};
+    if (j->b->measure && !dev->measured && j->b->measure(j->b, &merr) != 0) {
+        int rc =
+            kv_judge_fail(j, KV_R_HARNESS_ERROR, "measuring the device: %s", kv_fail_detail(&merr));
+        kv_fail_clear(&merr);
         return rc;
     }
     dev->measured = dev->long_lived; /* a long-lived judge measures the device once */
@@ -480,7 +485,7 @@ static int time_against_baseline(judge_trial *j, const kv_shape *sh, json_t *s, 
     double bmed = json_number_value(json_object_get(bs, "median_us"));
     double med = json_number_value(json_object_get(s, "median_us"));
     if (!(bmed > 0))
-        return kv_judge_fail(j, "harness_error", "no baseline time for scenario %s", sh->name);
+        return kv_judge_fail(j, KV_R_HARNESS_ERROR, "no baseline time for scenario %s", sh->name);
     json_object_set_new(s, "baseline_median_us", json_real(bmed));
     json_object_set(s, "baseline_iqr_us", json_object_get(bs, "iqr_us"));
     json_object_set_new(s, "speedup", json_real(bmed / med));
@@ -600,7 +605,7 @@ static int memcheck_verdict(judge_trial *j, json_t *result)
     if (line) {
         json_object_set_new(j->extra, "memcheck_log", json_string(out));
         free(out);
-        int rc = kv_judge_fail(j, "memcheck_error", "%s", line);
+        int rc = kv_judge_fail(j, KV_R_MEMCHECK_ERROR, "%s", line);
         free(line);
         return rc;
     }
@@ -679,7 +684,7 @@ static int judge_job(judge_trial *j, json_t **out)
     size_t stray = 0;
     if (rc == 0) rc = stop_runner(j, &stray);
     if (rc == 0 && stray)
-        rc = kv_judge_fail(j, "out_of_bounds_write",
+        rc = kv_judge_fail(j, KV_R_OUT_OF_BOUNDS_WRITE,
                            "%zu bytes of the device arena outside the tensors the candidate was "
                            "given were written: a table left there would reach the next child",
                            stray);
@@ -738,9 +743,9 @@ static int prepare(judge_trial *j, kv_judge_child *c)
     j->b = dev->b;
     j->ref = dev->ref;
     if (opened_here && c->opened) c->opened(c->arg, dev->b);
-    char *spawn_err = c->spawn_err;
-    c->spawn_err = NULL;
-    if (!j->cand && !spawn_err)
+    kv_fail spawn_err = c->spawn_err;
+    c->spawn_err = (kv_fail){0};
+    if (!j->cand && !spawn_err.detail)
         j->cand = kv_judge_start_runner(j->b->backend, j->b->confine, j->ctx, j->ctx->cand,
                                         j->ctx->device_src, &spawn_err);
     if (!dev->held_drawn && kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) {
@@ -751,7 +756,7 @@ static int prepare(judge_trial *j, kv_judge_child *c)
         memcpy(j->prof, before, sizeof before);
     }
     kv_worker_phase("starting the candidate's process");
-    if (greet_runner(j, &j->cand, spawn_err) != 0) return KV_JUDGE_FAILED;
+    if (greet_runner(j, &j->cand, &spawn_err) != 0) return KV_JUDGE_FAILED;
     kv_judge_lap(j, PROF_PREPARE, &t0);
     return 0;
 }
@@ -765,7 +770,7 @@ kv_child_end kv_judge_child_run(judge_device *dev, kv_judge_child *c)
     if (rc == 0) rc = judge_job(j, &result);
     /* Nothing fails unseen: a step that failed set the verdict. */
     if (rc != 0 && !kv_judge_failed(j))
-        rc = kv_verdict_set(&j->v, "harness_error", "the judge failed without a verdict");
+        rc = kv_verdict_set(&j->v, KV_R_HARNESS_ERROR, "the judge failed without a verdict");
     kv_child_end end = KV_CHILD_PASSED;
     if (rc != 0 || kv_judge_failed(j)) {
         if (result) json_decref(result);
@@ -777,8 +782,7 @@ kv_child_end kv_judge_child_run(judge_device *dev, kv_judge_child *c)
         kv_worker_result(result);
         json_decref(result);
     }
-    free(c->spawn_err); /* a runner that did not start, when the trial ended first */
-    c->spawn_err = NULL;
+    kv_fail_clear(&c->spawn_err); /* a runner that did not start, when the trial ended first */
     trial_free(j);
     return end;
 }

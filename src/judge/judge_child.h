@@ -12,9 +12,9 @@
 
 typedef struct kv_judge_child {
     const kv_judge_ctx *ctx;
-    kv_runner *rn;   /* its candidate's runner started ahead (taken), or NULL: started here */
-    char *spawn_err; /* why that runner did not start (taken), or NULL */
-    json_t *judge;   /* a long-lived judge's {"pid", "child"}, put in the result; or NULL */
+    kv_runner *rn;     /* its candidate's runner started ahead (taken), or NULL: started here */
+    kv_fail spawn_err; /* why that runner did not start (taken); unset when it did */
+    json_t *judge;     /* a long-lived judge's {"pid", "child"}, put in the result; or NULL */
     /* Called once the device was opened for this child (a long-lived judge
      * then starts the runners of the jobs waiting), with ARG; may be NULL. */
     void (*opened)(void *arg, const kv_jdev *b);
@@ -37,9 +37,9 @@ kv_child_end kv_judge_child_run(judge_device *dev, kv_judge_child *c);
 /* Starts a runner for the code C of CTX's job (its process, the device
  * opened there, its sandbox applied, none of C's code loaded) on
  * BACKEND's device, narrowed to DEVICE_CONFINE (the judge's jdev's
- * confine). NULL with *ERR ("code: detail"). Safe in any thread. */
+ * confine). NULL with *ERR. Safe in any thread. */
 kv_runner *kv_judge_start_runner(const kv_backend *backend, const char *device_confine,
                                  const kv_judge_ctx *ctx, const kv_judge_code *c,
-                                 const char *device_src, char **err);
+                                 const char *device_src, kv_fail *err);
 
 #endif

@@ -21,8 +21,8 @@ static int load_reference(judge_device *d, const kv_judge_code *c, kv_verdict *v
     d->ref_so = dlopen(c->lib_path, RTLD_NOW | RTLD_LOCAL);
     void *sym = d->ref_so ? dlsym(d->ref_so, "kv_launch") : NULL;
     if (!sym)
-        return kv_verdict_set(v, "harness_error", "the task's device reference does not load: %s",
-                              dlerror());
+        return kv_verdict_set(v, KV_R_HARNESS_ERROR,
+                              "the task's device reference does not load: %s", dlerror());
     memcpy(&d->ref, &sym, sizeof sym);
     return 0;
 }
@@ -31,22 +31,25 @@ int kv_judge_device_open(judge_device *d, const kv_judge_ctx *ctx, kv_verdict *v
 {
     if (d->opened) return 0;
     char *err = NULL;
+    kv_fail ferr = {0};
     kv_worker_phase("opening the %s device %d", ctx->backend->name, ctx->device);
     const char *fault = kv_device_fault(ctx->backend->name, ctx->device);
-    if (fault) return kv_verdict_set(v, "no_device", "%s", fault);
+    if (fault) return kv_verdict_set(v, KV_R_NO_DEVICE, "%s", fault);
     d->b = kv_jdev_new(ctx->backend, ctx->device, &err);
     if (!d->b) {
-        int rc = kv_verdict_set(v, "not_built", "%s", err);
+        int rc = kv_verdict_set(v, KV_R_NOT_BUILT, "%s", err);
         free(err);
         return rc;
     }
     /* The device's own copy: a long-lived judge outlives this job's files' names. */
     d->helpers = ctx->helpers ? kv_strdup(ctx->helpers->lib_path) : NULL;
     d->b->helpers = d->helpers;
-    if (d->b->open(d->b, &err) != 0) {
-        int rc = kv_verdict_set(
-            v, kv_starts_with(err, "harness_error") ? "harness_error" : "no_device", "%s", err);
-        free(err);
+    if (d->b->open(d->b, &ferr) != 0) {
+        /* A device that does not open is no device, whatever the driver's
+         * error (named in the detail); the harness's own mistakes stay its. */
+        kv_fail_recode(&ferr, KV_R_NO_DEVICE);
+        int rc = kv_verdict_set(v, ferr.code, "%s", kv_fail_detail(&ferr));
+        kv_fail_clear(&ferr);
         return rc; /* the judge ends: nothing of D is used again */
     }
     if (ctx->ref && load_reference(d, ctx->ref, v) != 0) return KV_JUDGE_FAILED;

@@ -35,7 +35,7 @@ typedef struct client {
     kv_judge_ctx ctx;
     kv_judge_code cand, base, ref, helpers; /* their strings the client's own */
     kv_runner *rn;
-    char *spawn_err; /* why its runner did not start (said when it is served) */
+    kv_fail spawn_err; /* why its runner did not start (said when it is served) */
 } client;
 
 /* The judge and what it serves: the server's own state, which no child's
@@ -163,7 +163,7 @@ static void client_free(client *c)
         free((char *)codes[i]->lib_path);
         free((char *)codes[i]->key);
     }
-    free(c->spawn_err);
+    kv_fail_clear(&c->spawn_err);
     free(c);
 }
 
@@ -261,7 +261,7 @@ static void start_runner(judge_server *sv, client *c)
     char confine[sizeof sv->confine];
     memcpy(confine, sv->confine, sizeof confine);
     pthread_mutex_unlock(&sv->mu);
-    if (c->rn || c->spawn_err || !backend) return;
+    if (c->rn || c->spawn_err.detail || !backend) return;
     c->rn = kv_judge_start_runner(backend, confine, &c->ctx, c->ctx.cand, c->ctx.device_src,
                                   &c->spawn_err);
 }
@@ -326,7 +326,7 @@ static kv_child_end serve(judge_server *sv, client *c)
                             .opened = device_opened,
                             .arg = &s};
     c->rn = NULL;
-    c->spawn_err = NULL;
+    c->spawn_err = (kv_fail){0};
     kv_worker_serve(c->fd);
     kv_child_end end = kv_judge_child_run(&sv->dev, &child);
     kv_worker_serve(-1);

@@ -77,17 +77,17 @@ int kv_judge_reference_arena(judge_trial *j, const int64_t *syms, kv_arena *a, c
     for (int i = 0; i < t->num_syms; i++)
         args.syms[i] = syms[i];
     size_t total = kv_judge_reference_place(j, syms, where);
-    char *err = NULL;
+    kv_fail err = {0};
     if (out->bytes == 0 && kv_judge_own_new(j, total, out, "device reference") != 0)
         return KV_JUDGE_FAILED;
     if (out->bytes < total)
-        return kv_judge_fail(j, "harness_error", "device reference: arena too small");
+        return kv_judge_fail(j, KV_R_HARNESS_ERROR, "device reference: arena too small");
     int n = t->num_tensors;
     for (int i = 0; i < t->num_tensors; i++) {
         if (t->tensors[i].role == KV_OUT) {
             args.tensors[i] = j->b->ptr(j->b, out, where[i][0]);
             if (n == KV_MAX_TENSORS)
-                return kv_judge_fail(j, "harness_error", "device reference: too many tensors");
+                return kv_judge_fail(j, KV_R_HARNESS_ERROR, "device reference: too many tensors");
             args.tensors[n++] = j->b->ptr(j->b, out, where[i][1]);
         } else {
             args.tensors[i] = j->b->ptr(j->b, a, l->off[i] + set * l->stride[i]);
@@ -95,7 +95,7 @@ int kv_judge_reference_arena(judge_trial *j, const int64_t *syms, kv_arena *a, c
     }
     args.num_tensors = (uint32_t)n;
     if (j->b->launch_local(j->b, j->ref, &args, &err) != 0)
-        return kv_judge_fail_err(j, err, "device reference");
+        return kv_judge_fail_err(j, &err, "device reference");
     return 0;
 }
 
@@ -108,14 +108,14 @@ static int device_reference(judge_trial *j, const int64_t *syms, kv_arena *a, co
     kv_arena out = {0};
     size_t where[KV_MAX_TENSORS][2];
     int rc = kv_judge_reference_arena(j, syms, a, l, set, &out, where);
-    char *err = NULL;
+    kv_fail err = {0};
     for (int i = 0; i < t->num_tensors && rc == 0; i++) {
         if (t->tensors[i].role != KV_OUT) continue;
         size_t count = kv_tensor_count(t, i, syms);
         if (j->b->read(j->b, &out, where[i][0], val[i], count * sizeof(double), &err) != 0 ||
             (scale[i] &&
              j->b->read(j->b, &out, where[i][1], scale[i], count * sizeof(double), &err) != 0))
-            rc = kv_judge_fail_err(j, err, "device reference: reading back");
+            rc = kv_judge_fail_err(j, &err, "device reference: reading back");
     }
     kv_judge_own_free(j, &out);
     return rc;
@@ -169,7 +169,7 @@ int kv_judge_poison_outputs(judge_trial *j, shape_data *d, kv_arena *a, const la
         const kv_tensor_spec *ts = &j->task->tensors[i];
         if (ts->role != KV_OUT) continue;
         kv_dtype_poison(ts->dtype, kv_rng_next(&j->rng), d->poison[i]);
-        char *err = NULL;
+        kv_fail err = {0};
         int w = i < j->visible ? j->twin[i] : -1;
         /* An in-out tensor starts from its copy (the host's image of it, or
          * the copy where it was drawn), a poison nowhere in it. */
@@ -178,7 +178,7 @@ int kv_judge_poison_outputs(judge_trial *j, shape_data *d, kv_arena *a, const la
                  : d->img[w] ? j->b->write(j->b, a, l->off[i], d->img[w], d->bytes[i], &err)
                              : j->b->copy(j->b, a, l->off[w], a, l->off[i], d->bytes[i], &err);
         if (rc != 0 || j->b->sync(j->b, &err) != 0)
-            return kv_judge_fail_err(j, err, "poisoning outputs");
+            return kv_judge_fail_err(j, &err, "poisoning outputs");
     }
     kv_judge_lap(j, PROF_UPLOAD, &t0);
     return 0;
@@ -204,7 +204,7 @@ int kv_judge_fail_unwritten(judge_trial *j, const shape_data *d, int i, int runn
     char where[64];
     if (!c->unwritten) return 0;
     return kv_judge_fail_shape(
-        j, d, "stale_or_unwritten_output",
+        j, d, KV_R_STALE_OR_UNWRITTEN_OUTPUT,
         "%zu of %zu elements of %s were not written by run %d (first at "
         "%s); outputs are poisoned before every run",
         c->unwritten, c->n, j->task->tensors[i].name, runno + 1,
@@ -216,7 +216,7 @@ int kv_judge_fail_differ(judge_trial *j, const shape_data *d, int i, size_t diff
     char where[64];
     if (!differ) return 0;
     return kv_judge_fail_shape(
-        j, d, "nondeterministic",
+        j, d, KV_R_NONDETERMINISTIC,
         "the two runs on the same inputs differ beyond the tolerance "
         "in %zu of %zu elements of %s (first at %s)",
         differ, d->count[i], j->task->tensors[i].name,
@@ -230,17 +230,17 @@ int kv_judge_values(judge_trial *j, shape_data *d, int i, const kv_check *c, int
     char where[64];
     if (c->nonfinite)
         return kv_judge_fail_shape(
-            j, d, "nan_or_inf_output", "%zu elements of %s are NaN or Inf (first bad at %s: %.6g)",
-            c->nonfinite, name,
+            j, d, KV_R_NAN_OR_INF_OUTPUT,
+            "%zu elements of %s are NaN or Inf (first bad at %s: %.6g)", c->nonfinite, name,
             kv_judge_coords(t, i, d->shape->syms, c->worst, where, sizeof where), c->worst_got);
     if (c->bad && cached)
-        return kv_judge_fail_shape(j, d, "result_cached_across_calls",
+        return kv_judge_fail_shape(j, d, KV_R_RESULT_CACHED_ACROSS_CALLS,
                                    "%s holds the previous trial's answer for new inputs: "
                                    "results are cached across calls",
                                    name);
     if (c->bad)
         return kv_judge_fail_shape(
-            j, d, "wrong_result",
+            j, d, KV_R_WRONG_RESULT,
             "%zu of %zu elements of %s are outside the tolerance; worst at "
             "%s: got %.6g, want %.6g (allowed %.3g, max abs err %.3g, max "
             "rel err %.3g)",

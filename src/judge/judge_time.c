@@ -88,7 +88,7 @@ static void null_block(const kv_arena *a, size_t bytes, uint32_t ncalls, kv_rmsg
 enum own_step { STEP_GEN, STEP_FLUSH, STEP_COPY };
 
 static int own_step_once(judge_trial *j, enum own_step step, kv_arena *a, size_t bytes,
-                         uint64_t seed, char **err)
+                         uint64_t seed, kv_fail *err)
 {
     switch (step) {
     case STEP_GEN:
@@ -104,9 +104,9 @@ static int own_step_once(judge_trial *j, enum own_step step, kv_arena *a, size_t
 static int own_step_done(judge_trial *j, enum own_step step, kv_arena *a, size_t bytes,
                          uint64_t seed)
 {
-    char *err = NULL;
+    kv_fail err = {0};
     if (own_step_once(j, step, a, bytes, seed, &err) != 0 || j->b->sync(j->b, &err) != 0)
-        return kv_judge_fail_err(j, err, "calibrating the judge's clock");
+        return kv_judge_fail_err(j, &err, "calibrating the judge's clock");
     return 0;
 }
 
@@ -296,18 +296,18 @@ static size_t region(const timing *tm, int i, size_t n)
 static int poison_output(judge_trial *j, timing *tm, int i, size_t n)
 {
     const kv_tensor_spec *ts = &j->task->tensors[i];
-    char *err = NULL;
+    kv_fail err = {0};
     size_t es = kv_dtype_size(ts->dtype), count = tm->l.len[i] / es;
     kv_dtype_poison(ts->dtype, kv_rng_next(&j->rng), tm->poison[i]);
     if (tm->l.stride[i] == tm->l.len[i]) {
         if (j->b->fill(j->b, &tm->a, tm->l.off[i], n * count, tm->poison[i], es, &err) != 0)
-            return kv_judge_fail_err(j, err, "poisoning outputs");
+            return kv_judge_fail_err(j, &err, "poisoning outputs");
         return 0;
     }
     for (size_t s = 0; s < n; s++)
         if (j->b->fill(j->b, &tm->a, tm->l.off[i] + s * tm->l.stride[i], count, tm->poison[i], es,
                        &err) != 0)
-            return kv_judge_fail_err(j, err, "poisoning outputs");
+            return kv_judge_fail_err(j, &err, "poisoning outputs");
     return 0;
 }
 
@@ -318,14 +318,15 @@ static int poison_output(judge_trial *j, timing *tm, int i, size_t n)
 static int start_inout(judge_trial *j, timing *tm, size_t n, int from_seeds)
 {
     const kv_task *t = j->task;
-    char *err = NULL;
+    kv_fail err = {0};
     if (j->task == j->own) return 0; /* none */
     for (int i = 0; i < j->visible; i++) {
         int w = j->twin[i];
         if (w < 0) continue;
         size_t r = region(tm, i, n), es = kv_dtype_size(t->tensors[i].dtype);
         if (r != region(tm, w, n) || tm->l.stride[i] != tm->l.stride[w])
-            return kv_judge_fail(j, "harness_error", "an in-out tensor laid out unlike its copy");
+            return kv_judge_fail(j, KV_R_HARNESS_ERROR,
+                                 "an in-out tensor laid out unlike its copy");
         int rc = 0;
         if (from_seeds)
             rc = j->b->gen(j->b, &tm->a, tm->l.off[i], t->tensors[i].dtype, device_dist(tm), r / es,
@@ -334,9 +335,9 @@ static int start_inout(judge_trial *j, timing *tm, size_t n, int from_seeds)
             rc = j->b->copy(j->b, &tm->a, tm->l.off[w], &tm->a, tm->l.off[i], r, &err);
         else
             memcpy(j->b->ptr(j->b, &tm->a, tm->l.off[i]), j->b->ptr(j->b, &tm->a, tm->l.off[w]), r);
-        if (rc != 0) return kv_judge_fail_err(j, err, "starting in-out tensors");
+        if (rc != 0) return kv_judge_fail_err(j, &err, "starting in-out tensors");
     }
-    if (j->b->sync(j->b, &err) != 0) return kv_judge_fail_err(j, err, "starting in-out tensors");
+    if (j->b->sync(j->b, &err) != 0) return kv_judge_fail_err(j, &err, "starting in-out tensors");
     return 0;
 }
 
@@ -345,7 +346,7 @@ static int start_inout(judge_trial *j, timing *tm, size_t n, int from_seeds)
 static int prepare_block(judge_trial *j, timing *tm, size_t n)
 {
     const kv_task *t = j->task;
-    char *err = NULL;
+    kv_fail err = {0};
     double t0 = kv_now_s();
     size_t at = 0;
     for (int i = 0; i < t->num_tensors; i++) {
@@ -382,7 +383,7 @@ static int prepare_block(judge_trial *j, timing *tm, size_t n)
         at += r;
     }
     if (start_inout(j, tm, n, kv_judge_can(j, KV_CAP_DEVICE_INPUTS)) != 0) return KV_JUDGE_FAILED;
-    if (j->b->sync(j->b, &err) != 0) return kv_judge_fail_err(j, err, "preparing a timed block");
+    if (j->b->sync(j->b, &err) != 0) return kv_judge_fail_err(j, &err, "preparing a timed block");
     kv_judge_lap(j, PROF_FILL, &t0);
     return 0;
 }
@@ -392,10 +393,9 @@ static int prepare_block(judge_trial *j, timing *tm, size_t n)
 static int write_inputs_on_device(judge_trial *j, timing *tm, size_t n)
 {
     const kv_task *t = j->task;
-    char *err = NULL;
+    kv_fail err = {0};
     int marked = j->b->mark && j->b->elapsed && j->b->mark(j->b, 0, &err) == 0;
-    free(err);
-    err = NULL;
+    kv_fail_clear(&err);
     tm->write_s = -1;
     for (int i = 0; i < t->num_tensors; i++) {
         const kv_tensor_spec *ts = &t->tensors[i];
@@ -405,14 +405,14 @@ static int write_inputs_on_device(judge_trial *j, timing *tm, size_t n)
         int dist = kv_judge_dist(j, i, tm->sh->syms, device_dist(tm), &forced);
         if (j->b->gen(j->b, &tm->a, tm->l.off[i], ts->dtype, dist, region(tm, i, n) / es,
                       tm->seeds[i], forced, &err) != 0)
-            return kv_judge_fail_err(j, err, "writing a timed block's inputs");
+            return kv_judge_fail_err(j, &err, "writing a timed block's inputs");
     }
     if ((j->b->flush && j->b->flush(j->b, &err) != 0) ||
         (marked && j->b->mark(j->b, 1, &err) != 0) || j->b->sync(j->b, &err) != 0)
-        return kv_judge_fail_err(j, err, "writing a timed block's inputs");
+        return kv_judge_fail_err(j, &err, "writing a timed block's inputs");
     double secs = 0;
     if (marked && j->b->elapsed(j->b, &secs, &err) == 0) tm->write_s = secs;
-    free(err);
+    kv_fail_clear(&err);
     return 0;
 }
 
@@ -462,7 +462,7 @@ static int check_idle(judge_trial *j, const timing *tm, double gap)
     double used = now - j->idle_cpu, allowed = bk->idle_floor_s + bk->idle_per_gap * gap;
     if (used > allowed)
         return kv_judge_fail(
-            j, "async_work_outside_harness_stream",
+            j, KV_R_ASYNC_WORK_OUTSIDE_HARNESS_STREAM,
             "scenario %s: the candidate's process used %.1f ms of CPU between timed "
             "blocks (allowed %.1f ms), while it should have been idle: work was done "
             "outside the timed calls",
@@ -477,7 +477,7 @@ static int check_idle(judge_trial *j, const timing *tm, double gap)
         double room = bk->burst_floor_s + bk->per_burst * burst;
         if (during > room)
             return kv_judge_fail(
-                j, "async_work_outside_harness_stream",
+                j, KV_R_ASYNC_WORK_OUTSIDE_HARNESS_STREAM,
                 "scenario %s: the candidate's process used %.2f ms of CPU while the "
                 "judge wrote the block's inputs (%.2f ms; allowed %.2f ms): it worked "
                 "on inputs before its timed calls",
@@ -490,7 +490,7 @@ static int check_idle(judge_trial *j, const timing *tm, double gap)
 static int fail_timed_output(judge_trial *j, const timing *tm, size_t s, int i, const kv_check *c)
 {
     if (!c->unwritten && !c->bad && !c->nonfinite) return 0;
-    return kv_judge_fail(j, "timed_output_wrong",
+    return kv_judge_fail(j, KV_R_TIMED_OUTPUT_WRONG,
                          "scenario %s: a timed call's %s (input set %zu of its block) has %zu "
                          "unwritten, %zu wrong and %zu NaN/Inf elements (worst at [%zu]: %.6g "
                          "instead of %.6g): the timed code did not compute the answer",
@@ -510,7 +510,7 @@ static int check_in_full_in_place(judge_trial *j, timing *tm, size_t s, int kept
     size_t where[KV_MAX_TENSORS][2];
     int rc = kv_judge_reference_arena(j, tm->sh->syms, &tm->a, &tm->l, s, &ref, where);
     kv_judge_lap(j, PROF_REFERENCE, &t0);
-    char *err = NULL;
+    kv_fail err = {0};
     size_t at = tm->out_bytes;
     for (int i = 0; i < t->num_tensors && rc == 0; i++) {
         const kv_tensor_spec *ts = &t->tensors[i];
@@ -522,7 +522,7 @@ static int check_in_full_in_place(judge_trial *j, timing *tm, size_t s, int kept
                         j->b->ptr(j->b, &ref, where[i][0]),
                         t->reference_scale ? j->b->ptr(j->b, &ref, where[i][1]) : NULL,
                         tm->poison[i], t->tol[ts->dtype], &c, &err) != 0)
-            rc = kv_judge_fail_err(j, err, "checking a timed call's output");
+            rc = kv_judge_fail_err(j, &err, "checking a timed call's output");
         else
             rc = fail_timed_output(j, tm, s, i, &c);
         at += tm->l.len[i];
@@ -541,7 +541,7 @@ static int check_in_full(judge_trial *j, timing *tm, size_t s, int kept)
         return check_in_full_in_place(j, tm, s, kept); /* in place: the copies are made */
     double *in[KV_MAX_TENSORS] = {0}, *val[KV_MAX_TENSORS] = {0}, *scale[KV_MAX_TENSORS] = {0};
     void *got[KV_MAX_TENSORS] = {0};
-    char *err = NULL;
+    kv_fail err = {0};
     int device = j->ref != NULL, rc = 0;
     double t0 = kv_now_s();
     for (int i = 0; i < t->num_tensors && rc == 0; i++) {
@@ -553,7 +553,7 @@ static int check_in_full(judge_trial *j, timing *tm, size_t s, int kept)
         if (j->b->read(j->b, &tm->a, tm->l.off[i] + s * tm->l.stride[i], img, tm->l.len[i], &err) !=
             0) {
             free(img);
-            rc = kv_judge_fail_err(j, err, "reading a timed call's tensors");
+            rc = kv_judge_fail_err(j, &err, "reading a timed call's tensors");
             break;
         }
         if (ts->role == KV_OUT) {
@@ -601,7 +601,7 @@ static int check_in_full(judge_trial *j, timing *tm, size_t s, int kept)
 static int keep_outputs(judge_trial *j, timing *tm, size_t n, size_t full_set, int *at_once)
 {
     const kv_task *t = j->task;
-    char *err = NULL;
+    kv_fail err = {0};
     size_t at = 0, copied = 0;
     for (int i = 0; i < t->num_tensors; i++) {
         if (t->tensors[i].role != KV_OUT) continue;
@@ -609,12 +609,12 @@ static int keep_outputs(judge_trial *j, timing *tm, size_t n, size_t full_set, i
         if (j->b->copy(j->b, &tm->a, last_off, &tm->keep, at, tm->l.len[i], &err) != 0 ||
             (full_set < n && j->b->copy(j->b, &tm->a, tm->l.off[i] + full_set * tm->l.stride[i],
                                         &tm->keep, tm->out_bytes + at, tm->l.len[i], &err) != 0))
-            return kv_judge_fail_err(j, err, "keeping a timed call's output");
+            return kv_judge_fail_err(j, &err, "keeping a timed call's output");
         copied += tm->l.len[i] * (full_set < n ? 2 : 1);
         at += tm->l.len[i];
     }
     if (j->b->sync(j->b, &err) != 0)
-        return kv_judge_fail_err(j, err, "keeping a timed call's output");
+        return kv_judge_fail_err(j, &err, "keeping a timed call's output");
     *at_once = kv_judge_look_at_once(j, copied);
     return 0;
 }
@@ -627,7 +627,7 @@ static int check_written(judge_trial *j, timing *tm, size_t n, unsigned char *la
                          int *at_once)
 {
     const kv_task *t = j->task;
-    char *err = NULL;
+    kv_fail err = {0};
     size_t at = 0;
     int in_place = late_look_in_place(j);
     *at_once = 0;
@@ -639,13 +639,13 @@ static int check_written(judge_trial *j, timing *tm, size_t n, unsigned char *la
         /* The last call first: it is the one a lying "done" would leave unfinished. */
         size_t last_off = tm->l.off[i] + (n - 1) * tm->l.stride[i];
         if (!in_place && j->b->read(j->b, &tm->a, last_off, last + at, tm->l.len[i], &err) != 0)
-            return kv_judge_fail_err(j, err, "keeping a timed call's output");
+            return kv_judge_fail_err(j, &err, "keeping a timed call's output");
         size_t bad = 0, first = 0, where_set = 0;
         if (j->b->count_poison) {
             /* Every set in one pass: one launch and one answer per block. */
             if (j->b->count_poison(j->b, &tm->a, tm->l.off[i], ts->dtype, count, n, tm->l.stride[i],
                                    tm->poison[i], &bad, &first, &err) != 0)
-                return kv_judge_fail_err(j, err, "checking timed outputs");
+                return kv_judge_fail_err(j, &err, "checking timed outputs");
             where_set = bad ? first / count : 0;
         } else {
             const unsigned char *base = j->b->ptr(j->b, &tm->a, tm->l.off[i]);
@@ -658,7 +658,7 @@ static int check_written(judge_trial *j, timing *tm, size_t n, unsigned char *la
                     }
         }
         if (bad)
-            return kv_judge_fail(j, "timed_output_wrong",
+            return kv_judge_fail(j, KV_R_TIMED_OUTPUT_WRONG,
                                  "scenario %s: after a timed block, the output %s of input set "
                                  "%zu was not written (poison still there): the timed code did "
                                  "not compute every answer before it said it was done",
@@ -672,7 +672,7 @@ static int check_written(judge_trial *j, timing *tm, size_t n, unsigned char *la
 static int check_inputs(judge_trial *j, timing *tm, size_t n)
 {
     const kv_task *t = j->task;
-    char *err = NULL;
+    kv_fail err = {0};
     size_t at = 0;
     for (int i = 0; i < t->num_tensors; i++) {
         const kv_tensor_spec *ts = &t->tensors[i];
@@ -686,14 +686,14 @@ static int check_inputs(judge_trial *j, timing *tm, size_t n)
             if (j->b->count_changed(j->b, &tm->a, tm->l.off[i], ts->dtype, dist,
                                     region(tm, i, n) / es, tm->seeds[i], forced, &changed,
                                     &err) != 0)
-                return kv_judge_fail_err(j, err, "checking timed inputs");
+                return kv_judge_fail_err(j, &err, "checking timed inputs");
         } else {
             size_t r = region(tm, i, n);
             changed = memcmp(j->b->ptr(j->b, &tm->a, tm->l.off[i]), tm->copy + at, r) != 0;
             at += r;
         }
         if (changed)
-            return kv_judge_fail(j, "input_modified",
+            return kv_judge_fail(j, KV_R_INPUT_MODIFIED,
                                  "scenario %s: input %s changed during a timed block", tm->sh->name,
                                  ts->name);
     }
@@ -731,7 +731,7 @@ static int check_block(judge_trial *j, timing *tm, size_t n, int full)
      * device idle at the reply. */
     double since = kv_now_s() - kept_at;
     if (rc == 0 && !at_once && since < j->s.settle_s) kv_sleep_s(j->s.settle_s - since);
-    char *err = NULL;
+    kv_fail err = {0};
     size_t at = 0, changed = 0;
     for (int i = 0; i < t->num_tensors && rc == 0; i++) {
         const kv_tensor_spec *ts = &t->tensors[i];
@@ -741,15 +741,15 @@ static int check_block(judge_trial *j, timing *tm, size_t n, int full)
         if (!host_look) {
             if (j->b->count_diff(j->b, &tm->a, last_off, &tm->keep, at, es, tm->l.len[i] / es,
                                  &differ, &first, &err) != 0)
-                rc = kv_judge_fail_err(j, err, "comparing a timed call's output");
+                rc = kv_judge_fail_err(j, &err, "comparing a timed call's output");
             changed += differ;
         } else if (j->b->read(j->b, &tm->a, last_off, again + at, tm->l.len[i], &err) != 0) {
-            rc = kv_judge_fail_err(j, err, "reading a timed call's output");
+            rc = kv_judge_fail_err(j, &err, "reading a timed call's output");
         }
         at += tm->l.len[i];
     }
     if (rc == 0 && (changed || (host_look && memcmp(last, again, tm->out_bytes) != 0)))
-        rc = kv_judge_fail(j, "async_work_outside_harness_stream",
+        rc = kv_judge_fail(j, KV_R_ASYNC_WORK_OUTSIDE_HARNESS_STREAM,
                            "scenario %s: a timed call's output changed after the block was done: "
                            "work ran on after the candidate said it had finished",
                            tm->sh->name);
@@ -794,14 +794,14 @@ static int timed_block(judge_trial *j, timing *tm, size_t n, double *last_reply,
         return KV_JUDGE_FAILED;
     kv_judge_check_lap(j, BLOCK_WRITE, &tw);
     kv_rfail f;
-    char *err = NULL;
+    kv_fail err = {0};
     double secs = 0;
     double limit = j->s.kernel_timeout_s * (double)n;
     if (limit > 120 + j->s.kernel_timeout_s) limit = 120 + j->s.kernel_timeout_s;
     int rc = kv_runner_run(j->rn, &m, limit, &secs, &f, &err);
     double window = kv_now_s() - t0;
     *last_reply = j->replied_at = kv_now_s();
-    if (rc < 0) return kv_judge_fail_err(j, err, ctx);
+    if (rc < 0) return kv_judge_fail_err(j, &err, ctx);
     if (rc > 0) return kv_judge_fail_runner(j, &f, ctx);
     kv_judge_note_idle_cpu(j);
     kv_judge_lap(j, PROF_TIMED, &t0);
@@ -827,11 +827,11 @@ static int record_graph(judge_trial *j, timing *tm, size_t n, json_t *summary)
     kv_judge_block(j, &tm->a, &tm->l, tm->sh->syms, 0, (uint32_t)n, &m);
     m.flags = KV_RUN_CAPTURE;
     kv_rfail f;
-    char *err = NULL;
+    kv_fail err = {0};
     double secs = 0;
     int rc = kv_runner_run(j->rn, &m, 60 + j->s.kernel_timeout_s, &secs, &f, &err);
-    if (rc < 0) return kv_judge_fail_err(j, err, "recording a timed block");
-    if (rc > 0 && strcmp(f.code, "capture_unsupported") != 0)
+    if (rc < 0) return kv_judge_fail_err(j, &err, "recording a timed block");
+    if (rc > 0 && f.code != KV_R_CAPTURE_UNSUPPORTED)
         return kv_judge_fail_runner(j, &f, "recording a timed block");
     tm->graph = rc == 0;
     json_object_set_new(summary, "timing", json_string(tm->graph ? "graph" : "launches"));
@@ -949,7 +949,7 @@ static int measure_energy(judge_trial *j, timing *tm, size_t n, double median_us
     pthread_t th;
     if (pthread_create(&th, NULL, poll_energy, &p) != 0) {
         pthread_mutex_destroy(&p.mu);
-        return kv_judge_fail(j, "harness_error", "cannot start the energy counter's reader");
+        return kv_judge_fail(j, KV_R_HARNESS_ERROR, "cannot start the energy counter's reader");
     }
     /* The reader holds P, on this stack, until joined: a failure in the
      * window ends the loop, and the reader is joined before it returns. */
@@ -963,9 +963,9 @@ static int measure_energy(judge_trial *j, timing *tm, size_t n, double median_us
         int enough = p.moves > ENERGY_MOVES && p.t_last - p.t_first >= ENERGY_S;
         pthread_mutex_unlock(&p.mu);
         if (enough || nb == ENERGY_MAX_BLOCKS || kv_now_s() - start >= ENERGY_MAX_S) break;
-        char *err = NULL;
+        kv_fail err = {0};
         if ((j->b->flush && j->b->flush(j->b, &err) != 0) || j->b->sync(j->b, &err) != 0) {
-            rc = kv_judge_fail_err(j, err, "the energy window");
+            rc = kv_judge_fail_err(j, &err, "the energy window");
             break;
         }
         kv_rfail f;
@@ -975,7 +975,7 @@ static int measure_energy(judge_trial *j, timing *tm, size_t n, double median_us
         b1[nb] = kv_now_s();
         busy += b1[nb] - b0[nb];
         nb++;
-        if (run < 0) rc = kv_judge_fail_err(j, err, "the energy window");
+        if (run < 0) rc = kv_judge_fail_err(j, &err, "the energy window");
         if (run > 0) rc = kv_judge_fail_runner(j, &f, "the energy window");
     }
     pthread_mutex_lock(&p.mu);
@@ -1015,7 +1015,7 @@ static int measure_energy(judge_trial *j, timing *tm, size_t n, double median_us
      * be in them: the comparison would refuse honest kernels there. */
     if (j->b->flush && per_call_us < 0.8 * median_us) {
         json_decref(en);
-        return kv_judge_fail(j, "result_cached_across_calls",
+        return kv_judge_fail(j, KV_R_RESULT_CACHED_ACROSS_CALLS,
                              "scenario %s: calls on input sets they had seen took %.3f us, "
                              "against %.3f us on fresh ones: they did less on inputs seen before",
                              tm->sh->name, per_call_us, median_us);
@@ -1151,7 +1151,7 @@ static int time_blocks(judge_trial *j, timing *tm, size_t n, double *last_reply,
                                       (json_int_t)lower));
     }
     if (!j->trusted && med < slack * floor_us) {
-        rc = kv_judge_fail(j, "faster_than_roofline",
+        rc = kv_judge_fail(j, KV_R_FASTER_THAN_ROOFLINE,
                            "scenario %s: faster than the roofline allows: %.3f us < %.0f%% of the "
                            "floor %.3f us (%.0f bytes at %.1f GB/s); every timed output the judge "
                            "checked was right, so this is a measurement error or work skipped in "

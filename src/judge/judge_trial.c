@@ -36,17 +36,17 @@ void kv_judge_runner_stop(judge_trial *j)
 
 /* Under memcheck, a call that failed (a wild write ends the launch before
  * the stage's verdict) is memcheck's error when the tool reported one: its
- * line names the access. B: the failure's detail, prefixed with it. */
-static const char *memcheck_failure(judge_trial *j, const char *code, kv_buf *b)
+ * line names the access. B: the failure's detail, prefixed with it. *ARG:
+ * CODE's variable part, 0 once the code is memcheck's. */
+static kv_reason memcheck_failure(judge_trial *j, kv_reason code, int *arg, kv_buf *b)
 {
-    if (!j->ctx->memcheck || !j->rn || strcmp(code, "harness_error") == 0 ||
-        strcmp(code, "memcheck_error") == 0)
+    if (!j->ctx->memcheck || !j->rn || code == KV_R_HARNESS_ERROR || code == KV_R_MEMCHECK_ERROR)
         return code;
     char *out = kv_runner_output(j->rn, 20000);
     char *line = kv_memcheck_first_error(out);
     /* Not yet said: the tool reports as the runner ends (a hung one is not
      * waited for). */
-    if (!line && strcmp(code, "timeout") != 0) {
+    if (!line && code != KV_R_TIMEOUT) {
         free(out);
         kv_runner_quit(j->rn, 10);
         out = kv_runner_output(j->rn, 20000);
@@ -54,57 +54,75 @@ static const char *memcheck_failure(judge_trial *j, const char *code, kv_buf *b)
     }
     if (line) {
         json_object_set_new(j->extra, "memcheck_log", json_string(out));
+        char name[64];
         kv_buf m = KV_BUF_INIT;
-        kv_buf_printf(&m, "%s (the run: %s: %s)", line, code, b->data ? b->data : "");
+        kv_buf_printf(&m, "%s (the run: %s: %s)", line,
+                      kv_reason_format(code, *arg, name, sizeof name), b->data ? b->data : "");
         kv_buf_free(b);
         *b = m;
-        code = "memcheck_error";
+        code = KV_R_MEMCHECK_ERROR;
+        *arg = 0;
     }
     free(line);
     free(out);
     return code;
 }
 
-static int vfail(judge_trial *j, const char *code, const char *fmt, va_list ap)
-{
-    if (kv_judge_failed(j)) return KV_JUDGE_FAILED; /* the first failure stands */
-    kv_buf b = KV_BUF_INIT;
-    kv_buf_vprintf(&b, fmt, ap);
-    code = memcheck_failure(j, code, &b);
-    /* Nothing of the candidate's runs while the trial unwinds. */
-    kv_judge_runner_stop(j);
-    const char *detail = b.data ? b.data : "";
-    /* The task's own code failing is the harness's problem, not the candidate's. */
-    int rc = j->who && strcmp(j->who, "baseline") == 0 && strcmp(code, "harness_error") != 0
-                 ? kv_verdict_set(&j->v, "harness_error", "the task's baseline failed: %s: %s",
-                                  code, detail)
-                 : kv_verdict_set(&j->v, code, "%s", detail);
-    kv_buf_free(&b);
-    return rc;
-}
-
-int kv_judge_fail(judge_trial *j, const char *code, const char *fmt, ...)
+/* kv_verdict_set with CODE's variable part ARG. */
+static int verdict_arg(kv_verdict *v, kv_reason code, int arg, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int verdict_arg(kv_verdict *v, kv_reason code, int arg, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int rc = vfail(j, code, fmt, ap);
+    int rc = kv_verdict_vset(v, code, arg, fmt, ap);
     va_end(ap);
     return rc;
 }
 
-int kv_judge_fail_err(judge_trial *j, char *err, const char *context)
+/* kv_judge_fail with CODE's variable part ARG. */
+static int vfail(judge_trial *j, kv_reason code, int arg, const char *fmt, va_list ap)
 {
-    const char *colon = err ? strstr(err, ": ") : NULL;
-    char code[64] = "harness_error";
-    if (colon && (size_t)(colon - err) < sizeof code && !memchr(err, ' ', (size_t)(colon - err))) {
-        memcpy(code, err, (size_t)(colon - err));
-        code[colon - err] = '\0';
-    } else {
-        colon = NULL;
-    }
-    int rc = kv_judge_fail(j, code, "%s%s%s", context ? context : "", context ? ": " : "",
-                           colon ? colon + 2 : (err ? err : "unknown error"));
-    free(err);
+    if (kv_judge_failed(j)) return KV_JUDGE_FAILED; /* the first failure stands */
+    kv_buf b = KV_BUF_INIT;
+    kv_buf_vprintf(&b, fmt, ap);
+    code = memcheck_failure(j, code, &arg, &b);
+    /* Nothing of the candidate's runs while the trial unwinds. */
+    kv_judge_runner_stop(j);
+    const char *detail = b.data ? b.data : "";
+    char name[64];
+    /* The task's own code failing is the harness's problem, not the candidate's. */
+    int rc = j->who && strcmp(j->who, "baseline") == 0 && code != KV_R_HARNESS_ERROR
+                 ? kv_verdict_set(&j->v, KV_R_HARNESS_ERROR, "the task's baseline failed: %s: %s",
+                                  kv_reason_format(code, arg, name, sizeof name), detail)
+                 : verdict_arg(&j->v, code, arg, "%s", detail);
+    kv_buf_free(&b);
+    return rc;
+}
+
+int kv_judge_fail(judge_trial *j, kv_reason code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vfail(j, code, 0, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int kv_judge_fail_arg(judge_trial *j, kv_reason code, int arg, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vfail(j, code, arg, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int kv_judge_fail_err(judge_trial *j, kv_fail *err, const char *context)
+{
+    int rc = kv_judge_fail_arg(j, err->code, err->arg, "%s%s%s", context ? context : "",
+                               context ? ": " : "", err->detail ? err->detail : "unknown error");
+    kv_fail_clear(err);
     return rc;
 }
 
@@ -135,21 +153,20 @@ const char *kv_judge_coords(const kv_task *t, int ti, const int64_t *syms, size_
     return buf;
 }
 
-int kv_judge_fail_shape(judge_trial *j, const shape_data *d, const char *code, const char *fmt, ...)
+int kv_judge_fail_shape(judge_trial *j, const shape_data *d, kv_reason code, const char *fmt, ...)
 {
     kv_buf b = KV_BUF_INIT;
     va_list ap;
     va_start(ap, fmt);
     kv_buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    int value_error = strcmp(code, "stale_or_unwritten_output") == 0 ||
-                      strcmp(code, "wrong_result") == 0 || strcmp(code, "nan_or_inf_output") == 0 ||
-                      strcmp(code, "result_cached_across_calls") == 0;
+    int value_error = code == KV_R_STALE_OR_UNWRITTEN_OUTPUT || code == KV_R_WRONG_RESULT ||
+                      code == KV_R_NAN_OR_INF_OUTPUT || code == KV_R_RESULT_CACHED_ACROSS_CALLS;
     char label[160];
     kv_judge_shape_label(j->task, d->shape, label, sizeof label);
     int rc = d->held && value_error
-                 ? kv_judge_fail(j, "wrong_on_held_out_shape", "held-out shape %s: %s: %s", label,
-                                 code, b.data)
+                 ? kv_judge_fail(j, KV_R_WRONG_ON_HELD_OUT_SHAPE, "held-out shape %s: %s: %s",
+                                 label, kv_reason_name(code), b.data)
                  : kv_judge_fail(j, code, "%s %s: %s", d->held ? "held-out shape" : "scenario",
                                  label, b.data);
     kv_buf_free(&b);
@@ -160,17 +177,17 @@ int kv_judge_fail_runner(judge_trial *j, const kv_rfail *f, const char *context)
 {
     /* A fault in a guarded range names its tensor by index: the judge knows
      * the names. */
-    int guarded = strcmp(f->code, "input_modified") == 0 || strcmp(f->code, "out_of_bounds") == 0;
-    int canary = strcmp(f->code, "out_of_bounds_write") == 0;
+    int guarded = f->code == KV_R_INPUT_MODIFIED || f->code == KV_R_OUT_OF_BOUNDS;
+    int canary = f->code == KV_R_OUT_OF_BOUNDS_WRITE;
     if ((guarded || canary) && f->call < (uint32_t)j->task->num_tensors) {
         const char *name = j->task->tensors[f->call].name;
         if (canary) return kv_judge_fail(j, f->code, "%s: tensor %s: %s", context, name, f->detail);
-        if (f->code[0] == 'i')
+        if (f->code == KV_R_INPUT_MODIFIED)
             return kv_judge_fail(j, f->code, "%s: input %s changed: %s", context, name, f->detail);
         return kv_judge_fail(j, f->code, "%s: %s past the end of tensor %s", context, f->detail,
                              name);
     }
-    return kv_judge_fail(j, f->code[0] ? f->code : "launch_failed", "%s: %s", context, f->detail);
+    return kv_judge_fail_arg(j, f->code, f->arg, "%s: %s", context, f->detail);
 }
 
 int kv_judge_run_block(judge_trial *j, const kv_rmsg_run *m, const char *context, double *secs)
@@ -181,13 +198,13 @@ int kv_judge_run_block(judge_trial *j, const kv_rmsg_run *m, const char *context
     double grace = j->grace_s;
     j->grace_s = 0;
     kv_rfail f;
-    char *err = NULL;
+    kv_fail err = {0};
     double took = 0;
     int rc = kv_runner_run(j->rn, m, limit + grace, &took, &f, &err);
     j->replied_at = kv_now_s();
-    if (rc < 0) return kv_judge_fail_err(j, err, context);
-    if (rc > 0 && grace > 0 && strcmp(f.code, "timeout") == 0)
-        return kv_judge_fail(j, "timeout",
+    if (rc < 0) return kv_judge_fail_err(j, &err, context);
+    if (rc > 0 && grace > 0 && f.code == KV_R_TIMEOUT)
+        return kv_judge_fail(j, KV_R_TIMEOUT,
                              "%s: the kernel exceeded %g s (with %g s more for the driver's first "
                              "build of it) during %s",
                              context, limit, grace, kv_worker_current_phase());
@@ -234,9 +251,9 @@ int kv_judge_check_quiet(judge_trial *j, const shape_data *d, const char *contex
     const char *what = extra > 0 ? "thread(s)" : "process(es)";
     int n = extra > 0 ? extra : children;
     if (d)
-        return kv_judge_fail_shape(j, d, "async_work_outside_harness_stream",
+        return kv_judge_fail_shape(j, d, KV_R_ASYNC_WORK_OUTSIDE_HARNESS_STREAM,
                                    "%d %s started by kv_launch were still running %s", n, what,
                                    context);
-    return kv_judge_fail(j, "async_work_outside_harness_stream",
+    return kv_judge_fail(j, KV_R_ASYNC_WORK_OUTSIDE_HARNESS_STREAM,
                          "%d %s started by kv_launch were still running %s", n, what, context);
 }

@@ -183,13 +183,18 @@ static inline int kv_judge_dist(const judge_trial *j, int i, const int64_t *syms
  * Under memcheck a call's failure becomes memcheck's error where the tool
  * reported one; the task's own baseline failing is a harness error.
  * Returns KV_JUDGE_FAILED. */
-KV_MUST_CHECK int kv_judge_fail(judge_trial *j, const char *code, const char *fmt, ...)
+KV_MUST_CHECK int kv_judge_fail(judge_trial *j, kv_reason code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Fails with ERR ("code: detail", taken), prefixed with CONTEXT. */
-KV_MUST_CHECK int kv_judge_fail_err(judge_trial *j, char *err, const char *context);
+/* The same for a CODE with a variable part ARG (a crash's signal or exit
+ * status). */
+KV_MUST_CHECK int kv_judge_fail_arg(judge_trial *j, kv_reason code, int arg, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Fails with ERR's code and its detail prefixed with CONTEXT (NULL: none);
+ * clears ERR. */
+KV_MUST_CHECK int kv_judge_fail_err(judge_trial *j, kv_fail *err, const char *context);
 /* Fails for shape D with CODE (value errors on a held-out shape become
  * wrong_on_held_out_shape). */
-KV_MUST_CHECK int kv_judge_fail_shape(judge_trial *j, const shape_data *d, const char *code,
+KV_MUST_CHECK int kv_judge_fail_shape(judge_trial *j, const shape_data *d, kv_reason code,
                                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* Fails with the runner's failure F (its report, its death, a deadline). */
 KV_MUST_CHECK int kv_judge_fail_runner(judge_trial *j, const kv_rfail *f, const char *context);

@@ -5,33 +5,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int kv_verdict_vset(kv_verdict *v, const char *code, const char *fmt, va_list ap)
+int kv_verdict_vset(kv_verdict *v, kv_reason code, int arg, const char *fmt, va_list ap)
 {
     if (kv_verdict_is_set(v)) return KV_JUDGE_FAILED;
     kv_buf b = KV_BUF_INIT;
     kv_buf_vprintf(&b, fmt, ap);
-    snprintf(v->code, sizeof v->code, "%s", code && *code ? code : "harness_error");
+    v->code = kv_reason_valid(code);
+    v->arg = arg;
     v->detail = b.data ? kv_buf_steal(&b) : kv_strdup("");
     return KV_JUDGE_FAILED;
 }
 
-int kv_verdict_set(kv_verdict *v, const char *code, const char *fmt, ...)
+int kv_verdict_set(kv_verdict *v, kv_reason code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int rc = kv_verdict_vset(v, code, fmt, ap);
+    int rc = kv_verdict_vset(v, code, 0, fmt, ap);
     va_end(ap);
     return rc;
 }
 
 int kv_verdict_is_set(const kv_verdict *v)
 {
-    return v->code[0] != '\0';
+    return v->detail != NULL;
 }
 
 void kv_verdict_clear(kv_verdict *v)
 {
     free(v->detail);
     v->detail = NULL;
-    v->code[0] = '\0';
+    v->code = KV_R_HARNESS_ERROR;
+    v->arg = 0;
 }

@@ -49,7 +49,7 @@ int kv_judge_view_task(judge_trial *j, const kv_task *own)
     for (int i = 0; i < own->num_tensors; i++)
         inout += own->tensors[i].role == KV_INOUT;
     const char *why = broken(own, inout);
-    if (why) return kv_verdict_set(&j->v, "harness_error", "task %s: %s", own->name, why);
+    if (why) return kv_verdict_set(&j->v, KV_R_HARNESS_ERROR, "task %s: %s", own->name, why);
     if (!inout) return 0;
     j->view = *own;
     for (int i = 0; i < own->num_tensors; i++) {

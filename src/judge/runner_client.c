@@ -53,17 +53,19 @@ static void runner_env(const char *scratch, const char *own_dir, char *owned[2])
 static void fail_from_death(kv_runner *r, const char *during, kv_rfail *f)
 {
     if (kv_proc_how(r->proc) == KV_PROC_SIGNALED) {
-        const char *name = sigabbrev_np(kv_proc_signal(r->proc));
-        snprintf(f->code, sizeof f->code, "crash: SIG%s", name ? name : "?");
+        char code[64];
+        f->code = KV_R_CRASH;
+        f->arg = kv_proc_signal(r->proc);
         snprintf(f->detail, sizeof f->detail, "the candidate's process died (%s) during %s",
-                 f->code, during);
+                 kv_reason_format(f->code, f->arg, code, sizeof code), during);
     } else if (kv_proc_how(r->proc) == KV_PROC_TIMED_OUT) {
-        snprintf(f->code, sizeof f->code, "timeout");
+        f->code = KV_R_TIMEOUT;
         snprintf(f->detail, sizeof f->detail,
                  "the candidate's process outlived its limit during %s", during);
     } else {
         int code = kv_proc_exit_code(r->proc);
-        snprintf(f->code, sizeof f->code, "crash: exit %d", code);
+        f->code = KV_R_CRASH_EXIT;
+        f->arg = code;
         snprintf(f->detail, sizeof f->detail,
                  "the candidate's process exited (status %d) during %s", code, during);
     }
@@ -81,14 +83,14 @@ static int reap(kv_runner *r, int wait_ms)
  * Returns 0 with it, 1 with F filled (a failure claimed, a death or the
  * deadline; DURING names the step), -1 with *ERR. */
 static int wait_reply(kv_runner *r, uint64_t seq, double timeout_s, const char *during, kv_rfail *f,
-                      char **err)
+                      kv_fail *err)
 {
     double deadline = kv_now_s() + timeout_s;
     for (;;) {
         double left = deadline - kv_now_s();
         if (left <= 0) {
             kv_proc_kill(r->proc);
-            snprintf(f->code, sizeof f->code, "timeout");
+            f->code = KV_R_TIMEOUT;
             snprintf(f->detail, sizeof f->detail, "the kernel exceeded %g s during %s", timeout_s,
                      during);
             return 1;
@@ -97,8 +99,7 @@ static int wait_reply(kv_runner *r, uint64_t seq, double timeout_s, const char *
         struct pollfd p = {.fd = r->sock, .events = POLLIN};
         int pr = poll(&p, 1, ms);
         if (pr < 0 && errno != EINTR) {
-            *err = kv_asprintf("harness_error: poll: %s", strerror(errno));
-            return -1;
+            return kv_fail_set(err, KV_R_HARNESS_ERROR, "poll: %s", strerror(errno));
         }
         if (pr > 0 && (p.revents & POLLIN)) {
             memset(r->reply, 0, sizeof *r->reply);
@@ -107,17 +108,16 @@ static int wait_reply(kv_runner *r, uint64_t seq, double timeout_s, const char *
             uint32_t want = seq ? KV_RMSG_REPLY : KV_RMSG_HELLO;
             if (n >= (ssize_t)offsetof(kv_rmsg_reply, log) && r->reply->h.type == want &&
                 r->reply->h.seq == seq) {
-                r->reply->code[sizeof r->reply->code - 1] = '\0';
                 r->reply->detail[sizeof r->reply->detail - 1] = '\0';
                 r->reply->log[sizeof r->reply->log - 1] = '\0';
                 if (r->reply->status == 0) return 0;
-                snprintf(f->code, sizeof f->code, "%s",
-                         r->reply->code[0] ? r->reply->code : "launch_failed");
+                f->code = kv_reason_valid(r->reply->code);
+                f->arg = r->reply->arg;
                 snprintf(f->detail, sizeof f->detail, "%s during %s", r->reply->detail, during);
                 f->call = r->reply->call;
                 /* A crash report comes just before the death: wait for it. */
-                if (strncmp(f->code, "crash", 5) == 0 || strcmp(f->code, "out_of_bounds") == 0 ||
-                    strcmp(f->code, "input_modified") == 0)
+                if (f->code == KV_R_CRASH || f->code == KV_R_CRASH_EXIT ||
+                    f->code == KV_R_OUT_OF_BOUNDS || f->code == KV_R_INPUT_MODIFIED)
                     kv_proc_kill(r->proc);
                 return 1;
             }
@@ -135,7 +135,7 @@ static int wait_reply(kv_runner *r, uint64_t seq, double timeout_s, const char *
     }
 }
 
-kv_runner *kv_runner_spawn(const kv_runner_spec *spec, char **err)
+kv_runner *kv_runner_spawn(const kv_runner_spec *spec, kv_fail *err)
 {
     /* The candidate's process may not read this one's memory. */
     prctl(PR_SET_DUMPABLE, 0);
@@ -146,8 +146,8 @@ kv_runner *kv_runner_spawn(const kv_runner_spec *spec, char **err)
     const char *tmp = getenv("TMPDIR");
     char *tmpl = kv_asprintf("%s/kevolve-runner-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(tmpl)) {
-        *err = kv_asprintf("harness_error: cannot make a scratch folder %s: %s", tmpl,
-                           strerror(errno));
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "cannot make a scratch folder %s: %s", tmpl,
+                    strerror(errno));
         free(tmpl);
         kv_runner_stop(r);
         return NULL;
@@ -155,7 +155,7 @@ kv_runner *kv_runner_spawn(const kv_runner_spec *spec, char **err)
     r->scratch = tmpl;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-        *err = kv_asprintf("harness_error: runner channel: %s", strerror(errno));
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "runner channel: %s", strerror(errno));
         kv_runner_stop(r);
         return NULL;
     }
@@ -206,15 +206,15 @@ kv_runner *kv_runner_spawn(const kv_runner_spec *spec, char **err)
                        .max_output = 64 * 1024,
                        .fds = &sv[1],
                        .n_fds = 1};
-    r->proc = kv_proc_start(&ps, err);
+    char *why = NULL;
+    r->proc = kv_proc_start(&ps, &why);
     free(env[0]);
     free(env[1]);
     close(sv[1]);
     r->sock = sv[0];
     if (!r->proc) {
-        char *e = *err;
-        *err = kv_asprintf("harness_error: cannot start the runner: %s", e ? e : "");
-        free(e);
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "cannot start the runner: %s", why ? why : "");
+        free(why);
         kv_runner_stop(r);
         return NULL;
     }
@@ -222,20 +222,24 @@ kv_runner *kv_runner_spawn(const kv_runner_spec *spec, char **err)
     return r;
 }
 
-kv_runner *kv_runner_greet(kv_runner *r, double timeout_s, char **isolation, char **err)
+kv_runner *kv_runner_greet(kv_runner *r, double timeout_s, char **isolation, kv_fail *err)
 {
     *isolation = NULL;
     /* Hello: the device opened and the sandbox applied, no candidate yet. */
-    kv_rfail f = {{0}};
+    kv_rfail f = {0};
     int rc = wait_reply(r, 0, timeout_s, "the runner's start", &f, err);
     if (rc == 0 && r->reply->h.type != KV_RMSG_HELLO) rc = 1;
     if (rc != 0) {
         if (rc > 0) {
             char *out = kv_runner_output(r, 2000);
-            *err = r->reply->h.type == KV_RMSG_HELLO && r->reply->code[0]
-                       ? kv_asprintf("%s: %s", r->reply->code, r->reply->detail)
-                       : kv_asprintf("harness_error: the runner did not start (%s: %s)%s%s", f.code,
-                                     f.detail, *out ? ": " : "", out);
+            char code[64];
+            /* The runner's own word on its start (its device open), or its end. */
+            if (r->reply->h.type == KV_RMSG_HELLO && r->reply->status != 0)
+                kv_fail_set(err, kv_reason_valid(r->reply->code), "%s", r->reply->detail);
+            else
+                kv_fail_set(err, KV_R_HARNESS_ERROR, "the runner did not start (%s: %s)%s%s",
+                            kv_reason_format(f.code, f.arg, code, sizeof code), f.detail,
+                            *out ? ": " : "", out);
             free(out);
         }
         kv_runner_stop(r);
@@ -246,7 +250,7 @@ kv_runner *kv_runner_greet(kv_runner *r, double timeout_s, char **isolation, cha
 }
 
 kv_runner *kv_runner_start(const kv_runner_spec *spec, double timeout_s, char **isolation,
-                           char **err)
+                           kv_fail *err)
 {
     *isolation = NULL;
     kv_runner *r = kv_runner_spawn(spec, err);
@@ -255,21 +259,20 @@ kv_runner *kv_runner_start(const kv_runner_spec *spec, double timeout_s, char **
 
 /* Sends MSG (its header's seq set to the next one) with FD beside it when
  * FD >= 0. */
-static int send_msg(kv_runner *r, void *msg, size_t len, int fd, char **err)
+static int send_msg(kv_runner *r, void *msg, size_t len, int fd, kv_fail *err)
 {
     kv_rmsg_hdr *h = msg;
     h->version = KV_RPROTO_VERSION;
     h->seq = ++r->seq;
     ssize_t n = kv_send_with_fd(r->sock, msg, len, fd, 0);
     if (n < 0 && errno != EPIPE && errno != ECONNRESET) {
-        *err = kv_asprintf("harness_error: sending to the runner: %s", strerror(errno));
-        return -1;
+        return kv_fail_set(err, KV_R_HARNESS_ERROR, "sending to the runner: %s", strerror(errno));
     }
     return 0; /* a dead runner shows in the wait for its reply */
 }
 
 static int step(kv_runner *r, void *msg, size_t len, int fd, double timeout_s, const char *during,
-                kv_rfail *f, char **err)
+                kv_rfail *f, kv_fail *err)
 {
     memset(f, 0, sizeof *f);
     if (send_msg(r, msg, len, fd, err) != 0) return -1;
@@ -277,7 +280,7 @@ static int step(kv_runner *r, void *msg, size_t len, int fd, double timeout_s, c
 }
 
 int kv_runner_map(kv_runner *r, const kv_arena *a, const kv_rguard *guards, int nguards,
-                  double timeout_s, kv_rfail *f, char **err)
+                  double timeout_s, kv_rfail *f, kv_fail *err)
 {
     kv_rmsg_map *m = kv_calloc(1, sizeof *m);
     m->h.type = KV_RMSG_MAP;
@@ -294,13 +297,13 @@ int kv_runner_map(kv_runner *r, const kv_arena *a, const kv_rguard *guards, int 
     return rc;
 }
 
-int kv_runner_unmap(kv_runner *r, uint32_t arena, double timeout_s, kv_rfail *f, char **err)
+int kv_runner_unmap(kv_runner *r, uint32_t arena, double timeout_s, kv_rfail *f, kv_fail *err)
 {
     kv_rmsg_unmap m = {.h.type = KV_RMSG_UNMAP, .arena = arena};
     return step(r, &m, sizeof m, -1, timeout_s, "unmapping the tensors", f, err);
 }
 
-int kv_runner_load(kv_runner *r, double timeout_s, char **log, kv_rfail *f, char **err)
+int kv_runner_load(kv_runner *r, double timeout_s, char **log, kv_rfail *f, kv_fail *err)
 {
     kv_rmsg_hdr h = {.type = KV_RMSG_LOAD};
     int rc = step(r, &h, sizeof h, -1, timeout_s, "loading the candidate", f, err);
@@ -309,7 +312,7 @@ int kv_runner_load(kv_runner *r, double timeout_s, char **log, kv_rfail *f, char
 }
 
 int kv_runner_run(kv_runner *r, const kv_rmsg_run *m, double timeout_s, double *seconds,
-                  kv_rfail *f, char **err)
+                  kv_rfail *f, kv_fail *err)
 {
     kv_rmsg_run copy = *m;
     copy.h.type = KV_RMSG_RUN;
@@ -373,8 +376,8 @@ int kv_runner_quit(kv_runner *r, double timeout_s)
 {
     if (!r || r->ended) return 0;
     kv_rmsg_hdr h = {.type = KV_RMSG_QUIT};
-    char *err = NULL;
-    if (send_msg(r, &h, sizeof h, -1, &err) != 0) free(err);
+    kv_fail err = {0};
+    if (send_msg(r, &h, sizeof h, -1, &err) != 0) kv_fail_clear(&err);
     double deadline = kv_now_s() + timeout_s;
     while (!reap(r, 50) && kv_now_s() < deadline) {
     }

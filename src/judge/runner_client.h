@@ -15,7 +15,8 @@ typedef struct kv_runner kv_runner;
 
 /* Why a step failed, when the failure is the candidate's. */
 typedef struct kv_rfail {
-    char code[64];    /* "timeout", "crash: SIGSEGV", "launch_failed", ... */
+    kv_reason code;   /* KV_R_TIMEOUT, KV_R_CRASH, KV_R_LAUNCH_FAILED, ... */
+    int arg;          /* KV_R_CRASH: the signal; KV_R_CRASH_EXIT: the status */
     char detail[700]; /* what happened, for artifacts.reason_detail */
     uint32_t call;    /* the call of the block it happened in */
 } kv_rfail;
@@ -41,27 +42,28 @@ typedef struct kv_runner_spec {
  * open and its sandbox applied, before any candidate code is loaded, so what
  * it says about its sandbox is still the harness's own word (*ISOLATION,
  * malloc'd). Returns the runner; NULL with *ERR when it could not start or
- * open the device (a harness error: "no CUDA device: ..."). */
+ * open the device (KV_R_NO_DEVICE where the runner's open found none,
+ * else KV_R_HARNESS_ERROR). */
 kv_runner *kv_runner_start(const kv_runner_spec *spec, double timeout_s, char **isolation,
-                           char **err);
+                           kv_fail *err);
 /* The same in two halves, for a judge that starts a runner while it works
  * with another: the process started (NULL with *ERR), then its hello
  * waited for (NULL with *ERR: the runner is stopped and freed). */
-kv_runner *kv_runner_spawn(const kv_runner_spec *spec, char **err);
-kv_runner *kv_runner_greet(kv_runner *r, double timeout_s, char **isolation, char **err);
+kv_runner *kv_runner_spawn(const kv_runner_spec *spec, kv_fail *err);
+kv_runner *kv_runner_greet(kv_runner *r, double timeout_s, char **isolation, kv_fail *err);
 
 /* The steps. Each returns 0 when it ended well, 1 when it failed by the
  * candidate's doing (F filled: the runner's own report, its death, or the
- * deadline), -1 on a harness error (*ERR). */
+ * deadline), -1 on a harness error (*ERR, KV_R_HARNESS_ERROR). */
 int kv_runner_map(kv_runner *r, const kv_arena *a, const kv_rguard *guards, int nguards,
-                  double timeout_s, kv_rfail *f, char **err);
-int kv_runner_unmap(kv_runner *r, uint32_t arena, double timeout_s, kv_rfail *f, char **err);
+                  double timeout_s, kv_rfail *f, kv_fail *err);
+int kv_runner_unmap(kv_runner *r, uint32_t arena, double timeout_s, kv_rfail *f, kv_fail *err);
 /* *LOG: the build log (opencl; malloc'd, may be empty). */
-int kv_runner_load(kv_runner *r, double timeout_s, char **log, kv_rfail *f, char **err);
+int kv_runner_load(kv_runner *r, double timeout_s, char **log, kv_rfail *f, kv_fail *err);
 /* Runs block M; *SECONDS: the judge's wall time from the request's send to
  * the reply's arrival. */
 int kv_runner_run(kv_runner *r, const kv_rmsg_run *m, double timeout_s, double *seconds,
-                  kv_rfail *f, char **err);
+                  kv_rfail *f, kv_fail *err);
 
 /* The runner's process id (what /proc/PID describes), or -1 after its end. */
 pid_t kv_runner_pid(const kv_runner *r);

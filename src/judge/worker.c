@@ -4,6 +4,7 @@
 #include "util/buf.h"
 #include "util/json.h"
 #include "util/proc.h"
+#include "util/signame.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +30,6 @@ void kv_worker_outcome_clear(kv_worker_outcome *o)
 {
     if (o->result) json_decref(o->result);
     if (o->fail_extra) json_decref(o->fail_extra);
-    free(o->fail_code);
     free(o->fail_detail);
     free(o->phase);
     memset(o, 0, sizeof *o);
@@ -75,40 +75,16 @@ static size_t put_hex(char *buf, size_t at, size_t cap, uintptr_t v)
     return put(buf, at, cap, out);
 }
 
-static const char *sig_name(int sig)
-{
-    switch (sig) {
-    case SIGSEGV:
-        return "SIGSEGV";
-    case SIGBUS:
-        return "SIGBUS";
-    case SIGFPE:
-        return "SIGFPE";
-    case SIGILL:
-        return "SIGILL";
-    case SIGABRT:
-        return "SIGABRT";
-    case SIGKILL:
-        return "SIGKILL";
-    case SIGTERM:
-        return "SIGTERM";
-    case SIGALRM:
-        return "SIGALRM";
-    case SIGXCPU:
-        return "SIGXCPU";
-    default:
-        return "a signal";
-    }
-}
-
 /* The judge's own crash: a harness error, reported with where it was. */
 static void on_crash(int sig, siginfo_t *info, void *uc)
 {
     (void)uc;
     static char msg[1024];
-    size_t n = put(msg, 0, sizeof msg, "{\"type\":\"fail\",\"code\":\"harness_error\",");
+    size_t n = put(msg, 0, sizeof msg, "{\"type\":\"fail\",\"code\":\"");
+    n = put(msg, n, sizeof msg, kv_reason_name(KV_R_HARNESS_ERROR));
+    n = put(msg, n, sizeof msg, "\",");
     n = put(msg, n, sizeof msg, "\"detail\":\"the judge crashed (");
-    n = put(msg, n, sizeof msg, sig_name(sig));
+    n = put(msg, n, sizeof msg, kv_signal_name(sig, "a signal"));
     if (sig == SIGSEGV || sig == SIGBUS) {
         n = put(msg, n, sizeof msg, " at address ");
         n = put_hex(msg, n, sizeof msg, (uintptr_t)info->si_addr);
@@ -182,15 +158,17 @@ void kv_worker_result(const json_t *result)
     json_decref(o);
 }
 
-void kv_worker_failure(const char *code, const json_t *extra, const char *fmt, ...)
+void kv_worker_failure(kv_reason code, int arg, const json_t *extra, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     kv_buf b = KV_BUF_INIT;
     kv_buf_vprintf(&b, fmt, ap);
     va_end(ap);
+    char name[64];
     json_t *o =
-        json_pack("{s:s,s:s,s:s}", "type", "fail", "code", code, "detail", b.data ? b.data : "");
+        json_pack("{s:s,s:s,s:s}", "type", "fail", "code",
+                  kv_reason_format(code, arg, name, sizeof name), "detail", b.data ? b.data : "");
     if (extra) json_object_set(o, "extra", (json_t *)extra);
     send_json(o);
     json_decref(o);
@@ -257,8 +235,11 @@ static void parse_lines(const char *text, kv_worker_outcome *out)
             out->phase = kv_strdup(json_string_value(json_object_get(o, "phase")));
         } else if (type && strcmp(type, "result") == 0 && !out->result) {
             out->result = json_incref(json_object_get(o, "result"));
-        } else if (type && strcmp(type, "fail") == 0 && !out->fail_code) {
-            out->fail_code = kv_strdup(json_string_value(json_object_get(o, "code")));
+        } else if (type && strcmp(type, "fail") == 0 && !out->failed) {
+            /* The code crosses the pipe by its name: read back here only. */
+            out->failed = 1;
+            out->fail_code =
+                kv_reason_parse(json_string_value(json_object_get(o, "code")), &out->fail_arg);
             out->fail_detail = kv_strdup(json_string_value(json_object_get(o, "detail")));
             json_t *extra = json_object_get(o, "extra");
             if (extra) out->fail_extra = json_incref(extra);
@@ -424,5 +405,5 @@ int kv_worker_follow(int fd, double timeout_s, double wait_cap_s, kv_worker_outc
 
 const char *kv_worker_signal_name(int sig)
 {
-    return sig_name(sig);
+    return kv_signal_name(sig, "a signal");
 }

@@ -7,18 +7,22 @@
 #ifndef KV_JUDGE_WORKER_H
 #define KV_JUDGE_WORKER_H
 
+#include "runner/reason.h"
+
 #include <jansson.h>
 #include <stddef.h>
 
 typedef struct kv_worker_outcome {
-    int exit_code;      /* the child's exit status, -1 when it did not exit */
-    int signal;         /* the signal that killed it, else 0 */
-    int timed_out;      /* 1 when the parent killed it at the deadline */
-    json_t *result;     /* what kv_worker_result sent, or NULL */
-    char *fail_code;    /* what kv_worker_failure (or a handler) sent, or NULL */
-    char *fail_detail;  /* its detail, or NULL */
-    json_t *fail_extra; /* extra JSON it sent with the failure, or NULL */
-    char *phase;        /* the last phase reported, or NULL */
+    int exit_code;       /* the child's exit status, -1 when it did not exit */
+    int signal;          /* the signal that killed it, else 0 */
+    int timed_out;       /* 1 when the parent killed it at the deadline */
+    json_t *result;      /* what kv_worker_result sent, or NULL */
+    int failed;          /* 1 when kv_worker_failure (or a handler) sent a failure */
+    kv_reason fail_code; /* its code (read back from its name) */
+    int fail_arg;        /* the code's variable part (a crash's signal or status) */
+    char *fail_detail;   /* its detail, or NULL */
+    json_t *fail_extra;  /* extra JSON it sent with the failure, or NULL */
+    char *phase;         /* the last phase reported, or NULL */
     double seconds;
 } kv_worker_outcome;
 
@@ -54,12 +58,13 @@ void kv_worker_waiting(void);
 void kv_worker_waited(double seconds);
 /* Sends the result (does not take ownership). */
 void kv_worker_result(const json_t *result);
-/* Sends a failure (CODE: a short name such as "wrong_result"; EXTRA: more
+/* Sends a failure (CODE with its variable part ARG, which travel as the
+ * code's stable name, "wrong_result" or "crash: SIGSEGV"; EXTRA: more
  * JSON, may be NULL, not taken; a formatted detail). The child then ends,
  * or a long-lived judge goes on to its next job: nothing follows it for
  * this one. */
-void kv_worker_failure(const char *code, const json_t *extra, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void kv_worker_failure(kv_reason code, int arg, const json_t *extra, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* In a long-lived judge: what follows goes to FD (a client's channel; -1:
  * none). */
 void kv_worker_serve(int fd);

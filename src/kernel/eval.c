@@ -34,11 +34,14 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Turns a child's "no_device"/"not_built" failure or death into *ERR. */
+/* Turns a child's failure (its code and detail: "no_device: ...") or its
+ * death during WHAT into a message, malloc'd. */
 static char *outcome_error(const kv_worker_outcome *w, const char *what)
 {
-    if (w->fail_code)
-        return kv_asprintf("%s: %s", w->fail_code, w->fail_detail ? w->fail_detail : "");
+    char code[64];
+    if (w->failed)
+        return kv_asprintf("%s: %s", kv_reason_format(w->fail_code, w->fail_arg, code, sizeof code),
+                           w->fail_detail ? w->fail_detail : "");
     if (w->timed_out) return kv_asprintf("%s: timed out", what);
     if (w->signal) return kv_asprintf("%s: killed by %s", what, kv_worker_signal_name(w->signal));
     return kv_asprintf("%s: worker exited with status %d", what, w->exit_code);
@@ -49,13 +52,13 @@ static void list_devices_main(void *ctx)
 {
     const kv_backend *b = ctx;
     if (!b->devices) {
-        kv_worker_failure("not_built", NULL, "%s", b->not_built);
+        kv_worker_failure(KV_R_NOT_BUILT, 0, NULL, "%s", b->not_built);
         return;
     }
     char *err = NULL;
     json_t *list = b->devices(&err);
     if (!list) {
-        kv_worker_failure("no_device", NULL, "%s", err ? err : "no device");
+        kv_worker_failure(KV_R_NO_DEVICE, 0, NULL, "%s", err ? err : "no device");
         free(err);
         return;
     }
@@ -78,8 +81,8 @@ int kv_kernel_devices(const char *backend, json_t **list, char **err)
     if (w.result) {
         *list = json_incref(json_object_get(w.result, "devices"));
     } else {
-        *err = w.fail_detail && w.fail_code ? kv_strdup(w.fail_detail)
-                                            : outcome_error(&w, "listing the devices");
+        *err = w.fail_detail && w.failed ? kv_strdup(w.fail_detail)
+                                         : outcome_error(&w, "listing the devices");
         rc = -1;
     }
     kv_worker_outcome_clear(&w);
@@ -217,14 +220,16 @@ static int verdict(const kv_job *job, kv_worker_outcome *w, double timeout, json
         *result = accepted(job->stage, w->result, artifacts);
         return 0;
     }
-    if (w->fail_code &&
-        (strcmp(w->fail_code, "no_device") == 0 || strcmp(w->fail_code, "not_built") == 0 ||
-         strcmp(w->fail_code, "harness_error") == 0)) {
-        *err = kv_asprintf("%s: %s", w->fail_code, w->fail_detail ? w->fail_detail : "");
+    kv_reason code = w->fail_code;
+    if (w->failed &&
+        (code == KV_R_NO_DEVICE || code == KV_R_NOT_BUILT || code == KV_R_HARNESS_ERROR)) {
+        *err = outcome_error(w, NULL);
         return -1;
     }
-    if (w->fail_code) {
-        *result = rejected(w->fail_code, w->fail_detail, artifacts);
+    if (w->failed) {
+        char name[64];
+        *result = rejected(kv_reason_format(code, w->fail_arg, name, sizeof name), w->fail_detail,
+                           artifacts);
         return 0;
     }
     /* The judge itself died or overran: the harness's failure, not a verdict
@@ -420,7 +425,7 @@ int kv_kernel_eval(const kv_job *job, json_t **result, char **err)
     json_object_set_new(artifacts, "cache_key", json_string(cand.key));
     json_object_set_new(artifacts, "compile_cached", json_integer(cand.cached));
     if (crc == 1) {
-        *result = rejected("compile_error", cand.log, artifacts);
+        *result = rejected(kv_reason_name(KV_R_COMPILE_ERROR), cand.log, artifacts);
         rc = 0;
         goto out;
     }

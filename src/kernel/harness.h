@@ -23,7 +23,8 @@
  * wrong_on_held_out_shape, timed_output_wrong, faster_than_roofline,
  * timeout, "crash: SIGSEGV" (and other signals), and the CUDA errors by name
  * (illegal_address, misaligned_address, out_of_resources, out_of_memory,
- * ...). artifacts.reason_detail says where and how. */
+ * ...). The list is kept once, as the enum kv_reason (runner/reason.h),
+ * whose names these are. artifacts.reason_detail says where and how. */
 #ifndef KV_KERNEL_HARNESS_H
 #define KV_KERNEL_HARNESS_H
 
@@ -37,8 +38,8 @@
 /* Evaluates the candidate JOB describes (util/eval_job.h). Returns 0 with
  * *RESULT (owned by the caller) whenever the candidate was judged, correct
  * or not; -1 with *ERR for usage errors and harness failures (unknown task
- * or backend, unreadable file, no compiler, no device: "no CUDA device:
- * ..."). */
+ * or backend, unreadable file, no compiler, no device: "no_device: no CUDA
+ * device: ..."), a message for people that no code reads back. */
 int kv_kernel_eval(const kv_job *job, json_t **result, char **err);
 
 /* Lists BACKEND's devices from a worker child (a driver that crashes ends

@@ -21,14 +21,17 @@ struct kv_rdev {
      * in /dev of the host's other devices (NULL-terminated, maybe empty),
      * which the sandbox then shuts; NULL when it cannot tell. */
     char **shut;
-    int (*open)(kv_rdev *b, char **err);
+    /* Opens the device; -1 with *ERR (KV_R_NO_DEVICE when there is none to
+     * open). */
+    int (*open)(kv_rdev *b, kv_fail *err);
     /* Maps the arena M describes (FD: its memfd on cpu and opencl). */
-    int (*map)(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err);
+    int (*map)(kv_rdev *b, const kv_rmsg_map *m, int fd, kv_fail *err);
     void (*unmap)(kv_rdev *b, uint32_t arena);
     /* Loads the candidate: the shared object LIB (and, on opencl, the device
      * code DEVICE_SRC). *LOG: a build log (malloc'd) or NULL. */
-    int (*load)(kv_rdev *b, const char *lib, const char *device_src, char **log, char **err);
-    /* Runs the block R; on failure fills REPLY's code, detail and call. */
+    int (*load)(kv_rdev *b, const char *lib, const char *device_src, char **log, kv_fail *err);
+    /* Runs the block R; on failure fills REPLY's code (and arg), detail and
+     * call. */
     int (*run)(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply);
 };
 

@@ -12,11 +12,13 @@
 #ifndef KV_RUNNER_RPROTO_H
 #define KV_RUNNER_RPROTO_H
 
+#include "runner/reason.h"
+
 #include <kevolve/task.h>
 
 #include <stdint.h>
 
-#define KV_RPROTO_VERSION 1
+#define KV_RPROTO_VERSION 2
 #define KV_RMSG_MAX (256u * 1024u) /* the largest message, build logs included */
 #define KV_RMAX_GUARDS 64          /* protected page ranges per arena message */
 
@@ -76,7 +78,7 @@ typedef struct kv_rmsg_unmap {
  * in, no launch), for the judge to see work that landed late. */
 #define KV_RUN_DOWNLOAD_ONLY 2u
 /* cuda: record the block's calls into a graph (stream capture), launching
- * nothing, and keep it; a reply coded "capture_unsupported" says the
+ * nothing, and keep it; a reply coded KV_R_CAPTURE_UNSUPPORTED says the
  * candidate's calls cannot be captured (the judge then times launches). */
 #define KV_RUN_CAPTURE 4u
 /* cuda: launch the graph kept for this very block (arena, calls, sets) and
@@ -106,16 +108,18 @@ typedef struct kv_rmsg_run {
 } kv_rmsg_run;
 
 /* A reply: STATUS 0 when the step ended well; otherwise CODE names the
- * failure as the harness's reason codes do ("launch_failed",
- * "illegal_address", "load_error", "compile_error", ...), CALL the call of
- * the block it happened in (for a fault in a guarded range, "out_of_bounds"
- * or "input_modified", the tensor it guards). LOG: a build log (opencl),
- * may be empty. */
+ * failure, a kv_reason (KV_R_LAUNCH_FAILED, KV_R_ILLEGAL_ADDRESS,
+ * KV_R_LOAD_ERROR, KV_R_COMPILE_ERROR, ...; one outside the enum reads as
+ * a harness error), ARG its variable part (KV_R_CRASH: the signal), CALL
+ * the call of the block it happened in (for a fault in a guarded range,
+ * KV_R_OUT_OF_BOUNDS or KV_R_INPUT_MODIFIED, the tensor it guards). DETAIL
+ * does not repeat the code. LOG: a build log (opencl), may be empty. */
 typedef struct kv_rmsg_reply {
     kv_rmsg_hdr h;
     int32_t status;
     uint32_t call;
-    char code[64];
+    uint32_t code; /* a kv_reason */
+    int32_t arg;
     char detail[512];
     char log[64 * 1024];
 } kv_rmsg_reply;

@@ -6,6 +6,7 @@
 #include "util/buf.h"
 #include "util/fd_pass.h"
 #include "util/fs.h"
+#include "util/signame.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,24 +53,6 @@ static size_t put(char *buf, size_t at, size_t cap, const char *s)
     return at;
 }
 
-static const char *sig_name(int sig)
-{
-    switch (sig) {
-    case SIGSEGV:
-        return "SIGSEGV";
-    case SIGBUS:
-        return "SIGBUS";
-    case SIGFPE:
-        return "SIGFPE";
-    case SIGILL:
-        return "SIGILL";
-    case SIGABRT:
-        return "SIGABRT";
-    default:
-        return "a signal";
-    }
-}
-
 /* Reports the crash to the judge (a claim that can only fail the
  * candidate) and dies of the same signal. */
 static void on_crash(int sig, siginfo_t *info, void *uc)
@@ -87,19 +70,19 @@ static void on_crash(int sig, siginfo_t *info, void *uc)
     if (guard >= 0 && (sig == SIGSEGV || sig == SIGBUS)) {
         int ro = g_guards[guard].read_only;
         g_crash.call = g_guards[guard].tensor;
-        put(g_crash.code, 0, sizeof g_crash.code, ro ? "input_modified" : "out_of_bounds");
+        g_crash.code = ro ? KV_R_INPUT_MODIFIED : KV_R_OUT_OF_BOUNDS;
         n = put(g_crash.detail, 0, sizeof g_crash.detail,
                 ro ? "a write into an input (read-only in the candidate's process, "
                    : "an out of "
                      "bounds "
                      "access (");
-        n = put(g_crash.detail, n, sizeof g_crash.detail, sig_name(sig));
+        n = put(g_crash.detail, n, sizeof g_crash.detail, kv_signal_name(sig, "a signal"));
         put(g_crash.detail, n, sizeof g_crash.detail, ")");
     } else {
-        n = put(g_crash.code, 0, sizeof g_crash.code, "crash: ");
-        put(g_crash.code, n, sizeof g_crash.code, sig_name(sig));
+        g_crash.code = KV_R_CRASH;
+        g_crash.arg = sig;
         n = put(g_crash.detail, 0, sizeof g_crash.detail, "crash: ");
-        put(g_crash.detail, n, sizeof g_crash.detail, sig_name(sig));
+        put(g_crash.detail, n, sizeof g_crash.detail, kv_signal_name(sig, "a signal"));
     }
     send(RUNNER_SOCK, &g_crash, offsetof(kv_rmsg_reply, log), MSG_NOSIGNAL);
     signal(sig, SIG_DFL);
@@ -132,22 +115,14 @@ static void send_reply(kv_rmsg_reply *r, uint32_t type, uint64_t seq)
     }
 }
 
-/* Splits ERR ("code: detail") into R's code and detail; frees ERR. */
-static void set_error(kv_rmsg_reply *r, char *err)
+/* Puts failure ERR into R; clears ERR. */
+static void set_error(kv_rmsg_reply *r, kv_fail *err)
 {
-    const char *e = err ? err : "harness_error: unknown error";
-    const char *colon = strstr(e, ": ");
-    size_t n = colon ? (size_t)(colon - e) : 0;
     r->status = -1;
-    if (n == 0 || n >= sizeof r->code || memchr(e, ' ', n)) {
-        snprintf(r->code, sizeof r->code, "harness_error");
-        snprintf(r->detail, sizeof r->detail, "%s", e);
-    } else {
-        memcpy(r->code, e, n);
-        r->code[n] = '\0';
-        snprintf(r->detail, sizeof r->detail, "%s", colon + 2);
-    }
-    free(err);
+    r->code = err->code;
+    r->arg = err->arg;
+    snprintf(r->detail, sizeof r->detail, "%s", err->detail ? err->detail : "unknown error");
+    kv_fail_clear(err);
 }
 
 /* Receives one message into BUF (KV_RMSG_MAX bytes) with its descriptor,
@@ -208,21 +183,28 @@ int kv_runner_main(int argc, char **argv, kv_rdev_open_fn open_rdev)
     }
     kv_rmsg_reply *reply = kv_calloc(1, sizeof *reply);
     unsigned char *buf = kv_malloc(KV_RMSG_MAX);
-    char *err = NULL;
-    kv_rdev *dev = open_rdev(backend, device, &err);
+    kv_fail err = {0};
+    char *why = NULL;
+    kv_rdev *dev = open_rdev(backend, device, &why);
     if (dev) dev->confined = confined;
     const char *what = NULL;
     /* The device first (drivers open their nodes and helper files), then the
      * sandbox, then, only when the judge asks, the candidate. */
-    if (dev && confined && !dev->visible_env)
-        set_error(reply, kv_asprintf("harness_error: the %s backend cannot narrow the devices a "
-                                     "process sees (--confined)",
-                                     dev->name));
-    else if (!dev || dev->open(dev, &err) != 0)
-        set_error(reply, err);
-    else if (kv_sandbox_apply(scratch, own_dir, (const char *const *)dev->shut, &what, &err) != 0) {
-        set_error(reply, kv_asprintf("harness_error: sandbox: %s", err));
-        free(err);
+    if (!dev) {
+        kv_fail_take(&err, KV_R_HARNESS_ERROR, why);
+        set_error(reply, &err);
+    } else if (confined && !dev->visible_env) {
+        kv_fail_set(&err, KV_R_HARNESS_ERROR,
+                    "the %s backend cannot narrow the devices a process sees (--confined)",
+                    dev->name);
+        set_error(reply, &err);
+    } else if (dev->open(dev, &err) != 0) {
+        set_error(reply, &err);
+    } else if (kv_sandbox_apply(scratch, own_dir, (const char *const *)dev->shut, &what, &why) !=
+               0) {
+        kv_fail_set(&err, KV_R_HARNESS_ERROR, "sandbox: %s", why);
+        free(why);
+        set_error(reply, &err);
     } else
         snprintf(reply->detail, sizeof reply->detail, "%s%s%s", what,
                  confined ? ", its device alone visible" : "",
@@ -248,7 +230,7 @@ int kv_runner_main(int argc, char **argv, kv_rdev_open_fn open_rdev)
             kv_rmsg_map m;
             memset(&m, 0, sizeof m);
             memcpy(&m, buf, (size_t)n < sizeof m ? (size_t)n : sizeof m);
-            if (dev->map(dev, &m, fd, &err) != 0) set_error(reply, err);
+            if (dev->map(dev, &m, fd, &err) != 0) set_error(reply, &err);
             break;
         }
         case KV_RMSG_UNMAP: {
@@ -259,7 +241,7 @@ int kv_runner_main(int argc, char **argv, kv_rdev_open_fn open_rdev)
         }
         case KV_RMSG_LOAD: {
             char *log = NULL;
-            if (dev->load(dev, lib, device_src, &log, &err) != 0) set_error(reply, err);
+            if (dev->load(dev, lib, device_src, &log, &err) != 0) set_error(reply, &err);
             if (log) snprintf(reply->log, sizeof reply->log, "%s", log);
             free(log);
             break;
@@ -275,7 +257,8 @@ int kv_runner_main(int argc, char **argv, kv_rdev_open_fn open_rdev)
             return 0;
         default:
             if (fd >= 0) close(fd);
-            set_error(reply, kv_strdup("harness_error: unknown message"));
+            kv_fail_set(&err, KV_R_HARNESS_ERROR, "unknown message");
+            set_error(reply, &err);
             break;
         }
         send_reply(reply, KV_RMSG_REPLY, h.seq);

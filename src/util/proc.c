@@ -22,6 +22,7 @@
  * how). Nothing else. */
 #define _GNU_SOURCE
 #include "util/proc.h"
+#include "util/signame.h"
 #include "util/supervise.h"
 #include "util/clock.h"
 #include "util/buf.h"
@@ -710,24 +711,6 @@ static void drain_and_close(kv_proc *p)
     }
 }
 
-/* "SIGSEGV" for 11; NULL when unknown. */
-static const char *signal_name(int sig)
-{
-    static const struct {
-        int sig;
-        const char *name;
-    } names[] = {
-        {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
-        {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
-        {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
-        {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGXCPU, "SIGXCPU"},
-        {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"},
-    };
-    for (size_t i = 0; i < COUNT(names); i++)
-        if (names[i].sig == sig) return names[i].name;
-    return NULL;
-}
-
 /* Writes the one-line description of the end into p->describe, unless
  * something more precise is there already. */
 static void set_describe(kv_proc *p)
@@ -739,7 +722,7 @@ static void set_describe(kv_proc *p)
         snprintf(p->describe, sizeof p->describe, "exit %d", p->exit_code);
         break;
     case KV_PROC_SIGNALED:
-        name = signal_name(p->signal);
+        name = kv_signal_name(p->signal, NULL);
         if (name)
             snprintf(p->describe, sizeof p->describe, "killed by signal %s", name);
         else

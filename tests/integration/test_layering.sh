@@ -40,7 +40,7 @@ allowed = {
     "judge": ["backend", "runner", "util"],
     "kernel": ["backend", "judge", "runner", "util"],
     "engine": ["config", "eval", "llm", "mutate", "search", "store", "util"],
-    "export": ["backend", "judge", "kernel", "store", "util"],
+    "export": ["backend", "judge", "kernel", "runner", "store", "util"],
     "cli": ["backend", "config", "engine", "eval", "export", "judge", "kernel", "llm", "mutate",
             "runner", "search", "store", "util", "web"],
     "tasks": [],

@@ -12,7 +12,7 @@
  * and their last values. */
 #include "kernel/compile.h"
 #include "kernel/harness.h"
-#include "kernel/tasks.h"
+#include "judge/tasks.h"
 #include "util/buf.h"
 #include "util/fs.h"
 

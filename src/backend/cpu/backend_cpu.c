@@ -78,10 +78,10 @@ static double measure_memcpy_gbps(void)
 
 static const char *cpu_model(char *buf, size_t cap);
 
-static int cpu_open(kv_jdev *b, char **err)
+static int cpu_open(kv_jdev *b, kv_fail *err)
 {
     if (b->index != 0) {
-        *err = kv_asprintf("no CPU device %d: the host is device 0", b->index);
+        kv_fail_set(err, KV_R_NO_DEVICE, "no CPU device %d: the host is device 0", b->index);
         return -1;
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -93,7 +93,7 @@ static int cpu_open(kv_jdev *b, char **err)
     return 0;
 }
 
-static int cpu_measure(kv_jdev *b, char **err)
+static int cpu_measure(kv_jdev *b, kv_fail *err)
 {
     (void)err;
     b->bandwidth_gbps = measure_memcpy_gbps();
@@ -174,22 +174,22 @@ static rarena *find_arena(cpu_rstate *s, uint32_t id)
     return NULL;
 }
 
-static int cpu_ropen(kv_rdev *b, char **err)
+static int cpu_ropen(kv_rdev *b, kv_fail *err)
 {
     (void)err;
     b->state = kv_calloc(1, sizeof(cpu_rstate));
     return 0;
 }
 
-static int cpu_map(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err)
+static int cpu_map(kv_rdev *b, const kv_rmsg_map *m, int fd, kv_fail *err)
 {
     cpu_rstate *s = b->state;
     rarena *slot = NULL;
     for (int i = 0; i < 64 && !slot; i++)
         if (!s->arenas[i].base) slot = &s->arenas[i];
     if (!slot || fd < 0) {
-        *err = kv_strdup(fd < 0 ? "harness_error: an arena came without its descriptor"
-                                : "harness_error: too many arenas");
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "%s",
+                    fd < 0 ? "an arena came without its descriptor" : "too many arenas");
         if (fd >= 0) close(fd);
         return -1;
     }
@@ -211,19 +211,19 @@ static void cpu_unmap(kv_rdev *b, uint32_t id)
     memset(a, 0, sizeof *a);
 }
 
-static int cpu_load(kv_rdev *b, const char *lib, const char *device_src, char **log, char **err)
+static int cpu_load(kv_rdev *b, const char *lib, const char *device_src, char **log, kv_fail *err)
 {
     (void)device_src;
     cpu_rstate *s = b->state;
     *log = NULL;
     s->so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!s->so) {
-        *err = kv_asprintf("load_error: %s", dlerror());
+        kv_fail_set(err, KV_R_LOAD_ERROR, "%s", dlerror());
         return -1;
     }
     s->fn = (kv_launch_fn)(uintptr_t)dlsym(s->so, "kv_launch");
     if (!s->fn) {
-        *err = kv_strdup("missing_entry: the candidate does not export kv_launch");
+        kv_fail_set(err, KV_R_MISSING_ENTRY, "the candidate does not export kv_launch");
         return -1;
     }
     return 0;
@@ -235,7 +235,7 @@ static int cpu_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
     rarena *ar = find_arena(s, r->arena);
     int launch = r->ncalls > 0 && !(r->flags & KV_RUN_NO_LAUNCH);
     if (!ar || (launch && !s->fn)) {
-        snprintf(reply->code, sizeof reply->code, "harness_error");
+        reply->code = KV_R_HARNESS_ERROR;
         snprintf(reply->detail, sizeof reply->detail, "run before map or load");
         return -1;
     }
@@ -245,7 +245,7 @@ static int cpu_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
         int rc = s->fn(&a);
         if (rc != 0) {
             reply->call = i;
-            snprintf(reply->code, sizeof reply->code, "launch_failed");
+            reply->code = KV_R_LAUNCH_FAILED;
             snprintf(reply->detail, sizeof reply->detail, "kv_launch returned %d", rc);
             return -1;
         }

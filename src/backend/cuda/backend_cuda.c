@@ -75,9 +75,10 @@ typedef struct cu_state {
     CUdeviceptr parts; /* kvj_check's parts, KVJ_MAX_PARTS */
 } cu_state;
 
-static char *cu_err(cu_state *s, CUresult rc, const char *what)
+/* Fails ERR with the harness's code for RC and what failed. */
+static int cu_fail(cu_state *s, CUresult rc, const char *what, kv_fail *err)
 {
-    return kv_asprintf("%s: %s failed: %s", kv_cu_error_code(&s->cu, rc), what,
+    return kv_fail_set(err, kv_cu_error_code(&s->cu, rc), "%s failed: %s", what,
                        kv_cu_error_name(&s->cu, rc));
 }
 
@@ -85,27 +86,27 @@ static char *cu_err(cu_state *s, CUresult rc, const char *what)
     do {                                                                                           \
         CUresult rc_ = (call);                                                                     \
         if (rc_ != 0) {                                                                            \
-            *err = cu_err(s, rc_, what);                                                           \
-            return -1;                                                                             \
+            return cu_fail(s, rc_, what, err);                                                     \
         }                                                                                          \
     } while (0)
 
 /* Opens device INDEX and its primary context, current on this thread, with
  * a stream of its own. */
-static int open_context(cu_state *s, int index, char **err)
+static int open_context(cu_state *s, int index, kv_fail *err)
 {
-    if (kv_cu_load(&s->cu, err) != 0) return -1;
+    char *why = NULL;
+    if (kv_cu_load(&s->cu, &why) != 0) return kv_fail_take(err, KV_R_NO_DEVICE, why);
     CUresult rc = s->cu.Init(0);
     int count = 0;
     if (rc == 0) rc = s->cu.DeviceGetCount(&count);
     if (rc != 0 || count == 0) {
-        *err = kv_asprintf("no CUDA device: cuInit/cuDeviceGetCount: %s, %d devices",
+        return kv_fail_set(err, KV_R_NO_DEVICE,
+                           "no CUDA device: cuInit/cuDeviceGetCount: %s, %d devices",
                            rc ? kv_cu_error_name(&s->cu, rc) : "ok", count);
-        return -1;
     }
     if (index < 0 || index >= count) {
-        *err = kv_asprintf("no CUDA device: no device %d (%d on this machine)", index, count);
-        return -1;
+        return kv_fail_set(err, KV_R_NO_DEVICE, "no CUDA device: no device %d (%d on this machine)",
+                           index, count);
     }
     CHECK(s->cu.DeviceGet(&s->dev, index), "cuDeviceGet");
     CHECK(s->cu.DevicePrimaryCtxRetain(&s->ctx, s->dev), "cuDevicePrimaryCtxRetain");
@@ -158,11 +159,11 @@ static double measure_copy(cu_state *s)
 }
 
 /* Loads the judge's helper kernels from the shared object HELPERS. */
-static int load_helpers(cu_state *s, const char *helpers, char **err)
+static int load_helpers(cu_state *s, const char *helpers, kv_fail *err)
 {
     s->helpers = dlopen(helpers, RTLD_NOW | RTLD_LOCAL);
     if (!s->helpers) {
-        *err = kv_asprintf("harness_error: cannot load the judge's kernels: %s", dlerror());
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "cannot load the judge's kernels: %s", dlerror());
         return -1;
     }
     /* Entries by name into pointers of their types (a cast between data
@@ -180,7 +181,7 @@ static int load_helpers(cu_state *s, const char *helpers, char **err)
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
         void *f = dlsym(s->helpers, entries[i].name);
         if (!f) {
-            *err = kv_asprintf("harness_error: the judge's kernels lack %s", entries[i].name);
+            kv_fail_set(err, KV_R_HARNESS_ERROR, "the judge's kernels lack %s", entries[i].name);
             return -1;
         }
         memcpy((char *)s + entries[i].at, &f, sizeof f);
@@ -190,7 +191,7 @@ static int load_helpers(cu_state *s, const char *helpers, char **err)
     return 0;
 }
 
-static int cuda_open(kv_jdev *b, char **err)
+static int cuda_open(kv_jdev *b, kv_fail *err)
 {
     cu_state *s = b->state;
     if (open_context(s, b->index, err) != 0) return -1;
@@ -229,7 +230,7 @@ static int cuda_open(kv_jdev *b, char **err)
     return 0;
 }
 
-static int cuda_measure(kv_jdev *b, char **err)
+static int cuda_measure(kv_jdev *b, kv_fail *err)
 {
     (void)err;
     cu_state *s = b->state;
@@ -247,7 +248,8 @@ static void cuda_close(kv_jdev *b)
     b->state = NULL;
 }
 
-static int cuda_arena_new(kv_jdev *b, size_t bytes, unsigned char canary, kv_arena *out, char **err)
+static int cuda_arena_new(kv_jdev *b, size_t bytes, unsigned char canary, kv_arena *out,
+                          kv_fail *err)
 {
     cu_state *s = b->state;
     memset(out, 0, sizeof *out);
@@ -272,7 +274,7 @@ static void cuda_arena_free(kv_jdev *b, kv_arena *a)
     a->fd = -1;
 }
 
-static int cuda_write(kv_jdev *b, kv_arena *a, size_t off, const void *src, size_t n, char **err)
+static int cuda_write(kv_jdev *b, kv_arena *a, size_t off, const void *src, size_t n, kv_fail *err)
 {
     cu_state *s = b->state;
     if (n == 0) return 0;
@@ -282,7 +284,7 @@ static int cuda_write(kv_jdev *b, kv_arena *a, size_t off, const void *src, size
     return 0;
 }
 
-static int cuda_read(kv_jdev *b, kv_arena *a, size_t off, void *dst, size_t n, char **err)
+static int cuda_read(kv_jdev *b, kv_arena *a, size_t off, void *dst, size_t n, kv_fail *err)
 {
     cu_state *s = b->state;
     if (n == 0) return 0;
@@ -293,7 +295,7 @@ static int cuda_read(kv_jdev *b, kv_arena *a, size_t off, void *dst, size_t n, c
 }
 
 static int cuda_fill(kv_jdev *b, kv_arena *a, size_t off, size_t count, const void *pattern,
-                     size_t esize, char **err)
+                     size_t esize, kv_fail *err)
 {
     cu_state *s = b->state;
     if (kv_arena_check(a, off, count * esize, err) != 0) return -1;
@@ -310,13 +312,13 @@ static int cuda_fill(kv_jdev *b, kv_arena *a, size_t off, size_t count, const vo
         memcpy(&v, pattern, 4);
         CHECK(s->cu.MemsetD32Async(p, v, count, s->stream), "cuMemsetD32");
     } else {
-        *err = kv_asprintf("harness_error: fill of %zu-byte elements", esize);
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "fill of %zu-byte elements", esize);
         return -1;
     }
     return 0;
 }
 
-static int cuda_sync(kv_jdev *b, char **err)
+static int cuda_sync(kv_jdev *b, kv_fail *err)
 {
     cu_state *s = b->state;
     CHECK(s->cu.StreamSynchronize(s->stream), "the judge's stream");
@@ -329,21 +331,21 @@ static void *cuda_ptr(kv_jdev *b, kv_arena *a, size_t off)
     return (void *)(uintptr_t)(a->dptr + off);
 }
 
-static int cuda_launch_local(kv_jdev *b, kv_launch_fn fn, kv_launch_args *a, char **err)
+static int cuda_launch_local(kv_jdev *b, kv_launch_fn fn, kv_launch_args *a, kv_fail *err)
 {
     cu_state *s = b->state;
     a->stream = s->stream;
     a->context = s->ctx;
     int rc = fn(a);
     if (rc != 0) {
-        *err = kv_asprintf("harness_error: the task's own kernel returned %d", rc);
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "the task's own kernel returned %d", rc);
         return -1;
     }
     CHECK(s->cu.StreamSynchronize(s->stream), "the task's own kernel");
     return 0;
 }
 
-static int cuda_flush(kv_jdev *b, char **err)
+static int cuda_flush(kv_jdev *b, kv_fail *err)
 {
     cu_state *s = b->state;
     if (!s->flush_buf) return 0;
@@ -353,14 +355,14 @@ static int cuda_flush(kv_jdev *b, char **err)
 
 /* Events on the judge's stream: E0 and E1 also serve measure_copy, never
  * at the same time. */
-static int cuda_mark(kv_jdev *b, int end, char **err)
+static int cuda_mark(kv_jdev *b, int end, kv_fail *err)
 {
     cu_state *s = b->state;
     CHECK(s->cu.EventRecord(end ? s->e1 : s->e0, s->stream), "cuEventRecord");
     return 0;
 }
 
-static int cuda_elapsed(kv_jdev *b, double *secs, char **err)
+static int cuda_elapsed(kv_jdev *b, double *secs, kv_fail *err)
 {
     cu_state *s = b->state;
     float ms = 0;
@@ -398,15 +400,16 @@ static size_t dtype_bytes(kv_dtype dt)
     return dt == KV_F16 || dt == KV_BF16 ? 2 : 4;
 }
 
-static int helper_rc(int rc, const char *what, char **err)
+static int helper_rc(int rc, const char *what, kv_fail *err)
 {
     if (rc == 0) return 0;
-    *err = kv_asprintf("harness_error: the judge's %s kernel failed with CUDA error %d", what, rc);
+    kv_fail_set(err, KV_R_HARNESS_ERROR, "the judge's %s kernel failed with CUDA error %d", what,
+                rc);
     return -1;
 }
 
 static int cuda_gen(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist, size_t count,
-                    uint64_t seed, uint64_t forced, char **err)
+                    uint64_t seed, uint64_t forced, kv_fail *err)
 {
     cu_state *s = b->state;
     if (kv_arena_check(a, off, count * dtype_bytes(dt), err) != 0) return -1;
@@ -416,7 +419,7 @@ static int cuda_gen(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist, 
 }
 
 /* Reads the helpers' two counters after they ran. */
-static int read_counters(cu_state *s, size_t *n, size_t *first, char **err)
+static int read_counters(cu_state *s, size_t *n, size_t *first, kv_fail *err)
 {
     unsigned long long c[2] = {0, 0};
     CHECK(s->cu.MemcpyDtoHAsync(c, s->counters, sizeof c, s->stream), "cuMemcpyDtoH");
@@ -428,13 +431,13 @@ static int read_counters(cu_state *s, size_t *n, size_t *first, char **err)
 
 static int cuda_count_poison(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
                              size_t sets, size_t stride, const void *pattern, size_t *n,
-                             size_t *first, char **err)
+                             size_t *first, kv_fail *err)
 {
     cu_state *s = b->state;
     size_t es = dtype_bytes(dt);
     if (sets > 1 && (stride < count * es || stride % es)) {
-        *err = kv_asprintf("harness_error: sets %zu bytes apart do not hold %zu elements", stride,
-                           count);
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "sets %zu bytes apart do not hold %zu elements",
+                    stride, count);
         return -1;
     }
     if (sets < 1) sets = 1;
@@ -450,7 +453,7 @@ static int cuda_count_poison(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, s
 }
 
 static int cuda_count_changed(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, int dist,
-                              size_t count, uint64_t seed, uint64_t forced, size_t *n, char **err)
+                              size_t count, uint64_t seed, uint64_t forced, size_t *n, kv_fail *err)
 {
     cu_state *s = b->state;
     if (kv_arena_check(a, off, count * dtype_bytes(dt), err) != 0) return -1;
@@ -463,7 +466,7 @@ static int cuda_count_changed(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, 
 }
 
 static int cuda_count_diff(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff,
-                           size_t esize, size_t count, size_t *n, size_t *first, char **err)
+                           size_t esize, size_t count, size_t *n, size_t *first, kv_fail *err)
 {
     cu_state *s = b->state;
     if (kv_arena_check(a, off, count * esize, err) != 0 ||
@@ -478,7 +481,7 @@ static int cuda_count_diff(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, siz
 }
 
 static int cuda_copy(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff, size_t bytes,
-                     char **err)
+                     kv_fail *err)
 {
     cu_state *s = b->state;
     if (kv_arena_check(a, off, bytes, err) != 0 || kv_arena_check(c, coff, bytes, err) != 0)
@@ -490,7 +493,7 @@ static int cuda_copy(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t co
 
 static int cuda_compare(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t coff, kv_dtype dt,
                         size_t count, const double *ref, const double *scale, kv_tolerance tol,
-                        size_t *differ, size_t *first, char **err)
+                        size_t *differ, size_t *first, kv_fail *err)
 {
     cu_state *s = b->state;
     size_t bytes = count * dtype_bytes(dt);
@@ -506,12 +509,12 @@ static int cuda_compare(kv_jdev *b, kv_arena *a, size_t off, kv_arena *c, size_t
 }
 
 static int cuda_count_spans(kv_jdev *b, kv_arena *a, const size_t *off, const size_t *len, int n,
-                            unsigned char byte, size_t *bad, size_t *first, char **err)
+                            unsigned char byte, size_t *bad, size_t *first, kv_fail *err)
 {
     cu_state *s = b->state;
     unsigned long long at[KVJ_MAX_SPANS], bytes[KVJ_MAX_SPANS];
     if (n > KVJ_MAX_SPANS) {
-        *err = kv_asprintf("harness_error: %d canary spans (at most %d)", n, KVJ_MAX_SPANS);
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "%d canary spans (at most %d)", n, KVJ_MAX_SPANS);
         return -1;
     }
     size_t which[KVJ_MAX_SPANS];
@@ -535,7 +538,7 @@ static int cuda_count_spans(kv_jdev *b, kv_arena *a, const size_t *off, const si
 
 static int cuda_check(kv_jdev *b, kv_arena *a, size_t off, kv_dtype dt, size_t count,
                       const double *ref, const double *scale, const void *poison, kv_tolerance tol,
-                      kv_check *out, char **err)
+                      kv_check *out, kv_fail *err)
 {
     cu_state *s = b->state;
     size_t es = dtype_bytes(dt);
@@ -648,23 +651,23 @@ typedef struct cu_rstate {
     uint32_t exec_arena, exec_ncalls, exec_first;
 } cu_rstate;
 
-const char *kv_cuda_runtime_error_code(int rc)
+kv_reason kv_cuda_runtime_error_code(int rc)
 {
     switch (rc) {
     case 2:
-        return "out_of_memory"; /* cudaErrorMemoryAllocation */
+        return KV_R_OUT_OF_MEMORY; /* cudaErrorMemoryAllocation */
     case 9:
-        return "invalid_configuration"; /* cudaErrorInvalidConfiguration */
+        return KV_R_INVALID_CONFIGURATION; /* cudaErrorInvalidConfiguration */
     case 700:
-        return "illegal_address"; /* cudaErrorIllegalAddress */
+        return KV_R_ILLEGAL_ADDRESS; /* cudaErrorIllegalAddress */
     case 701:
-        return "out_of_resources"; /* cudaErrorLaunchOutOfResources */
+        return KV_R_OUT_OF_RESOURCES; /* cudaErrorLaunchOutOfResources */
     case 702:
-        return "launch_timeout"; /* cudaErrorLaunchTimeout */
+        return KV_R_LAUNCH_TIMEOUT; /* cudaErrorLaunchTimeout */
     case 716:
-        return "misaligned_address"; /* cudaErrorMisalignedAddress */
+        return KV_R_MISALIGNED_ADDRESS; /* cudaErrorMisalignedAddress */
     default:
-        return NULL;
+        return KV_R_LAUNCH_FAILED;
     }
 }
 
@@ -716,7 +719,7 @@ static char **other_gpu_nodes(int own)
     return out;
 }
 
-static int cuda_ropen(kv_rdev *b, char **err)
+static int cuda_ropen(kv_rdev *b, kv_fail *err)
 {
     cu_rstate *r = kv_calloc(1, sizeof *r);
     b->state = r;
@@ -731,9 +734,10 @@ static int cuda_ropen(kv_rdev *b, char **err)
     r->c.cu.DeviceGetCount(&count);
     if (count != 1 || visible_name(&r->c.cu, r->c.dev, name) != 0 || !want ||
         strcmp(name, want) != 0) {
-        *err = kv_asprintf("harness_error: the candidate's process should see one CUDA device, "
-                           "%s, and sees %d (device 0: %s)",
-                           want ? want : "?", count, *name ? name : "unnamed");
+        kv_fail_set(err, KV_R_HARNESS_ERROR,
+                    "the candidate's process should see one CUDA device, "
+                    "%s, and sees %d (device 0: %s)",
+                    want ? want : "?", count, *name ? name : "unnamed");
         return -1;
     }
     /* A process the candidate starts could widen the variable again: the
@@ -744,7 +748,7 @@ static int cuda_ropen(kv_rdev *b, char **err)
     return 0;
 }
 
-static int cuda_map(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err)
+static int cuda_map(kv_rdev *b, const kv_rmsg_map *m, int fd, kv_fail *err)
 {
     cu_rstate *r = b->state;
     cu_state *s = &r->c;
@@ -753,7 +757,7 @@ static int cuda_map(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err)
     for (int i = 0; i < 64 && !slot; i++)
         if (!r->arenas[i].base) slot = &r->arenas[i];
     if (!slot) {
-        *err = kv_strdup("harness_error: too many arenas");
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "too many arenas");
         return -1;
     }
     if (m->parent) { /* a part of an arena mapped before: no handle to open */
@@ -762,7 +766,7 @@ static int cuda_map(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err)
             if (r->arenas[i].base && r->arenas[i].id == m->parent && !r->arenas[i].parent)
                 in = &r->arenas[i];
         if (!in || m->offset > in->bytes || m->bytes > in->bytes - m->offset) {
-            *err = kv_strdup("harness_error: a part outside the arena it names");
+            kv_fail_set(err, KV_R_HARNESS_ERROR, "a part outside the arena it names");
             return -1;
         }
         *slot = (cu_rarena){
@@ -794,7 +798,7 @@ static void cuda_unmap(kv_rdev *b, uint32_t id)
     }
 }
 
-static int cuda_load(kv_rdev *b, const char *lib, const char *device_src, char **log, char **err)
+static int cuda_load(kv_rdev *b, const char *lib, const char *device_src, char **log, kv_fail *err)
 {
     (void)device_src;
     cu_rstate *r = b->state;
@@ -802,21 +806,22 @@ static int cuda_load(kv_rdev *b, const char *lib, const char *device_src, char *
     r->c.cu.CtxSetCurrent(r->c.ctx);
     r->so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!r->so) {
-        *err = kv_asprintf("load_error: %s", dlerror());
+        kv_fail_set(err, KV_R_LOAD_ERROR, "%s", dlerror());
         return -1;
     }
     r->fn = (kv_launch_fn)(uintptr_t)dlsym(r->so, "kv_launch");
     if (!r->fn) {
-        *err = kv_strdup("missing_entry: the candidate does not export extern \"C\" kv_launch");
+        kv_fail_set(err, KV_R_MISSING_ENTRY,
+                    "the candidate does not export extern \"C\" kv_launch");
         return -1;
     }
     return 0;
 }
 
-static int reply_with(kv_rmsg_reply *reply, uint32_t call, const char *code, const char *detail)
+static int reply_with(kv_rmsg_reply *reply, uint32_t call, kv_reason code, const char *detail)
 {
     reply->call = call;
-    snprintf(reply->code, sizeof reply->code, "%s", code);
+    reply->code = code;
     snprintf(reply->detail, sizeof reply->detail, "%s", detail);
     return -1;
 }
@@ -857,7 +862,7 @@ static void *capture_calls(void *arg)
  * own, so that what a failed recording leaves in the candidate's runtime
  * (its last error, kept per thread) is not found by the calls timed as
  * launches after it. Calls that cannot be recorded get
- * "capture_unsupported", and nothing is kept. */
+ * KV_R_CAPTURE_UNSUPPORTED, and nothing is kept. */
 static int capture_block(cu_rstate *r, const kv_rmsg_run *m, CUdeviceptr base, kv_rmsg_reply *reply)
 {
     cu_state *s = &r->c;
@@ -866,10 +871,10 @@ static int capture_block(cu_rstate *r, const kv_rmsg_run *m, CUdeviceptr base, k
     capture_job c = {.r = r, .m = m, .base = base};
     pthread_t t;
     if (pthread_create(&t, NULL, capture_calls, &c) != 0)
-        return reply_with(reply, 0, "capture_unsupported", "no thread to record the calls in");
+        return reply_with(reply, 0, KV_R_CAPTURE_UNSUPPORTED, "no thread to record the calls in");
     pthread_join(t, NULL);
     if (c.begin != 0)
-        return reply_with(reply, 0, "capture_unsupported", "cuStreamBeginCapture failed");
+        return reply_with(reply, 0, KV_R_CAPTURE_UNSUPPORTED, "cuStreamBeginCapture failed");
     if (c.failed < 0 && c.end == 0 && c.graph && s->cu.GraphInstantiate(&r->exec, c.graph, 0) != 0)
         r->exec = NULL;
     if (c.graph) s->cu.GraphDestroy(c.graph);
@@ -879,7 +884,8 @@ static int capture_block(cu_rstate *r, const kv_rmsg_run *m, CUdeviceptr base, k
                  c.failed >= 0 ? "kv_launch failed while its calls were recorded"
                  : c.end != 0  ? "the recording was invalidated"
                                : "the recorded graph did not instantiate");
-        return reply_with(reply, c.failed >= 0 ? (uint32_t)c.failed : 0, "capture_unsupported", d);
+        return reply_with(reply, c.failed >= 0 ? (uint32_t)c.failed : 0, KV_R_CAPTURE_UNSUPPORTED,
+                          d);
     }
     r->exec_arena = m->arena;
     r->exec_ncalls = m->ncalls;
@@ -896,7 +902,7 @@ static int cuda_run(kv_rdev *b, const kv_rmsg_run *m, kv_rmsg_reply *reply)
         if (r->arenas[i].base && r->arenas[i].id == m->arena) base = r->arenas[i].base;
     int launch = m->ncalls > 0 && !(m->flags & KV_RUN_NO_LAUNCH);
     if (!base || (launch && !r->fn)) {
-        snprintf(reply->code, sizeof reply->code, "harness_error");
+        reply->code = KV_R_HARNESS_ERROR;
         snprintf(reply->detail, sizeof reply->detail, "run before map or load");
         return -1;
     }
@@ -904,11 +910,11 @@ static int cuda_run(kv_rdev *b, const kv_rmsg_run *m, kv_rmsg_reply *reply)
     if (m->flags & KV_RUN_REPLAY) {
         if (!r->exec || r->exec_arena != m->arena || r->exec_ncalls != m->ncalls ||
             r->exec_first != m->first_set)
-            return reply_with(reply, 0, "harness_error", "a replay of a block never captured");
+            return reply_with(reply, 0, KV_R_HARNESS_ERROR, "a replay of a block never captured");
         CUresult lr = s->cu.GraphLaunch(r->exec, s->stream);
         if (lr != 0) {
             reply->call = 0;
-            snprintf(reply->code, sizeof reply->code, "%s", kv_cu_error_code(&s->cu, lr));
+            reply->code = kv_cu_error_code(&s->cu, lr);
             snprintf(reply->detail, sizeof reply->detail, "the graph's launch: %s",
                      kv_cu_error_name(&s->cu, lr));
             return -1;
@@ -932,11 +938,10 @@ static int cuda_run(kv_rdev *b, const kv_rmsg_run *m, kv_rmsg_reply *reply)
         a.context = s->ctx;
         int rc = r->fn(&a);
         if (rc != 0) {
-            const char *code = kv_cuda_runtime_error_code(rc);
+            reply->code = kv_cuda_runtime_error_code(rc);
             reply->call = i;
-            snprintf(reply->code, sizeof reply->code, "%s", code ? code : "launch_failed");
             snprintf(reply->detail, sizeof reply->detail, "kv_launch returned %s%d",
-                     code ? "CUDA runtime error " : "", rc);
+                     reply->code != KV_R_LAUNCH_FAILED ? "CUDA runtime error " : "", rc);
             return -1;
         }
     }
@@ -945,7 +950,7 @@ static int cuda_run(kv_rdev *b, const kv_rmsg_run *m, kv_rmsg_reply *reply)
     CUresult rc = s->cu.CtxSynchronize();
     if (rc != 0) {
         reply->call = m->ncalls ? m->ncalls - 1 : 0;
-        snprintf(reply->code, sizeof reply->code, "%s", kv_cu_error_code(&s->cu, rc));
+        reply->code = kv_cu_error_code(&s->cu, rc);
         snprintf(reply->detail, sizeof reply->detail, "the kernel (device synchronisation): %s",
                  kv_cu_error_name(&s->cu, rc));
         return -1;

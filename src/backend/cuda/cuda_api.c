@@ -73,26 +73,27 @@ const char *kv_cu_error_name(const kv_cu *cu, CUresult rc)
     return "CUDA_ERROR_UNKNOWN";
 }
 
-const char *kv_cu_error_code(const kv_cu *cu, CUresult rc)
+kv_reason kv_cu_error_code(const kv_cu *cu, CUresult rc)
 {
     const char *n = kv_cu_error_name(cu, rc);
     static const struct {
-        const char *name, *code;
+        const char *name;
+        kv_reason code;
     } map[] = {
-        {"CUDA_ERROR_ILLEGAL_ADDRESS", "illegal_address"},
-        {"CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned_address"},
-        {"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "out_of_resources"},
-        {"CUDA_ERROR_OUT_OF_MEMORY", "out_of_memory"},
-        {"CUDA_ERROR_ILLEGAL_INSTRUCTION", "illegal_instruction"},
-        {"CUDA_ERROR_LAUNCH_TIMEOUT", "launch_timeout"},
-        {"CUDA_ERROR_LAUNCH_FAILED", "launch_failed"},
-        {"CUDA_ERROR_HARDWARE_STACK_ERROR", "hardware_stack_error"},
-        {"CUDA_ERROR_INVALID_PC", "invalid_pc"},
-        {"CUDA_ERROR_ASSERT", "device_assert"},
+        {"CUDA_ERROR_ILLEGAL_ADDRESS", KV_R_ILLEGAL_ADDRESS},
+        {"CUDA_ERROR_MISALIGNED_ADDRESS", KV_R_MISALIGNED_ADDRESS},
+        {"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", KV_R_OUT_OF_RESOURCES},
+        {"CUDA_ERROR_OUT_OF_MEMORY", KV_R_OUT_OF_MEMORY},
+        {"CUDA_ERROR_ILLEGAL_INSTRUCTION", KV_R_ILLEGAL_INSTRUCTION},
+        {"CUDA_ERROR_LAUNCH_TIMEOUT", KV_R_LAUNCH_TIMEOUT},
+        {"CUDA_ERROR_LAUNCH_FAILED", KV_R_LAUNCH_FAILED},
+        {"CUDA_ERROR_HARDWARE_STACK_ERROR", KV_R_HARDWARE_STACK_ERROR},
+        {"CUDA_ERROR_INVALID_PC", KV_R_INVALID_PC},
+        {"CUDA_ERROR_ASSERT", KV_R_DEVICE_ASSERT},
     };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (strcmp(n, map[i].name) == 0) return map[i].code;
-    return "cuda_error";
+    return KV_R_CUDA_ERROR;
 }
 
 /* ---- NVML ---- */

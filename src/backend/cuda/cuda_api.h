@@ -4,6 +4,8 @@
 #ifndef KV_BACKENDS_CUDA_API_H
 #define KV_BACKENDS_CUDA_API_H
 
+#include "runner/reason.h"
+
 #include <jansson.h>
 #include <stddef.h>
 
@@ -64,10 +66,10 @@ typedef struct kv_cu {
 int kv_cu_load(kv_cu *cu, char **err);
 /* "CUDA_ERROR_ILLEGAL_ADDRESS" style name of RC. */
 const char *kv_cu_error_name(const kv_cu *cu, CUresult rc);
-/* The harness's code for RC: "illegal_address", "misaligned_address",
- * "out_of_resources", "out_of_memory", "illegal_instruction", "launch_timeout",
- * "launch_failed", else "cuda_error". */
-const char *kv_cu_error_code(const kv_cu *cu, CUresult rc);
+/* The harness's code for RC: KV_R_ILLEGAL_ADDRESS, KV_R_MISALIGNED_ADDRESS,
+ * KV_R_OUT_OF_RESOURCES, KV_R_OUT_OF_MEMORY, KV_R_ILLEGAL_INSTRUCTION,
+ * KV_R_LAUNCH_TIMEOUT, KV_R_LAUNCH_FAILED, ..., else KV_R_CUDA_ERROR. */
+kv_reason kv_cu_error_code(const kv_cu *cu, CUresult rc);
 
 /* NVML, when present: opens the device with PCI bus id BUS (NULL: index 0).
  * Returns an opaque handle or NULL. */

@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -35,29 +36,30 @@
 #define CANARY 0x5a
 #define MAX_BUFS 4096
 
-/* Short name of an OpenCL error code, as the code part of an error. */
-static const char *cl_code(cl_int e)
+/* The harness's code for OpenCL error E. */
+static kv_reason cl_code(cl_int e)
 {
     switch (e) {
     case CL_OUT_OF_RESOURCES:
-        return "out_of_resources";
+        return KV_R_OUT_OF_RESOURCES;
     case CL_OUT_OF_HOST_MEMORY:
     case CL_MEM_OBJECT_ALLOCATION_FAILURE:
-        return "out_of_memory";
+        return KV_R_OUT_OF_MEMORY;
     case CL_INVALID_KERNEL_ARGS:
     case CL_INVALID_WORK_GROUP_SIZE:
     case CL_INVALID_WORK_ITEM_SIZE:
     case CL_INVALID_GLOBAL_WORK_SIZE:
     case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST:
-        return "launch_failed";
+        return KV_R_LAUNCH_FAILED;
     default:
-        return "opencl_error";
+        return KV_R_OPENCL_ERROR;
     }
 }
 
-static char *cl_err(cl_int e, const char *what)
+/* Fails ERR with OpenCL error E of WHAT. Returns -1. */
+static int cl_fail(kv_fail *err, cl_int e, const char *what)
 {
-    return kv_asprintf("%s: %s failed with OpenCL error %d", cl_code(e), what, (int)e);
+    return kv_fail_set(err, cl_code(e), "%s failed with OpenCL error %d", what, (int)e);
 }
 
 /* Every device of every platform, GPUs first (the order kevolve numbers
@@ -94,14 +96,19 @@ static int list_devices(cl_device_id *devs, cl_platform_id *plats, int max, char
 }
 
 /* Device INDEX of list_devices's numbering. */
-static cl_device_id pick_device(int index, cl_platform_id *platform, char **err)
+static cl_device_id pick_device(int index, cl_platform_id *platform, kv_fail *err)
 {
     cl_device_id devs[64];
     cl_platform_id plats[64];
-    int n = list_devices(devs, plats, 64, err);
-    if (n < 0) return NULL;
+    char *why = NULL;
+    int n = list_devices(devs, plats, 64, &why);
+    if (n < 0) {
+        kv_fail_take(err, KV_R_NO_DEVICE, why);
+        return NULL;
+    }
     if (index < 0 || index >= n) {
-        *err = kv_asprintf("no OpenCL device %d: %d device(s) on this machine", index, n);
+        kv_fail_set(err, KV_R_NO_DEVICE, "no OpenCL device %d: %d device(s) on this machine", index,
+                    n);
         return NULL;
     }
     *platform = plats[index];
@@ -148,20 +155,18 @@ typedef struct ocl_ctx {
     double cpu_units; /* the judge's: a CPU device's compute units, 0 for others */
 } ocl_ctx;
 
-static int open_ctx(ocl_ctx *s, int index, char **err)
+static int open_ctx(ocl_ctx *s, int index, kv_fail *err)
 {
     s->device = pick_device(index, &s->platform, err);
     if (!s->device) return -1;
     cl_int e;
     s->ctx = clCreateContext(NULL, 1, &s->device, NULL, NULL, &e);
     if (!s->ctx) {
-        *err = cl_err(e, "clCreateContext");
-        return -1;
+        return cl_fail(err, e, "clCreateContext");
     }
     s->queue = clCreateCommandQueue(s->ctx, s->device, 0, &e);
     if (!s->queue) {
-        *err = cl_err(e, "clCreateCommandQueue");
-        return -1;
+        return cl_fail(err, e, "clCreateCommandQueue");
     }
     return 0;
 }
@@ -194,7 +199,7 @@ static double measure_copy(ocl_ctx *s)
     return best > 0 ? best : 10.0;
 }
 
-static int ocl_open(kv_jdev *b, char **err)
+static int ocl_open(kv_jdev *b, kv_fail *err)
 {
     ocl_ctx *s = kv_calloc(1, sizeof *s);
     b->state = s;
@@ -222,7 +227,7 @@ static int ocl_open(kv_jdev *b, char **err)
     return 0;
 }
 
-static int ocl_measure(kv_jdev *b, char **err)
+static int ocl_measure(kv_jdev *b, kv_fail *err)
 {
     (void)err;
     ocl_ctx *s = b->state;
@@ -290,7 +295,7 @@ typedef struct ocl_rstate {
     kv_launch_fn fn;
 } ocl_rstate;
 
-static int ocl_ropen(kv_rdev *b, char **err)
+static int ocl_ropen(kv_rdev *b, kv_fail *err)
 {
     ocl_rstate *s = kv_calloc(1, sizeof *s);
     b->state = s;
@@ -311,14 +316,14 @@ static ocl_rarena *find_arena(ocl_rstate *s, uint32_t id)
     return NULL;
 }
 
-static int ocl_map(kv_rdev *b, const kv_rmsg_map *m, int fd, char **err)
+static int ocl_map(kv_rdev *b, const kv_rmsg_map *m, int fd, kv_fail *err)
 {
     ocl_rstate *s = b->state;
     ocl_rarena *slot = NULL;
     for (int i = 0; i < 64 && !slot; i++)
         if (!s->arenas[i].base) slot = &s->arenas[i];
     if (!slot || fd < 0) {
-        *err = kv_strdup("harness_error: an arena without its descriptor, or too many arenas");
+        kv_fail_set(err, KV_R_HARNESS_ERROR, "an arena without its descriptor, or too many arenas");
         if (fd >= 0) close(fd);
         return -1;
     }
@@ -352,7 +357,8 @@ static void ocl_unmap(kv_rdev *b, uint32_t id)
 }
 
 /* The device buffer for the tensor at OFFSET of arena ID, made on first use. */
-static ocl_rbuf *device_buf(ocl_rstate *s, uint32_t id, uint64_t offset, uint64_t bytes, char **err)
+static ocl_rbuf *device_buf(ocl_rstate *s, uint32_t id, uint64_t offset, uint64_t bytes,
+                            kv_fail *err)
 {
     ocl_rbuf *free_slot = NULL;
     for (size_t i = 0; i < s->nbufs; i++) {
@@ -362,7 +368,7 @@ static ocl_rbuf *device_buf(ocl_rstate *s, uint32_t id, uint64_t offset, uint64_
     }
     if (!free_slot) {
         if (s->nbufs == MAX_BUFS) {
-            *err = kv_strdup("harness_error: too many device buffers");
+            kv_fail_set(err, KV_R_HARNESS_ERROR, "too many device buffers");
             return NULL;
         }
         free_slot = &s->bufs[s->nbufs++];
@@ -372,7 +378,7 @@ static ocl_rbuf *device_buf(ocl_rstate *s, uint32_t id, uint64_t offset, uint64_
     cl_int e;
     cl_mem parent = clCreateBuffer(s->c.ctx, CL_MEM_READ_WRITE, total, NULL, &e);
     if (!parent) {
-        *err = cl_err(e, "clCreateBuffer");
+        cl_fail(err, e, "clCreateBuffer");
         return NULL;
     }
     unsigned char pat = CANARY;
@@ -382,7 +388,7 @@ static ocl_rbuf *device_buf(ocl_rstate *s, uint32_t id, uint64_t offset, uint64_
                                                      CL_BUFFER_CREATE_TYPE_REGION, &reg, &e)
                                  : NULL;
     if (!sub) {
-        *err = cl_err(e, "clCreateSubBuffer");
+        cl_fail(err, e, "clCreateSubBuffer");
         clReleaseMemObject(parent);
         return NULL;
     }
@@ -432,7 +438,7 @@ static void *ocl_kernel_by_name(const kv_launch_args *args, const char *name)
     return NULL;
 }
 
-static int ocl_load(kv_rdev *b, const char *lib, const char *device_src, char **log, char **err)
+static int ocl_load(kv_rdev *b, const char *lib, const char *device_src, char **log, kv_fail *err)
 {
     ocl_rstate *s = b->state;
     *log = NULL;
@@ -441,7 +447,7 @@ static int ocl_load(kv_rdev *b, const char *lib, const char *device_src, char **
     cl_int e;
     om->program = clCreateProgramWithSource(s->c.ctx, 1, &text, NULL, &e);
     if (!om->program) {
-        *err = cl_err(e, "clCreateProgramWithSource");
+        cl_fail(err, e, "clCreateProgramWithSource");
         free_module(om);
         return -1;
     }
@@ -452,8 +458,8 @@ static int ocl_load(kv_rdev *b, const char *lib, const char *device_src, char **
     clGetProgramBuildInfo(om->program, s->c.device, CL_PROGRAM_BUILD_LOG, len, text_log, NULL);
     *log = text_log;
     if (be != CL_SUCCESS) {
-        *err =
-            kv_asprintf("compile_error: the OpenCL device code does not build (error %d)", (int)be);
+        kv_fail_set(err, KV_R_COMPILE_ERROR, "the OpenCL device code does not build (error %d)",
+                    (int)be);
         free_module(om);
         return -1;
     }
@@ -471,31 +477,36 @@ static int ocl_load(kv_rdev *b, const char *lib, const char *device_src, char **
     s->mod = om;
     s->so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!s->so) {
-        *err = kv_asprintf("load_error: %s", dlerror());
+        kv_fail_set(err, KV_R_LOAD_ERROR, "%s", dlerror());
         return -1;
     }
     s->fn = (kv_launch_fn)(uintptr_t)dlsym(s->so, "kv_launch");
     if (!s->fn) {
-        *err = kv_strdup("missing_entry: the candidate's host code does not export kv_launch");
+        kv_fail_set(err, KV_R_MISSING_ENTRY, "the candidate's host code does not export kv_launch");
         return -1;
     }
     return 0;
 }
 
-static int fail(kv_rmsg_reply *reply, uint32_t call, const char *err)
+/* Fills REPLY with the failure CODE of call CALL and the formatted
+ * detail. Returns -1. */
+static int fail(kv_rmsg_reply *reply, uint32_t call, kv_reason code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(kv_rmsg_reply *reply, uint32_t call, kv_reason code, const char *fmt, ...)
 {
-    const char *colon = strstr(err, ": ");
-    size_t n = colon ? (size_t)(colon - err) : 0;
-    if (n == 0 || n >= sizeof reply->code) {
-        snprintf(reply->code, sizeof reply->code, "opencl_error");
-        snprintf(reply->detail, sizeof reply->detail, "%s", err);
-    } else {
-        memcpy(reply->code, err, n);
-        reply->code[n] = '\0';
-        snprintf(reply->detail, sizeof reply->detail, "%s", colon + 2);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reply->detail, sizeof reply->detail, fmt, ap);
+    va_end(ap);
+    reply->code = code;
     reply->call = call;
     return -1;
+}
+
+/* REPLY's failure from OpenCL error E of WHAT in call CALL. */
+static int fail_cl(kv_rmsg_reply *reply, uint32_t call, cl_int e, const char *what)
+{
+    return fail(reply, call, cl_code(e), "%s failed with OpenCL error %d", what, (int)e);
 }
 
 static int ocl_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
@@ -503,9 +514,9 @@ static int ocl_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
     ocl_rstate *s = b->state;
     ocl_rarena *ar = find_arena(s, r->arena);
     if (!ar || (r->ncalls > 0 && !(r->flags & KV_RUN_NO_LAUNCH) && !s->fn))
-        return fail(reply, 0, "harness_error: run before map or load");
+        return fail(reply, 0, KV_R_HARNESS_ERROR, "run before map or load");
     uint32_t nt = r->num_tensors < KV_MAX_TENSORS ? r->num_tensors : KV_MAX_TENSORS;
-    char *err = NULL;
+    kv_fail err = {0};
     ocl_rbuf **used = kv_calloc((size_t)r->ncalls * nt + 1, sizeof *used);
     int rc = 0;
     /* In: every tensor of every call, the poisoned outputs too, so the
@@ -516,12 +527,13 @@ static int ocl_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
         for (uint32_t t = 0; t < nt && rc == 0; t++) {
             uint64_t off = (uint64_t)((unsigned char *)a.tensors[t] - ar->base);
             if (off > ar->bytes || r->bytes[t] > ar->bytes - off) {
-                rc = fail(reply, i, "harness_error: a tensor past its arena");
+                rc = fail(reply, i, KV_R_HARNESS_ERROR, "a tensor past its arena");
                 break;
             }
             ocl_rbuf *rb = device_buf(s, r->arena, off, r->bytes[t], &err);
             if (!rb) {
-                rc = fail(reply, i, err);
+                rc = fail(reply, i, err.code, "%s", kv_fail_detail(&err));
+                kv_fail_clear(&err);
                 break;
             }
             used[(size_t)i * nt + t] = rb;
@@ -530,9 +542,7 @@ static int ocl_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
                                                           r->bytes[t], a.tensors[t], 0, NULL, NULL)
                                    : CL_SUCCESS;
             if (e != CL_SUCCESS) {
-                char *m = cl_err(e, "clEnqueueWriteBuffer");
-                rc = fail(reply, i, m);
-                free(m);
+                rc = fail_cl(reply, i, e, "clEnqueueWriteBuffer");
             }
         }
     }
@@ -554,9 +564,7 @@ static int ocl_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
         a.harness = s->mod;
         int lr = s->fn(&a);
         if (lr != 0) {
-            char *m = kv_asprintf("launch_failed: kv_launch returned %d", lr);
-            rc = fail(reply, i, m);
-            free(m);
+            rc = fail(reply, i, KV_R_LAUNCH_FAILED, "kv_launch returned %d", lr);
         }
     }
     /* Out: the outputs back into the staging memory, and the inputs too, so
@@ -569,25 +577,20 @@ static int ocl_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
             cl_int e = clEnqueueReadBuffer(s->c.queue, used[(size_t)i * nt + t]->sub, CL_FALSE, 0,
                                            r->bytes[t], a.tensors[t], 0, NULL, NULL);
             if (e != CL_SUCCESS) {
-                char *m = cl_err(e, "clEnqueueReadBuffer");
-                rc = fail(reply, i, m);
-                free(m);
+                rc = fail_cl(reply, i, e, "clEnqueueReadBuffer");
             }
         }
     cl_int e = clFinish(s->c.queue);
     if (rc == 0 && e != CL_SUCCESS) {
-        char *m = cl_err(e, "clFinish after the kernel");
-        rc = fail(reply, r->ncalls ? r->ncalls - 1 : 0, m);
-        free(m);
+        rc = fail_cl(reply, r->ncalls ? r->ncalls - 1 : 0, e, "clFinish after the kernel");
     }
     for (size_t k = 0; k < (size_t)r->ncalls * nt && rc == 0; k++) {
         int ok = canary_ok(s, used[k]);
         /* A damaged canary names its tensor (by index: the judge knows names). */
         if (ok != 1)
-            rc = fail(reply, (uint32_t)(k % nt),
-                      ok < 0 ? "opencl_error: reading canaries"
-                             : "out_of_bounds_write: bytes next to the tensor were overwritten "
-                               "(canary damaged)");
+            rc = ok < 0 ? fail(reply, (uint32_t)(k % nt), KV_R_OPENCL_ERROR, "reading canaries")
+                        : fail(reply, (uint32_t)(k % nt), KV_R_OUT_OF_BOUNDS_WRITE,
+                               "bytes next to the tensor were overwritten (canary damaged)");
     }
     free(used);
     return rc;

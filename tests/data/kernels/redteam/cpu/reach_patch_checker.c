@@ -101,7 +101,7 @@ static int rt_redirect(uintptr_t at, const void *to)
 #endif
 }
 
-/* The judge's check record (src/kernel/check.h), as a hostile kernel would
+/* The judge's check record (src/backend/check.h), as a hostile kernel would
  * copy it. */
 typedef struct rt_check {
     size_t n, unwritten, nonfinite, bad;
