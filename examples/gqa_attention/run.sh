@@ -19,7 +19,7 @@ else
 fi
 # Children hold the GPU about 1.7 s each on an H200 when timed in full,
 # under 1 s when screened out (quick mode; twelve in flight, so their
-# compiles and preparation overlap it; bench/NOTES.md, session 18), and
+# compiles and preparation overlap it; bench/NOTES.md, 2026-12-03), and
 # cost about 1 s on PoCL's small shapes (a later --iterations given to
 # this script wins).
 # CUDA starts from the six seeds of tasks/gqa_attention/cuda (config_cuda.yaml).
