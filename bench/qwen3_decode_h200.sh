@@ -86,4 +86,5 @@ if part model; then
     tail -5 "$W/model.err"
 fi
 rm -rf "$W/cache"
-tar -C "$W" -czf "$OUT/qwen3_decode.tgz" . && echo "archive: $(du -h "$OUT/qwen3_decode.tgz" | cut -f1)"
+# The exports' PyTorch builds stay behind (a later call builds them again, about 30 s each).
+tar -C "$W" --exclude="./lib_*/torch/build" -czf "$OUT/qwen3_decode.tgz" . && echo "archive: $(du -h "$OUT/qwen3_decode.tgz" | cut -f1)"
