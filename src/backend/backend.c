@@ -4,6 +4,9 @@
 #include "runner/rdev.h"
 #include "util/buf.h"
 
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,5 +176,32 @@ int kv_arena_check(const kv_arena *a, size_t off, size_t n, kv_fail *err)
 {
     if (off <= a->bytes && n <= a->bytes - off) return 0;
     kv_fail_set(err, KV_R_HARNESS_ERROR, "%zu bytes at %zu past an arena of %zu", n, off, a->bytes);
+    return -1;
+}
+
+int kv_rdev_load_entry(const char *lib, void **so, kv_launch_fn *fn, const char *missing,
+                       kv_fail *err)
+{
+    *so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!*so) {
+        kv_fail_set(err, KV_R_LOAD_ERROR, "%s", dlerror());
+        return -1;
+    }
+    *fn = (kv_launch_fn)(uintptr_t)dlsym(*so, "kv_launch");
+    if (!*fn) {
+        kv_fail_set(err, KV_R_MISSING_ENTRY, "%s", missing);
+        return -1;
+    }
+    return 0;
+}
+
+int kv_reply_fail(kv_rmsg_reply *reply, uint32_t call, kv_reason code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reply->detail, sizeof reply->detail, fmt, ap);
+    va_end(ap);
+    reply->code = code;
+    reply->call = call;
     return -1;
 }

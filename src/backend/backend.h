@@ -163,6 +163,17 @@ typedef struct kv_arena {
 /* 0 when N bytes at OFF lie inside A; else -1 with *ERR (a harness error). */
 int kv_arena_check(const kv_arena *a, size_t off, size_t n, kv_fail *err);
 
+/* For the runner halves (kv_rdev, in the runner's process). */
+struct kv_rmsg_reply;
+/* The candidate's shared object LIB opened into *SO and its kv_launch
+ * found into *FN: 0, or -1 with *ERR (load_error with dlerror's words, or
+ * missing_entry with MISSING, the backend's words for it). */
+int kv_rdev_load_entry(const char *lib, void **so, kv_launch_fn *fn, const char *missing,
+                       kv_fail *err);
+/* REPLY failed with CODE in call CALL, the formatted detail. Returns -1. */
+int kv_reply_fail(struct kv_rmsg_reply *reply, uint32_t call, kv_reason code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 struct kv_jdev {
     const kv_backend *backend;
     void *state;

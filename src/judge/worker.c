@@ -183,16 +183,7 @@ void kv_worker_serve(int fd)
 
 void kv_worker_serve_setup(void)
 {
-    stack_t ss = {.ss_sp = g_altstack, .ss_size = sizeof g_altstack};
-    sigaltstack(&ss, NULL);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_crash;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        sigaction(sigs[i], &sa, NULL);
+    kv_catch_crashes(on_crash, g_altstack, sizeof g_altstack);
 }
 
 /* Child side: its own group, dies with its parent, no stdin, and nothing

@@ -92,16 +92,7 @@ static void on_crash(int sig, siginfo_t *info, void *uc)
 
 static void install_crash_handlers(void)
 {
-    stack_t ss = {.ss_sp = g_altstack, .ss_size = sizeof g_altstack};
-    sigaltstack(&ss, NULL);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_crash;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        sigaction(sigs[i], &sa, NULL);
+    kv_catch_crashes(on_crash, g_altstack, sizeof g_altstack);
 }
 
 /* Sends REPLY (the length up to its log's end) for request SEQ. */

@@ -1,8 +1,9 @@
-/* Signal names (see signame.h). */
+/* Signal names and the crash handlers' installation (see signame.h). */
 #include "util/signame.h"
 
 #include <signal.h>
 #include <stddef.h>
+#include <string.h>
 
 const char *kv_signal_name(int sig, const char *unknown)
 {
@@ -25,4 +26,18 @@ const char *kv_signal_name(int sig, const char *unknown)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (names[i].sig == sig) return names[i].name;
     return unknown;
+}
+
+void kv_catch_crashes(void (*handler)(int, siginfo_t *, void *), void *stack, size_t size)
+{
+    stack_t ss = {.ss_sp = stack, .ss_size = size};
+    sigaltstack(&ss, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
 }

@@ -107,20 +107,6 @@ _Static_assert(N(gqa_held_out_all) == GQA_NHELD_EVERY + 3,
         {.name = "o", .dtype = KV_BF16, .role = KV_OUT, .rank = 4, .shape = {0, 1, 3, 5}},         \
     }
 
-/* bf16 output of an fp32-accumulated kernel against float64, p rounded to
- * the output's type before p.v allowed: rtol 2.5 roundings of the output
- * (u = 2^-8), stol 8 u times the scale sqrt(sum p^2 v^2) / sum p, about 14
- * standard deviations of what independent roundings of p make; atol only
- * for outputs that are zero to double precision. bf16 accumulation errs by
- * u sqrt(L / 6) times the scale and fails from about L = 1000: README.md. */
-#define GQA_TOL                                                                                    \
-    .tol = {                                                                                       \
-        [KV_F32] = {.atol = 1e-7, .rtol = 1e-5, .stol = 1.0 / (1 << 20)},                          \
-        [KV_F16] = {.atol = 1e-6, .rtol = 3e-3, .stol = 1.0 / 128},                                \
-        [KV_BF16] = {.atol = 1e-5, .rtol = 1e-2, .stol = 1.0 / 32},                                \
-        [KV_I32] = {.atol = 0, .rtol = 0},                                                         \
-    }
-
 static const char *const gqa_baselines[] = {
     "gqa_attention/cpu/naive.c",
     "gqa_attention/opencl/naive.cl",

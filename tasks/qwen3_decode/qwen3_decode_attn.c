@@ -19,6 +19,8 @@
  * that rounds p to bf16 before p . v passes, one that keeps the softmax's
  * sum in bf16 does not): tasks/qwen3_decode/README.md. The roofline is the cache rows
  * read once plus q and o. */
+#include "../gqa_attention/gqa_attention.h"
+
 #include <kevolve/task.h>
 
 #include <math.h>
@@ -123,10 +125,6 @@ static const kv_shape attn_held_out[] = {
     {.name = "mha_d96_t3", .syms = {1, 3, 4, 4, 96, 1000, 998}},
 };
 
-/* gqa_attention's: rtol 2.5 roundings of the bf16 output, stol 8 of them
- * times the scale sum p |v| / sum p (p rounded before p . v passes, a
- * softmax sum kept in bf16 over thousands of keys does not):
- * tasks/gqa_attention/README.md, "Tolerances". */
 static const char *const attn_baselines[] = {"qwen3_decode/cpu/attn_naive.c",
                                              "qwen3_decode/cuda/attn_naive.cu", 0};
 
@@ -154,13 +152,7 @@ const kv_task kv_task_qwen3_decode_attn = {
     .scenarios = attn_scenarios,
     .num_held_out = 4,
     .held_out = attn_held_out,
-    .tol =
-        {
-            [KV_F32] = {.atol = 1e-7, .rtol = 1e-5, .stol = 1.0 / (1 << 20)},
-            [KV_F16] = {.atol = 1e-6, .rtol = 3e-3, .stol = 1.0 / 128},
-            [KV_BF16] = {.atol = 1e-5, .rtol = 1e-2, .stol = 1.0 / 32},
-            [KV_I32] = {.atol = 0, .rtol = 0},
-        },
+    GQA_TOL, /* gqa_attention's (tasks/gqa_attention/README.md, "Tolerances") */
     .reference = attn_reference,
     .reference_scale = attn_reference_scale,
     .roofline = attn_roofline,

@@ -13,7 +13,6 @@
 #include "runner/runner.h"
 #include "util/buf.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,17 +215,7 @@ static int cpu_load(kv_rdev *b, const char *lib, const char *device_src, char **
     (void)device_src;
     cpu_rstate *s = b->state;
     *log = NULL;
-    s->so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-    if (!s->so) {
-        kv_fail_set(err, KV_R_LOAD_ERROR, "%s", dlerror());
-        return -1;
-    }
-    s->fn = (kv_launch_fn)(uintptr_t)dlsym(s->so, "kv_launch");
-    if (!s->fn) {
-        kv_fail_set(err, KV_R_MISSING_ENTRY, "the candidate does not export kv_launch");
-        return -1;
-    }
-    return 0;
+    return kv_rdev_load_entry(lib, &s->so, &s->fn, "the candidate does not export kv_launch", err);
 }
 
 static int cpu_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
@@ -234,21 +223,14 @@ static int cpu_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
     cpu_rstate *s = b->state;
     rarena *ar = find_arena(s, r->arena);
     int launch = r->ncalls > 0 && !(r->flags & KV_RUN_NO_LAUNCH);
-    if (!ar || (launch && !s->fn)) {
-        reply->code = KV_R_HARNESS_ERROR;
-        snprintf(reply->detail, sizeof reply->detail, "run before map or load");
-        return -1;
-    }
+    if (!ar || (launch && !s->fn))
+        return kv_reply_fail(reply, 0, KV_R_HARNESS_ERROR, "run before map or load");
     for (uint32_t i = 0; i < r->ncalls && !(r->flags & KV_RUN_NO_LAUNCH); i++) {
         kv_launch_args a;
         kv_rrun_args(r, ar->base, i, &a);
         int rc = s->fn(&a);
-        if (rc != 0) {
-            reply->call = i;
-            reply->code = KV_R_LAUNCH_FAILED;
-            snprintf(reply->detail, sizeof reply->detail, "kv_launch returned %d", rc);
-            return -1;
-        }
+        if (rc != 0)
+            return kv_reply_fail(reply, i, KV_R_LAUNCH_FAILED, "kv_launch returned %d", rc);
     }
     return 0;
 }

@@ -804,26 +804,8 @@ static int cuda_load(kv_rdev *b, const char *lib, const char *device_src, char *
     cu_rstate *r = b->state;
     *log = NULL;
     r->c.cu.CtxSetCurrent(r->c.ctx);
-    r->so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-    if (!r->so) {
-        kv_fail_set(err, KV_R_LOAD_ERROR, "%s", dlerror());
-        return -1;
-    }
-    r->fn = (kv_launch_fn)(uintptr_t)dlsym(r->so, "kv_launch");
-    if (!r->fn) {
-        kv_fail_set(err, KV_R_MISSING_ENTRY,
-                    "the candidate does not export extern \"C\" kv_launch");
-        return -1;
-    }
-    return 0;
-}
-
-static int reply_with(kv_rmsg_reply *reply, uint32_t call, kv_reason code, const char *detail)
-{
-    reply->call = call;
-    reply->code = code;
-    snprintf(reply->detail, sizeof reply->detail, "%s", detail);
-    return -1;
+    return kv_rdev_load_entry(lib, &r->so, &r->fn,
+                              "the candidate does not export extern \"C\" kv_launch", err);
 }
 
 /* What the recording thread does and finds. */
@@ -871,10 +853,11 @@ static int capture_block(cu_rstate *r, const kv_rmsg_run *m, CUdeviceptr base, k
     capture_job c = {.r = r, .m = m, .base = base};
     pthread_t t;
     if (pthread_create(&t, NULL, capture_calls, &c) != 0)
-        return reply_with(reply, 0, KV_R_CAPTURE_UNSUPPORTED, "no thread to record the calls in");
+        return kv_reply_fail(reply, 0, KV_R_CAPTURE_UNSUPPORTED,
+                             "no thread to record the calls in");
     pthread_join(t, NULL);
     if (c.begin != 0)
-        return reply_with(reply, 0, KV_R_CAPTURE_UNSUPPORTED, "cuStreamBeginCapture failed");
+        return kv_reply_fail(reply, 0, KV_R_CAPTURE_UNSUPPORTED, "cuStreamBeginCapture failed");
     if (c.failed < 0 && c.end == 0 && c.graph && s->cu.GraphInstantiate(&r->exec, c.graph, 0) != 0)
         r->exec = NULL;
     if (c.graph) s->cu.GraphDestroy(c.graph);
@@ -884,8 +867,8 @@ static int capture_block(cu_rstate *r, const kv_rmsg_run *m, CUdeviceptr base, k
                  c.failed >= 0 ? "kv_launch failed while its calls were recorded"
                  : c.end != 0  ? "the recording was invalidated"
                                : "the recorded graph did not instantiate");
-        return reply_with(reply, c.failed >= 0 ? (uint32_t)c.failed : 0, KV_R_CAPTURE_UNSUPPORTED,
-                          d);
+        return kv_reply_fail(reply, c.failed >= 0 ? (uint32_t)c.failed : 0,
+                             KV_R_CAPTURE_UNSUPPORTED, "%s", d);
     }
     r->exec_arena = m->arena;
     r->exec_ncalls = m->ncalls;
@@ -901,24 +884,18 @@ static int cuda_run(kv_rdev *b, const kv_rmsg_run *m, kv_rmsg_reply *reply)
     for (int i = 0; i < 64; i++)
         if (r->arenas[i].base && r->arenas[i].id == m->arena) base = r->arenas[i].base;
     int launch = m->ncalls > 0 && !(m->flags & KV_RUN_NO_LAUNCH);
-    if (!base || (launch && !r->fn)) {
-        reply->code = KV_R_HARNESS_ERROR;
-        snprintf(reply->detail, sizeof reply->detail, "run before map or load");
-        return -1;
-    }
+    if (!base || (launch && !r->fn))
+        return kv_reply_fail(reply, 0, KV_R_HARNESS_ERROR, "run before map or load");
     if (m->flags & KV_RUN_CAPTURE) return capture_block(r, m, base, reply);
     if (m->flags & KV_RUN_REPLAY) {
         if (!r->exec || r->exec_arena != m->arena || r->exec_ncalls != m->ncalls ||
             r->exec_first != m->first_set)
-            return reply_with(reply, 0, KV_R_HARNESS_ERROR, "a replay of a block never captured");
+            return kv_reply_fail(reply, 0, KV_R_HARNESS_ERROR,
+                                 "a replay of a block never captured");
         CUresult lr = s->cu.GraphLaunch(r->exec, s->stream);
-        if (lr != 0) {
-            reply->call = 0;
-            reply->code = kv_cu_error_code(&s->cu, lr);
-            snprintf(reply->detail, sizeof reply->detail, "the graph's launch: %s",
-                     kv_cu_error_name(&s->cu, lr));
-            return -1;
-        }
+        if (lr != 0)
+            return kv_reply_fail(reply, 0, kv_cu_error_code(&s->cu, lr), "the graph's launch: %s",
+                                 kv_cu_error_name(&s->cu, lr));
     }
     if ((m->flags & KV_RUN_TOUCH) && !launch) {
         uint64_t at = 0;
@@ -929,7 +906,7 @@ static int cuda_run(kv_rdev *b, const kv_rmsg_run *m, kv_rmsg_reply *reply)
             }
         CUresult tr = s->cu.MemsetD8Async(base + at, 0, 1, s->stream);
         if (tr != 0)
-            return reply_with(reply, 0, kv_cu_error_code(&s->cu, tr), "the calibration's touch");
+            return kv_reply_fail(reply, 0, kv_cu_error_code(&s->cu, tr), "the calibration's touch");
     }
     for (uint32_t i = 0; i < m->ncalls && !(m->flags & (KV_RUN_NO_LAUNCH | KV_RUN_REPLAY)); i++) {
         kv_launch_args a;
@@ -938,23 +915,18 @@ static int cuda_run(kv_rdev *b, const kv_rmsg_run *m, kv_rmsg_reply *reply)
         a.context = s->ctx;
         int rc = r->fn(&a);
         if (rc != 0) {
-            reply->code = kv_cuda_runtime_error_code(rc);
-            reply->call = i;
-            snprintf(reply->detail, sizeof reply->detail, "kv_launch returned %s%d",
-                     reply->code != KV_R_LAUNCH_FAILED ? "CUDA runtime error " : "", rc);
-            return -1;
+            const kv_reason code = kv_cuda_runtime_error_code(rc);
+            return kv_reply_fail(reply, i, code, "kv_launch returned %s%d",
+                                 code != KV_R_LAUNCH_FAILED ? "CUDA runtime error " : "", rc);
         }
     }
     /* Everything of this context, every stream: the block is done when the
      * device is idle, not when the launches are queued. */
     CUresult rc = s->cu.CtxSynchronize();
-    if (rc != 0) {
-        reply->call = m->ncalls ? m->ncalls - 1 : 0;
-        reply->code = kv_cu_error_code(&s->cu, rc);
-        snprintf(reply->detail, sizeof reply->detail, "the kernel (device synchronisation): %s",
-                 kv_cu_error_name(&s->cu, rc));
-        return -1;
-    }
+    if (rc != 0)
+        return kv_reply_fail(reply, m->ncalls ? m->ncalls - 1 : 0, kv_cu_error_code(&s->cu, rc),
+                             "the kernel (device synchronisation): %s",
+                             kv_cu_error_name(&s->cu, rc));
     return 0;
 }
 

@@ -24,11 +24,9 @@
 
 #include <CL/cl.h>
 
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -475,38 +473,14 @@ static int ocl_load(kv_rdev *b, const char *lib, const char *device_src, char **
         om->names[i] = kv_strdup(name);
     }
     s->mod = om;
-    s->so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-    if (!s->so) {
-        kv_fail_set(err, KV_R_LOAD_ERROR, "%s", dlerror());
-        return -1;
-    }
-    s->fn = (kv_launch_fn)(uintptr_t)dlsym(s->so, "kv_launch");
-    if (!s->fn) {
-        kv_fail_set(err, KV_R_MISSING_ENTRY, "the candidate's host code does not export kv_launch");
-        return -1;
-    }
-    return 0;
-}
-
-/* Fills REPLY with the failure CODE of call CALL and the formatted
- * detail. Returns -1. */
-static int fail(kv_rmsg_reply *reply, uint32_t call, kv_reason code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(kv_rmsg_reply *reply, uint32_t call, kv_reason code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(reply->detail, sizeof reply->detail, fmt, ap);
-    va_end(ap);
-    reply->code = code;
-    reply->call = call;
-    return -1;
+    return kv_rdev_load_entry(lib, &s->so, &s->fn,
+                              "the candidate's host code does not export kv_launch", err);
 }
 
 /* REPLY's failure from OpenCL error E of WHAT in call CALL. */
 static int fail_cl(kv_rmsg_reply *reply, uint32_t call, cl_int e, const char *what)
 {
-    return fail(reply, call, cl_code(e), "%s failed with OpenCL error %d", what, (int)e);
+    return kv_reply_fail(reply, call, cl_code(e), "%s failed with OpenCL error %d", what, (int)e);
 }
 
 static int ocl_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
@@ -514,7 +488,7 @@ static int ocl_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
     ocl_rstate *s = b->state;
     ocl_rarena *ar = find_arena(s, r->arena);
     if (!ar || (r->ncalls > 0 && !(r->flags & KV_RUN_NO_LAUNCH) && !s->fn))
-        return fail(reply, 0, KV_R_HARNESS_ERROR, "run before map or load");
+        return kv_reply_fail(reply, 0, KV_R_HARNESS_ERROR, "run before map or load");
     uint32_t nt = r->num_tensors < KV_MAX_TENSORS ? r->num_tensors : KV_MAX_TENSORS;
     kv_fail err = {0};
     ocl_rbuf **used = kv_calloc((size_t)r->ncalls * nt + 1, sizeof *used);
@@ -527,12 +501,12 @@ static int ocl_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
         for (uint32_t t = 0; t < nt && rc == 0; t++) {
             uint64_t off = (uint64_t)((unsigned char *)a.tensors[t] - ar->base);
             if (off > ar->bytes || r->bytes[t] > ar->bytes - off) {
-                rc = fail(reply, i, KV_R_HARNESS_ERROR, "a tensor past its arena");
+                rc = kv_reply_fail(reply, i, KV_R_HARNESS_ERROR, "a tensor past its arena");
                 break;
             }
             ocl_rbuf *rb = device_buf(s, r->arena, off, r->bytes[t], &err);
             if (!rb) {
-                rc = fail(reply, i, err.code, "%s", kv_fail_detail(&err));
+                rc = kv_reply_fail(reply, i, err.code, "%s", kv_fail_detail(&err));
                 kv_fail_clear(&err);
                 break;
             }
@@ -564,7 +538,7 @@ static int ocl_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
         a.harness = s->mod;
         int lr = s->fn(&a);
         if (lr != 0) {
-            rc = fail(reply, i, KV_R_LAUNCH_FAILED, "kv_launch returned %d", lr);
+            rc = kv_reply_fail(reply, i, KV_R_LAUNCH_FAILED, "kv_launch returned %d", lr);
         }
     }
     /* Out: the outputs back into the staging memory, and the inputs too, so
@@ -588,9 +562,11 @@ static int ocl_run(kv_rdev *b, const kv_rmsg_run *r, kv_rmsg_reply *reply)
         int ok = canary_ok(s, used[k]);
         /* A damaged canary names its tensor (by index: the judge knows names). */
         if (ok != 1)
-            rc = ok < 0 ? fail(reply, (uint32_t)(k % nt), KV_R_OPENCL_ERROR, "reading canaries")
-                        : fail(reply, (uint32_t)(k % nt), KV_R_OUT_OF_BOUNDS_WRITE,
-                               "bytes next to the tensor were overwritten (canary damaged)");
+            rc = ok < 0
+                     ? kv_reply_fail(reply, (uint32_t)(k % nt), KV_R_OPENCL_ERROR,
+                                     "reading canaries")
+                     : kv_reply_fail(reply, (uint32_t)(k % nt), KV_R_OUT_OF_BOUNDS_WRITE,
+                                     "bytes next to the tensor were overwritten (canary damaged)");
     }
     free(used);
     return rc;
