@@ -26,4 +26,8 @@ done | sort -u | while read -r lib; do
     *) cp -L "$lib" "$ROOT/.dev/lib/" ;;
     esac
 done
+# What the binaries were built from (the task files are embedded in them):
+# bench/device_env.sh refuses a tree whose sources differ.
+(cd "$ROOT" && git ls-files -co --exclude-standard CMakeLists.txt src include tasks |
+    sort | xargs sha256sum >.dev/SOURCES.sha256)
 du -sh "$ROOT/.dev"

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Qwen3's fused decode blocks on the GPU machine (issue 43), from the seeds
 # to the model, in one device call:
-#  1. eval: `kevolve eval` judges each fused seed (qkv_cluster.cu,
-#     attn_split.cu, o_fused.cu, mlp_fused.cu; its naive start timed beside it as the
-#     baseline): a line a task with its verdict, then each scenario's time,
-#     roofline share and tolerance used;
+#  1. eval: `kevolve eval` judges each fast seed (qkv_cluster.cu,
+#     attn_split.cu, attn_mma.cu, o_fused.cu, mlp_fused.cu; its naive start
+#     timed beside it as the baseline): a line a seed with its verdict, then
+#     each scenario's time, roofline share and tolerance used;
 #  2. evolve: examples/qwen3_decode's four evolutions (built-in mutators,
-#     from the naive start and the fused seed), LIMIT seconds each, one
+#     from the naive start and the fast seeds), LIMIT seconds each (attn:
+#     ATTN_LIMIT, its first child judged after a minute of baseline), one
 #     after the other (one judge holds the GPU), stopped with SIGINT;
 #  3. export: each run's bests exported with --torch (judged, --quick);
 #  4. model: bench/qwen3_decode_model.py: Qwen3 (MODEL) with the four
@@ -17,7 +18,7 @@
 # stores and the exports in it: EXPORTS=DIR takes the exports from an
 # earlier call's archive unpacked at DIR, carried, for PARTS=model).
 # Usage: bench/qwen3_decode_h200.sh   (OUT; PARTS (eval,evolve,export,model),
-#        LIMIT (75 s a task), MODEL (0.6B), LAYERS_14B (40), CONTEXTS
+#        LIMIT (75 s a task), ATTN_LIMIT (LIMIT), MODEL (0.6B), LAYERS_14B (40), CONTEXTS
 #        (1024,8192,32768), BATCHES (1,8), COMPILE (default,max-autotune-no-cudagraphs;
 #        empty: none), PREFILL (512,2048,8192), DEADLINE (360 s for the model
 #        part), QUICK (eval --quick), EXPORTS; .dev carried)
@@ -31,21 +32,22 @@ rm -rf "$W" && mkdir -p "$W" "$OUT"
 export KEVOLVE_CACHE_DIR=$W/cache
 PARTS=${PARTS:-eval,evolve,export,model}
 part() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
-BLOCKS="qkv:qkv_cluster attn:attn_split o:o_fused mlp:mlp_fused"
+BLOCKS="qkv attn o mlp"
+SEEDS="qkv:qkv_cluster attn:attn_split attn:attn_mma o:o_fused mlp:mlp_fused"
 echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(git rev-parse --short HEAD 2>/dev/null), $(date -u +%FT%TZ)"
 if part eval; then
-    for s in $BLOCKS; do
+    for s in $SEEDS; do
         t=${s%%:*} f=${s#*:}
         timeout 150 "$KV" eval --task "qwen3_decode_$t" ${QUICK:+--quick} \
-            "tasks/qwen3_decode/cuda/$f.cu" >"$W/eval_$t.json" 2>"$W/eval_$t.log"
-        python3 - "$W/eval_$t.json" "$t" <<'PY'
+            "tasks/qwen3_decode/cuda/$f.cu" >"$W/eval_$f.json" 2>"$W/eval_$f.log"
+        python3 - "$W/eval_$f.json" "$f" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     if not line.startswith("{"):
         continue
     d = json.loads(line)
     m, a = d.get("metrics", d), d.get("artifacts", {})
-    print(f"{sys.argv[2]:4s} verdict {a.get('verdict')} {a.get('reason', '')} {str(a.get('reason_detail', ''))[:300]}")
+    print(f"{sys.argv[2]:11s} verdict {a.get('verdict')} {a.get('reason', '')} {str(a.get('reason_detail', ''))[:300]}")
     for s in sorted({k[:-len("_median_us")] for k in m if k.endswith("_median_us")}):
         print(f"     {s:10s} {m[s + '_median_us']:9.2f} us  roofline {m.get(s + '_roofline_fraction', 0):5.1%}  "
               f"x naive {m.get(s + '_speedup', 0):6.2f}  tol {m.get(s + '_tol_ratio', 0):.2f}")
@@ -53,9 +55,10 @@ PY
     done
 fi
 if part evolve; then
-    for s in $BLOCKS; do
-        t=${s%%:*} t0=$(date +%s)
-        timeout --foreground --signal=INT --kill-after=25 "${LIMIT:-75}" "$KV" run \
+    for t in $BLOCKS; do
+        t0=$(date +%s) limit=${LIMIT:-75}
+        [ "$t" = attn ] && limit=${ATTN_LIMIT:-$limit}
+        timeout --foreground --signal=INT --kill-after=25 "$limit" "$KV" run \
             --config "examples/qwen3_decode/${t}_cuda.yaml" --output "$W/run_$t" >"$W/evolve_$t.log" 2>&1
         echo "evolve $t: $(($(date +%s) - t0)) s; $("$KV" status "$W/run_$t" 2>&1 | grep -E "^programs|^best" | tr '\n' ' ')"
         "$KV" best "$W/run_$t" -o "$W/best_$t.cu" >/dev/null 2>&1 &&
@@ -64,13 +67,11 @@ if part evolve; then
     done
 fi
 if part export; then
-    for s in $BLOCKS; do
-        t=${s%%:*}
+    for t in $BLOCKS; do
         timeout 240 "$KV" export "$W/run_$t" -o "$W/lib_$t" --torch --quick >"$W/export_$t.log" 2>&1 &
     done
     wait
-    for s in $BLOCKS; do
-        t=${s%%:*}
+    for t in $BLOCKS; do
         [ -s "$W/lib_$t/manifest.json" ] && echo "export $t: ok" ||
             echo "export $t: FAILED ($(tail -1 "$W/export_$t.log" | cut -c1-300))"
     done

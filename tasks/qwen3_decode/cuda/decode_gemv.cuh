@@ -226,22 +226,78 @@ __device__ __forceinline__ void dot_rows(const bf16 *const (&rows)[NR], int64_t 
 
 // The RMSNorm prologue: T rows of X (K values each) normalised with
 // weight W into shared memory H as PyTorch's Qwen3RMSNorm rounds them,
-// h = bf16(w * bf16(x / rms(x))). The block's warps take a row each.
+// h = bf16(w * bf16(x / rms(x))). The whole block first copies the rows
+// and W into shared memory (H and WS, K values), every thread's loads in
+// flight at once, 16 bytes each where K and the pointers allow: one trip
+// to L2 rather than a warp's chain of them. Then the warps take a row
+// each, its sum of squares and its normalised values from shared memory.
 __device__ __forceinline__ void norm_rows_to_shared(const bf16 *x, const bf16 *w, int64_t k, int t_n,
-                                                    bf16 *h)
+                                                    bf16 *h, bf16 *ws)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const bool vec = k % 8 == 0 && aligned16(x) && aligned16(w) && aligned16(h) && aligned16(ws);
+    if (vec) {
+        const int64_t xc = (int64_t)t_n * k / 8, n = xc + k / 8, bd = blockDim.x;
+        for (int64_t c0 = threadIdx.x; c0 < n; c0 += 4 * bd) {
+            uint4 v[4]; // four loads in flight before the first store
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const int64_t c = c0 + u * bd;
+                if (c < n) v[u] = c < xc ? ((const uint4 *)x)[c] : ((const uint4 *)w)[c - xc];
+            }
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const int64_t c = c0 + u * bd;
+                if (c < xc)
+                    ((uint4 *)h)[c] = v[u];
+                else if (c < n)
+                    ((uint4 *)ws)[c - xc] = v[u];
+            }
+        }
+    } else {
+        for (int64_t i = threadIdx.x; i < (int64_t)t_n * k; i += blockDim.x)
+            h[i] = x[i];
+        for (int64_t i = threadIdx.x; i < k; i += blockDim.x)
+            ws[i] = w[i];
+    }
+    __syncthreads();
     for (int t = warp; t < t_n; t += warps) {
-        const bf16 *xr = x + t * k;
+        bf16 *hr = h + t * k;
         float ss = 0.0f;
         for (int64_t i = lane; i < k; i += 32) {
-            float v = f32(xr[i]);
+            const float v = f32(hr[i]);
             ss = fmaf(v, v, ss);
         }
         const float rstd = rsqrtf(warp_sum(ss) / (float)k + 1e-6f);
-        for (int64_t i = lane; i < k; i += 32)
-            h[t * k + i] = to_bf16(f32(w[i]) * rnd(f32(xr[i]) * rstd));
+        if (vec) {
+            for (int64_t c = lane; c < k / 8; c += 32) {
+                float hv[8], wv[8];
+                unpack8(((const uint4 *)hr)[c], hv);
+                unpack8(((const uint4 *)ws)[c], wv);
+                unsigned o[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    o[e] = (unsigned)to_bf16(wv[2 * e] * rnd(hv[2 * e] * rstd)) |
+                           (unsigned)to_bf16(wv[2 * e + 1] * rnd(hv[2 * e + 1] * rstd)) << 16;
+                ((uint4 *)hr)[c] = make_uint4(o[0], o[1], o[2], o[3]);
+            }
+        } else {
+            for (int64_t i = lane; i < k; i += 32)
+                hr[i] = to_bf16(f32(ws[i]) * rnd(f32(hr[i]) * rstd));
+        }
     }
+}
+
+// Bytes of shared memory norm_rows_to_shared's H and WS take, each part
+// rounded up to 16 bytes, and where WS starts after H.
+__host__ __device__ __forceinline__ size_t align16_bytes(size_t n) { return (n + 15) & ~(size_t)15; }
+__host__ __device__ __forceinline__ size_t norm_smem_bytes(int t_n, int64_t k)
+{
+    return align16_bytes((size_t)t_n * k * sizeof(bf16)) + align16_bytes((size_t)k * sizeof(bf16));
+}
+__device__ __forceinline__ bf16 *norm_weight_slot(bf16 *h, int t_n, int64_t k)
+{
+    return (bf16 *)((unsigned char *)h + align16_bytes((size_t)t_n * k * sizeof(bf16)));
 }
 
 // out[t][n] = bf16(residual[t][n] + bf16(W[n] . x[t])) for the rows of this

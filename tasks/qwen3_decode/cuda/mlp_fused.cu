@@ -27,7 +27,7 @@ __global__ void __launch_bounds__(WARPS * 32)
                  int64_t inter, bool pdl)
 {
     extern __shared__ __align__(16) unsigned char smem[];
-    bf16 *h = (bf16 *)smem;
+    bf16 *h = (bf16 *)smem, *ws = qd::norm_weight_slot(h, t_n, hid);
     if (pdl && hid % 8 == 0 && qd::aligned16(wg) && qd::aligned16(wu) && (threadIdx.x & 31) == 0) { // this warp's gate and up rows into L2
         const int64_t r0 = ((int64_t)blockIdx.x * WARPS + (threadIdx.x >> 5)) * NR;
         if (r0 < inter) {
@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
     qd::pdl_release();
     qd::pdl_wait();
-    qd::norm_rows_to_shared(x, ln, hid, t_n, h);
+    qd::norm_rows_to_shared(x, ln, hid, t_n, h, ws);
     __syncthreads();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t j0 = ((int64_t)blockIdx.x * WARPS + warp) * NR;
@@ -86,7 +86,7 @@ extern "C" int kv_launch(const kv_launch_args *a)
 {
     const int t_n = (int)a->syms[0];
     const int64_t hid = a->syms[1], inter = a->syms[2];
-    const size_t smem = ((size_t)t_n * hid * sizeof(bf16) + 15) & ~(size_t)15;
+    const size_t smem = qd::norm_smem_bytes(t_n, hid);
     cudaError_t e = t_n <= 1   ? launch_gate_up<1>(a, smem)
                     : t_n <= 2 ? launch_gate_up<2>(a, smem)
                     : t_n <= 4 ? launch_gate_up<4>(a, smem)

@@ -37,8 +37,8 @@ template <int TP> __global__ void __launch_bounds__(WARPS * 32) qkv_kernel(qkv_a
     const int head = blockIdx.x / csize, rb = p.d / csize, r0 = rank * rb;
     const int t_n = p.nb * p.q_len, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     extern __shared__ __align__(16) unsigned char smem[];
-    bf16 *h = (bf16 *)smem;
-    float *ps = (float *)(smem + (((size_t)t_n * p.hid * sizeof(bf16) + 15) & ~(size_t)15));
+    bf16 *h = (bf16 *)smem, *ws = qd::norm_weight_slot(h, t_n, p.hid);
+    float *ps = (float *)(smem + qd::norm_smem_bytes(t_n, p.hid));
     float *nv = ps + t_n * rb, *ssp = nv + t_n * rb, *rs = ssp + t_n;
     if (PDL && threadIdx.x == 0 && p.hid % 8 == 0) { // this block's rows of its head into L2
         const int kd = head < p.nq ? 0 : head < p.nq + p.nkv ? 1 : 2;
@@ -49,7 +49,7 @@ template <int TP> __global__ void __launch_bounds__(WARPS * 32) qkv_kernel(qkv_a
     qd::pdl_release();
     qd::pdl_wait();
 
-    qd::norm_rows_to_shared(p.x, p.ln, p.hid, t_n, h);
+    qd::norm_rows_to_shared(p.x, p.ln, p.hid, t_n, h, ws);
     __syncthreads();
     const int kind = head < p.nq ? 0 : head < p.nq + p.nkv ? 1 : 2; // q, k, v
     const int hh = kind == 0 ? head : kind == 1 ? head - p.nq : head - p.nq - p.nkv;
@@ -119,8 +119,7 @@ template <int TP> __global__ void __launch_bounds__(WARPS * 32) qkv_kernel(qkv_a
 template <int TP> static cudaError_t launch(const qkv_args &p, int csize, cudaStream_t s)
 {
     const int t_n = p.nb * p.q_len, rb = p.d / csize;
-    const size_t smem = (((size_t)t_n * p.hid * sizeof(bf16) + 15) & ~(size_t)15) +
-                        sizeof(float) * ((size_t)2 * t_n * rb + 2 * t_n);
+    const size_t smem = qd::norm_smem_bytes(t_n, p.hid) + sizeof(float) * ((size_t)2 * t_n * rb + 2 * t_n);
     if (smem > 48 * 1024) {
         cudaError_t e = cudaFuncSetAttribute(qkv_kernel<TP>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);

@@ -1,0 +1,362 @@
+// qwen3_decode_attn's tensor-core seed: gqa_attention's decode_split.cu
+// design (K and V straight from global memory into mma fragments, no
+// shared memory and no barrier in the loop) over Qwen3's static cache. The
+// floor is the cache's rows read once; at batch 1 the 8 kv heads cannot
+// fill the multiprocessors, so each (sequence, kv head, tile of 8 query
+// rows) is split into chunks of rows picked from the cache's length and the
+// occupancy (one grid serves every step of a captured graph; a chunk past
+// a sequence's written rows ends at once), and the last block of a group to
+// finish merges the partials.
+//
+// A tile's 8 query rows are the mma's 8 columns (the G q heads of a kv
+// head times the new tokens, token-major): S^T[16 keys x 8 rows] = K Q^T
+// and O^T[128 dims x 8 rows] += V^T P^T (m16n8k16, fp32 accumulators).
+// Each row has its own causal end (token i of the step sees rows 0 .. p +
+// i), so a column's scores past its end are -inf and a column may see no
+// key of a group. Lane (g, t) keeps the online softmax of rows 2t and
+// 2t+1. Head sizes other than 128 go to attn_generic.cuh. Axes, each value
+// a correct kernel:
+//   WARPS       warps per block
+//   GROUPS      16-key groups a warp loads before using any (memory
+//               parallelism against registers)
+//   MIN_GROUPS  groups per warp a chunk holds at the least (short
+//               contexts: fewer chunks, less merging)
+//   SPLIT       chunks per group of rows; 0: enough to fill the resident
+//               block slots WAVES times over
+//   WAVES       how many times SPLIT 0 fills the resident slots
+//   PDL         1: programmatic dependent launch (decode_gemv.cuh), the
+//               launch overlapping the end of the kernel before it
+//   PREFETCH    1: before waiting for the kernel before it, each warp asks
+//               L2 for the cache rows of its first groups (no value read)
+#include <kevolve/task.h>
+#include <gqa_attention/cuda/gqa_common.cuh>
+#include <qwen3_decode/cuda/attn_generic.cuh>
+#include <qwen3_decode/cuda/decode_gemv.cuh>
+
+// EVOLVE-BLOCK-START
+#define WARPS 4      // kevolve: tune 2 4 8
+#define GROUPS 2     // kevolve: tune 1 2 3 4
+#define MIN_GROUPS 2 // kevolve: tune 1 2 4 8
+#define SPLIT 0      // kevolve: tune 0 4 8 16 32 64 128
+#define WAVES 1      // kevolve: tune 1 2 3 4
+#define PDL 0        // kevolve: tune 0 1
+#define PREFETCH 0   // kevolve: tune 0 1
+
+namespace qm {
+
+constexpr int D = GQA_D, COLS = 8, PART = GQA_PART, MAX_SPLIT = 256;
+
+struct args {
+    const bf16_t *q, *k, *v;
+    const int *free_rows;
+    bf16_t *o;
+    float *part;
+    unsigned *done;
+    int q_len, hq, hkv, g, tiles, split, chunk, len;
+};
+
+__device__ __forceinline__ unsigned word(const uint4 &u, int i)
+{
+    return i == 0 ? u.x : i == 1 ? u.y : i == 2 ? u.z : u.w;
+}
+
+// 2^(a - m), 0 where m is -inf (a row that has seen no key yet).
+__device__ __forceinline__ float wexp2(float a, float m)
+{
+    return m == -INFINITY ? 0.0f : gqa_exp2(a - m);
+}
+
+// One group of 16 keys as lane (g, t) needs them: K rows base+g and
+// base+g+8, pieces 4*kq+t; V rows base+2t, +1 and base+8+2t, +1, pieces g
+// and g+8. Rows at or past J1 read as zeros (never read: they may hold
+// nothing yet).
+struct keys16 {
+    uint4 ka[4], kb[4], v[8];
+};
+
+__device__ __forceinline__ void load_group(keys16 &G_, const bf16_t *kg, const bf16_t *vg, int base,
+                                           int j1, int g, int t)
+{
+    const uint4 z = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int kq = 0; kq < 4; kq++) {
+        const int piece = (4 * kq + t) * 8;
+        G_.ka[kq] = base + g < j1 ? gqa_ldg_stream(kg + (long long)(base + g) * D + piece) : z;
+        G_.kb[kq] =
+            base + g + 8 < j1 ? gqa_ldg_stream(kg + (long long)(base + g + 8) * D + piece) : z;
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++) { // (key pair half, piece half, key of the pair)
+        const int key = base + 2 * t + (i & 1) + ((i >> 2) << 3),
+                  piece = (g + ((i >> 1) & 1) * 8) * 8;
+        G_.v[i] = key < j1 ? gqa_ldg_stream(vg + (long long)key * D + piece) : z;
+    }
+}
+
+// Folds one group into this lane's online softmax (m, l: rows 2t, 2t+1,
+// log2 units) and O^T accumulators; END[hd]: row 2t+hd sees keys < END.
+__device__ __forceinline__ void fold_group(const keys16 &G_, const uint4 *qb, int base,
+                                           const int *end, int g, float sl2, float *m, float *l,
+                                           float (*oacc)[4])
+{
+    float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f}; // S^T[key g | g+8][row 2t | 2t+1]
+#pragma unroll
+    for (int kq = 0; kq < 4; kq++)
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            const unsigned a[4] = {word(G_.ka[kq], 2 * hh), word(G_.kb[kq], 2 * hh),
+                                   word(G_.ka[kq], 2 * hh + 1), word(G_.kb[kq], 2 * hh + 1)};
+            gqa_mma_bf16(sc, a, word(qb[kq], 2 * hh), word(qb[kq], 2 * hh + 1));
+        }
+    sc[0] = base + g < end[0] ? sc[0] * sl2 : -INFINITY;
+    sc[1] = base + g < end[1] ? sc[1] * sl2 : -INFINITY;
+    sc[2] = base + g + 8 < end[0] ? sc[2] * sl2 : -INFINITY;
+    sc[3] = base + g + 8 < end[1] ? sc[3] * sl2 : -INFINITY;
+#pragma unroll
+    for (int hd = 0; hd < 2; hd++) { // row 2t + hd: keys g and g+8 here, the rest across g
+        float mx = fmaxf(sc[hd], sc[2 + hd]);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+        const float mn = fmaxf(m[hd], mx);
+        const float alpha = wexp2(m[hd], mn);
+        m[hd] = mn;
+        sc[hd] = wexp2(sc[hd], mn);
+        sc[2 + hd] = wexp2(sc[2 + hd], mn);
+        l[hd] = l[hd] * alpha + sc[hd] + sc[2 + hd];
+#pragma unroll
+        for (int mt = 0; mt < 8; mt++) {
+            oacc[mt][hd] *= alpha;
+            oacc[mt][2 + hd] *= alpha;
+        }
+    }
+    // P^T (keys x rows) in accumulator layout -> P^T as the B operand
+    const unsigned b0 = gqa_movt(gqa_pack_bf2(sc[0], sc[1]));
+    const unsigned b1 = gqa_movt(gqa_pack_bf2(sc[2], sc[3]));
+#pragma unroll
+    for (int mt = 0; mt < 8; mt++) { // O^T rows 8g+mt and 64+8g+mt
+        const unsigned sel = (mt & 1) ? 0x7632u : 0x5410u;
+        const int w = mt >> 1;
+        const unsigned a[4] = {__byte_perm(word(G_.v[0], w), word(G_.v[1], w), sel),
+                               __byte_perm(word(G_.v[2], w), word(G_.v[3], w), sel),
+                               __byte_perm(word(G_.v[4], w), word(G_.v[5], w), sel),
+                               __byte_perm(word(G_.v[6], w), word(G_.v[7], w), sel)};
+        gqa_mma_bf16(oacc[mt], a, b0, b1);
+    }
+}
+
+// Where row COL of the tile lives in q and o ([batch, q_len, q_heads, D]).
+__device__ __forceinline__ long long row_of(const args &a, int b, int kvh, int tile, int col)
+{
+    const int rr = tile * COLS + col;
+    return ((long long)b * a.q_len + rr / a.g) * a.hq + (long long)kvh * a.g + rr % a.g;
+}
+
+template <int W, int KPI> __global__ void __launch_bounds__(W * 32) mma_attn(args a)
+{
+    constexpr int NT = W * 32;
+    __shared__ float sm_o[W][COLS][D];
+    __shared__ float sm_ml[W][COLS][2];
+    __shared__ float sm_w[COLS * MAX_SPLIT];
+    __shared__ int sm_last;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    const int sp = blockIdx.x, b = blockIdx.z, kvh = blockIdx.y / a.tiles,
+              tile = blockIdx.y % a.tiles;
+    const int nr = min(COLS, a.g * a.q_len - tile * COLS); // rows of this tile
+    const int j0 = sp * a.chunk;
+    const bf16_t *kg = a.k + ((long long)b * a.hkv + kvh) * a.len * D;
+    const bf16_t *vg = a.v + ((long long)b * a.hkv + kvh) * a.len * D;
+    if (PREFETCH &&
+        lane == 0) { // the first groups' rows, which lie in the cache whatever is written
+        const int r0 = j0 + warp * KPI * 16, n = min(KPI * 16, a.len - r0);
+        if (n > 0) {
+            qd::prefetch_l2(kg + (long long)r0 * D, (int64_t)n * D * 2);
+            qd::prefetch_l2(vg + (long long)r0 * D, (int64_t)n * D * 2);
+        }
+    }
+    qd::pdl_release(); // nothing here is read before the kernel before it is done
+    qd::pdl_wait();
+    const int first = a.len - a.free_rows[b] - a.q_len; // the row of the step's token 0
+    const int j1 = min(first + a.q_len, j0 + a.chunk);
+    const float sl2 = rsqrtf((float)D) * GQA_LOG2E; // scores in log2 units
+
+    // Q^T as the B operand (row g, pieces 4*kq+t), as it is: the scale
+    // goes on the fp32 scores (bf16 q / sqrt(D) would round again).
+    uint4 qb[4];
+    const bf16_t *qr = a.q + row_of(a, b, kvh, tile, g < nr ? g : 0) * D;
+#pragma unroll
+    for (int kq = 0; kq < 4; kq++)
+        qb[kq] = g < nr ? *reinterpret_cast<const uint4 *>(qr + (4 * kq + t) * 8)
+                        : make_uint4(0, 0, 0, 0);
+    int end[2]; // row 2t+hd sees keys < end[hd] of this chunk
+#pragma unroll
+    for (int hd = 0; hd < 2; hd++) {
+        const int col = 2 * t + hd;
+        end[hd] = col < nr ? min(j1, first + (tile * COLS + col) / a.g + 1) : 0;
+    }
+    float oacc[8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int mt = 0; mt < 8; mt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            oacc[mt][e] = 0.0f;
+
+    // Warp w takes groups (it*W + w)*KPI .. +KPI-1 of the chunk.
+    for (int f0 = j0 + warp * KPI * 16; f0 < j1; f0 += W * KPI * 16) {
+        keys16 grp[KPI];
+#pragma unroll
+        for (int u = 0; u < KPI; u++)
+            if (f0 + u * 16 < j1) load_group(grp[u], kg, vg, f0 + u * 16, j1, g, t);
+#pragma unroll
+        for (int u = 0; u < KPI; u++)
+            if (f0 + u * 16 < j1) fold_group(grp[u], qb, f0 + u * 16, end, g, sl2, m, l, oacc);
+    }
+
+    // Merge the block's warps: each stages its rows, then thread (row,
+    // column) combines them.
+#pragma unroll
+    for (int hd = 0; hd < 2; hd++) {
+        float ls = l[hd];
+        ls += __shfl_xor_sync(0xffffffffu, ls, 4);
+        ls += __shfl_xor_sync(0xffffffffu, ls, 8);
+        ls += __shfl_xor_sync(0xffffffffu, ls, 16);
+        const int col = 2 * t + hd;
+#pragma unroll
+        for (int mt = 0; mt < 8; mt++) {
+            sm_o[warp][col][8 * g + mt] = oacc[mt][hd];
+            sm_o[warp][col][64 + 8 * g + mt] = oacc[mt][2 + hd];
+        }
+        if (g == 0) {
+            sm_ml[warp][col][0] = m[hd];
+            sm_ml[warp][col][1] = ls;
+        }
+    }
+    __syncthreads();
+    const long long group = ((long long)b * a.hkv + kvh) * a.tiles + tile;
+    for (int i = tid; i < nr * D; i += NT) {
+        const int col = i / D, c = i % D;
+        float M = -INFINITY, S = 0.0f, A = 0.0f;
+#pragma unroll
+        for (int w = 0; w < W; w++)
+            M = fmaxf(M, sm_ml[w][col][0]);
+#pragma unroll
+        for (int w = 0; w < W; w++) {
+            const float wt = wexp2(sm_ml[w][col][0], M);
+            S += sm_ml[w][col][1] * wt;
+            A += sm_o[w][col][c] * wt;
+        }
+        if (a.split == 1) {
+            a.o[row_of(a, b, kvh, tile, col) * D + c] = gqa_bf16(A / S);
+        } else {
+            float *pp = a.part + ((group * a.split + sp) * COLS + col) * PART;
+            pp[c] = A;
+            if (c == 0) {
+                pp[D] = M;
+                pp[D + 1] = S;
+            }
+        }
+    }
+    if (a.split == 1) return;
+    if (!gqa_last_block<NT>(a.done + group, a.split, &sm_last)) return;
+    // The last block: chunk s of row col weighs exp2(m_s - M) / S.
+    const float *pg = a.part + group * a.split * COLS * PART;
+    for (int i = tid; i < nr * a.split; i += NT) {
+        const int col = i / a.split, s = i % a.split;
+        sm_w[i] = __ldcg(pg + ((long long)s * COLS + col) * PART + D);
+    }
+    __syncthreads();
+    for (int col = warp; col < nr; col += W) { // a warp a row
+        float *w = sm_w + col * a.split;
+        float M = -INFINITY, S = 0.0f;
+        for (int s = lane; s < a.split; s += 32)
+            M = fmaxf(M, w[s]);
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+            M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
+        for (int s = lane; s < a.split; s += 32)
+            S += __ldcg(pg + ((long long)s * COLS + col) * PART + D + 1) * wexp2(w[s], M);
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1)
+            S += __shfl_xor_sync(0xffffffffu, S, off);
+        __syncwarp();
+        const float inv = S > 0.0f ? 1.0f / S : 0.0f;
+        for (int s = lane; s < a.split; s += 32)
+            w[s] = wexp2(w[s], M) * inv;
+    }
+    __syncthreads();
+    for (int i = tid; i < nr * (D / 4); i += NT) { // four columns a thread
+        const int col = i / (D / 4), c = (i % (D / 4)) * 4;
+        const float *w = sm_w + col * a.split;
+        const float *pr = pg + (long long)col * PART + c;
+        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+#pragma unroll 8
+        for (int s = 0; s < a.split; s++) {
+            const float *ps = pr + (long long)s * COLS * PART; // 8-byte aligned (PART is even)
+            const float2 x = __ldcg(reinterpret_cast<const float2 *>(ps));
+            const float2 y = __ldcg(reinterpret_cast<const float2 *>(ps + 2));
+            a0 += x.x * w[s];
+            a1 += x.y * w[s];
+            a2 += y.x * w[s];
+            a3 += y.y * w[s];
+        }
+        uint2 packed;
+        packed.x = (unsigned)gqa_bf16(a0) | ((unsigned)gqa_bf16(a1) << 16);
+        packed.y = (unsigned)gqa_bf16(a2) | ((unsigned)gqa_bf16(a3) << 16);
+        *reinterpret_cast<uint2 *>(a.o + row_of(a, b, kvh, tile, col) * D + c) = packed;
+    }
+}
+
+static int launch(const kv_launch_args *k)
+{
+    constexpr int W = WARPS, KPI = GROUPS;
+    args a;
+    a.q = (const bf16_t *)k->tensors[0];
+    a.k = (const bf16_t *)k->tensors[1];
+    a.v = (const bf16_t *)k->tensors[2];
+    a.free_rows = (const int *)k->tensors[3];
+    a.o = (bf16_t *)k->tensors[4];
+    const long long b_n = k->syms[0];
+    a.q_len = (int)k->syms[1];
+    a.hq = (int)k->syms[2];
+    a.hkv = (int)k->syms[3];
+    if (k->syms[4] != D || a.hkv < 1 || a.hq % a.hkv || k->syms[5] > (1 << 24))
+        return qd_attn::launch_generic(k, 256);
+    a.len = (int)k->syms[5];
+    a.g = a.hq / a.hkv;
+    a.tiles = (a.g * a.q_len + COLS - 1) / COLS;
+    const long long groups = b_n * a.hkv * a.tiles;
+    if (groups > GQA_MAX_COUNTERS) return qd_attn::launch_generic(k, 256);
+    a.part = gqa_scratch_ptr();
+    a.done = gqa_done_ptr();
+    if (!a.part || !a.done) return (int)cudaErrorInvalidSymbol;
+    static int bps; // resident blocks per multiprocessor
+    if (!bps) {
+        cudaError_t e =
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, mma_attn<W, KPI>, W * 32, 0);
+        if (e != cudaSuccess) return (int)e;
+        if (bps < 1) return (int)cudaErrorInvalidConfiguration;
+    }
+    long long split = SPLIT ? SPLIT : WAVES * (long long)gqa_sm_count() * bps / groups;
+    const long long min_keys = (long long)MIN_GROUPS * W * 16;
+    if (split > (a.len + min_keys - 1) / min_keys) split = (a.len + min_keys - 1) / min_keys;
+    if (split > MAX_SPLIT) split = MAX_SPLIT;
+    while (split > 1 && groups * split * COLS * PART > GQA_SCRATCH_FLOATS)
+        split /= 2;
+    if (split < 1) split = 1;
+    long long chunk = (a.len + split - 1) / split;
+    chunk = (chunk + 15) / 16 * 16;      // whole groups
+    split = (a.len + chunk - 1) / chunk; // no chunk past the cache
+    a.chunk = (int)chunk;
+    a.split = (int)split;
+    dim3 grid((unsigned)split, (unsigned)(a.hkv * a.tiles), (unsigned)b_n);
+    qd::launch_cfg c(grid, dim3(W * 32), 0, (cudaStream_t)k->stream, PDL);
+    return (int)cudaLaunchKernelEx(&c.cfg, mma_attn<W, KPI>, a);
+}
+
+} // namespace qm
+
+extern "C" int kv_launch(const kv_launch_args *a)
+{
+    return qm::launch(a);
+}
+// EVOLVE-BLOCK-END
