@@ -16,6 +16,7 @@
 //   gqa_mma_bf16, _f16        mma.sync m16n8k16, fp32 accumulators
 //   gqa_movt                  movmatrix: transposes an 8x8 b16 fragment
 //   gqa_scratch, gqa_done     64 MB of partial results, per-group done counters
+//   gqa_merge_rows(_to)       the last block's merge of split partial results
 //   gqa_sm_count              multiprocessors of the current device
 #ifndef GQA_COMMON_CUH
 #define GQA_COMMON_CUH
@@ -252,15 +253,15 @@ __device__ __forceinline__ void gqa_sync(int bar, int n)
         asm volatile("bar.sync %0, %1;\n" ::"r"(bar), "r"(n) : "memory");
 }
 
-// Merges split partial results into o, in a block whose counter says it is
-// the last of its group to finish. Rows row0 .. row0+nrows-1 of o (each a
-// query row, D columns); row r's chunk s is at part + ((row0 + r) * split +
-// s) * GQA_PART: D unnormalised sums, its max (log2 units), its sum of
-// exp2. SM_W: nrows * split floats of shared memory. Called by NT threads
-// numbered TID = 0 .. NT-1 that sync on barrier BAR (gqa_sync).
-template <int NT>
-__device__ void gqa_merge_rows(const float *part, bf16_t *o, long long row0, int nrows, int split,
-                               float *sm_w, int tid = threadIdx.x, int bar = 0)
+// Merges split partial results, in a block whose counter says it is the
+// last of its group to finish: row r (r < nrows, D columns) goes to
+// out_row(r); its chunk s is at part + ((row0 + r) * split + s) * GQA_PART:
+// D unnormalised sums, its max (log2 units), its sum of exp2. SM_W: nrows
+// * split floats of shared memory. Called by NT threads numbered TID = 0 ..
+// NT-1 that sync on barrier BAR (gqa_sync).
+template <int NT, typename OutRow>
+__device__ void gqa_merge_rows_to(const float *part, OutRow out_row, long long row0, int nrows,
+                                  int split, float *sm_w, int tid = threadIdx.x, int bar = 0)
 {
     const int warp = tid >> 5, lane = tid & 31;
     for (int i = tid; i < nrows * split; i += NT) {
@@ -305,8 +306,17 @@ __device__ void gqa_merge_rows(const float *part, bf16_t *o, long long row0, int
         uint2 packed;
         packed.x = (unsigned)gqa_bf16(a0) | ((unsigned)gqa_bf16(a1) << 16);
         packed.y = (unsigned)gqa_bf16(a2) | ((unsigned)gqa_bf16(a3) << 16);
-        *reinterpret_cast<uint2 *>(o + (row0 + r) * GQA_D + c) = packed;
+        *reinterpret_cast<uint2 *>(out_row(r) + c) = packed;
     }
+}
+
+// gqa_merge_rows_to into rows row0 .. row0+nrows-1 of o.
+template <int NT>
+__device__ void gqa_merge_rows(const float *part, bf16_t *o, long long row0, int nrows, int split,
+                               float *sm_w, int tid = threadIdx.x, int bar = 0)
+{
+    gqa_merge_rows_to<NT>(part, [=](int r) { return o + (row0 + r) * GQA_D; }, row0, nrows, split,
+                          sm_w, tid, bar);
 }
 
 // 1 in the block that is the last of COUNTER's SPLIT chunks to finish (it

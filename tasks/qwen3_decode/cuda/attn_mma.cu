@@ -248,7 +248,7 @@ template <int W, int KPI> __global__ void __launch_bounds__(W * 32) mma_attn(arg
         if (a.split == 1) {
             a.o[row_of(a, b, kvh, tile, col) * D + c] = gqa_bf16(A / S);
         } else {
-            float *pp = a.part + ((group * a.split + sp) * COLS + col) * PART;
+            float *pp = a.part + ((group * COLS + col) * a.split + sp) * PART; // gqa_merge_rows_to's
             pp[c] = A;
             if (c == 0) {
                 pp[D] = M;
@@ -257,53 +257,9 @@ template <int W, int KPI> __global__ void __launch_bounds__(W * 32) mma_attn(arg
         }
     }
     if (a.split == 1) return;
-    if (!gqa_last_block<NT>(a.done + group, a.split, &sm_last)) return;
-    // The last block: chunk s of row col weighs exp2(m_s - M) / S.
-    const float *pg = a.part + group * a.split * COLS * PART;
-    for (int i = tid; i < nr * a.split; i += NT) {
-        const int col = i / a.split, s = i % a.split;
-        sm_w[i] = __ldcg(pg + ((long long)s * COLS + col) * PART + D);
-    }
-    __syncthreads();
-    for (int col = warp; col < nr; col += W) { // a warp a row
-        float *w = sm_w + col * a.split;
-        float M = -INFINITY, S = 0.0f;
-        for (int s = lane; s < a.split; s += 32)
-            M = fmaxf(M, w[s]);
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1)
-            M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
-        for (int s = lane; s < a.split; s += 32)
-            S += __ldcg(pg + ((long long)s * COLS + col) * PART + D + 1) * wexp2(w[s], M);
-#pragma unroll
-        for (int off = 16; off > 0; off >>= 1)
-            S += __shfl_xor_sync(0xffffffffu, S, off);
-        __syncwarp();
-        const float inv = S > 0.0f ? 1.0f / S : 0.0f;
-        for (int s = lane; s < a.split; s += 32)
-            w[s] = wexp2(w[s], M) * inv;
-    }
-    __syncthreads();
-    for (int i = tid; i < nr * (D / 4); i += NT) { // four columns a thread
-        const int col = i / (D / 4), c = (i % (D / 4)) * 4;
-        const float *w = sm_w + col * a.split;
-        const float *pr = pg + (long long)col * PART + c;
-        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-#pragma unroll 8
-        for (int s = 0; s < a.split; s++) {
-            const float *ps = pr + (long long)s * COLS * PART; // 8-byte aligned (PART is even)
-            const float2 x = __ldcg(reinterpret_cast<const float2 *>(ps));
-            const float2 y = __ldcg(reinterpret_cast<const float2 *>(ps + 2));
-            a0 += x.x * w[s];
-            a1 += x.y * w[s];
-            a2 += y.x * w[s];
-            a3 += y.y * w[s];
-        }
-        uint2 packed;
-        packed.x = (unsigned)gqa_bf16(a0) | ((unsigned)gqa_bf16(a1) << 16);
-        packed.y = (unsigned)gqa_bf16(a2) | ((unsigned)gqa_bf16(a3) << 16);
-        *reinterpret_cast<uint2 *>(a.o + row_of(a, b, kvh, tile, col) * D + c) = packed;
-    }
+    if (gqa_last_block<NT>(a.done + group, a.split, &sm_last))
+        gqa_merge_rows_to<NT>(a.part, [&](int col) { return a.o + row_of(a, b, kvh, tile, col) * D; },
+                              group * COLS, nr, a.split, sm_w);
 }
 
 static int launch(const kv_launch_args *k)
