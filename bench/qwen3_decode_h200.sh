@@ -32,6 +32,13 @@ rm -rf "$W" && mkdir -p "$W" "$OUT"
 export KEVOLVE_CACHE_DIR=$W/cache
 PARTS=${PARTS:-eval,evolve,export,model}
 part() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+# The archive, written again after every part: a call stopped at the
+# device's limit keeps what its earlier parts made (the kernel cache and
+# the exports' PyTorch builds stay behind; a later call builds them again,
+# about 30 s each).
+archive() {
+    tar -C "$W" --exclude=./cache --exclude="./lib_*/torch/build" -czf "$OUT/qwen3_decode.tgz" .
+}
 BLOCKS="qkv attn o mlp"
 SEEDS="qkv:qkv_cluster attn:attn_split attn:attn_mma o:o_fused mlp:mlp_fused"
 echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(git rev-parse --short HEAD 2>/dev/null), $(date -u +%FT%TZ)"
@@ -53,6 +60,7 @@ for line in open(sys.argv[1]):
               f"x naive {m.get(s + '_speedup', 0):6.2f}  tol {m.get(s + '_tol_ratio', 0):.2f}")
 PY
     done
+    archive
 fi
 if part evolve; then
     for t in $BLOCKS; do
@@ -64,6 +72,7 @@ if part evolve; then
         "$KV" best "$W/run_$t" -o "$W/best_$t.cu" >/dev/null 2>&1 &&
             echo "   best axes: $(grep -E "^#define [A-Z_]+ +[0-9]+ +// kevolve: tune" "$W/best_$t.cu" | tr -s ' ' |
                 cut -d' ' -f2,3 | tr '\n' ' ')"
+        archive
     done
 fi
 if part export; then
@@ -75,6 +84,7 @@ if part export; then
         [ -s "$W/lib_$t/manifest.json" ] && echo "export $t: ok" ||
             echo "export $t: FAILED ($(tail -1 "$W/export_$t.log" | cut -c1-300))"
     done
+    archive
 fi
 if part model; then
     E=${EXPORTS:-$W}
@@ -86,6 +96,5 @@ if part model; then
         2>"$W/model.err" | tee "$W/model.log"
     tail -5 "$W/model.err"
 fi
-rm -rf "$W/cache"
-# The exports' PyTorch builds stay behind (a later call builds them again, about 30 s each).
-tar -C "$W" --exclude="./lib_*/torch/build" -czf "$OUT/qwen3_decode.tgz" . && echo "archive: $(du -h "$OUT/qwen3_decode.tgz" | cut -f1)"
+archive
+echo "archive: $(du -h "$OUT/qwen3_decode.tgz" | cut -f1)"
