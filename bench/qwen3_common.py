@@ -78,11 +78,13 @@ class FixedLayer(CacheLayerMixin):
         return self.pos + 1
 
 
-def decode_step_ms(model, cfg, batch, ctx, dev, graph=True, layer=FixedLayer):
+def decode_step_ms(model, cfg, batch, ctx, dev, graph=True, layer=FixedLayer, after=None):
     """One decode step at context CTX and batch BATCH over a cache of LAYER
     (FixedLayer or a subclass): milliseconds a token (the median of rounds of CUDA graph
     replays, or of eager steps; on the CPU a few eager steps). The Python
-    of the step runs during the warm-up and the capture only."""
+    of the step runs during the warm-up and the capture only. AFTER, where
+    given, is called with the captured step's replay once it is timed (a
+    profile of the same graph)."""
     layers = [layer(batch, cfg.num_key_value_heads, ctx, cfg.head_dim, dev)
               for _ in range(cfg.num_hidden_layers)]
     state = {"cache": Cache(layers=layers)}
@@ -122,6 +124,8 @@ def decode_step_ms(model, cfg, batch, ctx, dev, graph=True, layer=FixedLayer):
             b.record()
             torch.cuda.synchronize()
             times.append(a.elapsed_time(b) / (20 if g else 5))
+        if after is not None and g is not None:
+            after(g.replay)
         del g
     del layers
     state.clear()

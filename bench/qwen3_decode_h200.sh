@@ -10,18 +10,25 @@
 #     ATTN_LIMIT, its first child judged after a minute of baseline), one
 #     after the other (one judge holds the GPU), stopped with SIGINT;
 #  3. export: each run's bests exported with --torch (judged, --quick);
-#  4. model: bench/qwen3_decode_model.py: Qwen3 (MODEL) with the four
+#  4. ncu: bench/qwen3_decode_ncu.py under Nsight Compute: each export's
+#     kernels at Qwen3-0.6B's batch 1 and cuDNN's attention beside
+#     them (duration, DRAM throughput, occupancy, stalls; ncu.txt whole);
+#  5. attn_sdpa: bench/qwen3_decode_attn_sdpa.py: the attn export beside
+#     SDPA's cuDNN and flash on each of its scenarios (item 3);
+#  6. model: bench/qwen3_decode_model.py: Qwen3 (MODEL) with the four
 #     exports (three where attn's failed) put in by kevolve_qwen3.patch_qwen3, beside stock PyTorch and
 #     torch.compile (COMPILE's modes), decode at CONTEXTS x BATCHES and
-#     prefill at PREFILL, the greedy-token check and the calls served.
+#     prefill at PREFILL, the greedy-token check and the calls served;
+#     at PROFILE's shapes (CTXxB,...) the kernels of each captured step.
 # Everything comes back as one archive, $OUT/qwen3_decode.tgz (the runs'
 # stores and the exports in it: EXPORTS=DIR takes the exports from an
 # earlier call's archive unpacked at DIR, carried, for PARTS=model).
-# Usage: bench/qwen3_decode_h200.sh   (OUT; PARTS (eval,evolve,export,model),
+# Usage: bench/qwen3_decode_h200.sh   (OUT; PARTS (eval,evolve,export,attn_sdpa,model; ncu),
+#        BLOCKS (qkv attn o mlp: those evolve and export take),
 #        LIMIT (75 s a task), ATTN_LIMIT (LIMIT), MODEL (0.6B), LAYERS_14B (40), CONTEXTS
 #        (1024,8192,32768), BATCHES (1,8), COMPILE (default,max-autotune-no-cudagraphs;
 #        empty: none), PREFILL (512,2048,8192), DEADLINE (360 s for the model
-#        part), QUICK (eval --quick), EXPORTS; .dev carried)
+#        part), PROFILE (none), QUICK (eval --quick), EXPORTS; .dev carried)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -30,7 +37,7 @@ OUT=${OUT:-/tmp/kevolve_decode_out}
 W=/tmp/kevolve_decode
 rm -rf "$W" && mkdir -p "$W" "$OUT"
 export KEVOLVE_CACHE_DIR=$W/cache
-PARTS=${PARTS:-eval,evolve,export,model}
+PARTS=${PARTS:-eval,evolve,export,attn_sdpa,model}
 part() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 # The archive, written again after every part: a call stopped at the
 # device's limit keeps what its earlier parts made (the kernel cache and
@@ -39,7 +46,7 @@ part() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 archive() {
     tar -C "$W" --exclude=./cache --exclude="./lib_*/torch/build" -czf "$OUT/qwen3_decode.tgz" .
 }
-BLOCKS="qkv attn o mlp"
+BLOCKS=${BLOCKS:-qkv attn o mlp}
 SEEDS="qkv:qkv_cluster attn:attn_split attn:attn_mma o:o_fused mlp:mlp_fused"
 echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(git rev-parse --short HEAD 2>/dev/null), $(date -u +%FT%TZ)"
 if part eval; then
@@ -86,13 +93,52 @@ if part export; then
     done
     archive
 fi
+E=${EXPORTS:-$W}
+# Each export's PyTorch operator built at once, side by side (one after
+# the other on first use costs about 30 s each).
+prebuild() {
+    for d in "$E"/lib_*; do
+        [ -s "$d/manifest.json" ] || continue
+        python3 - "$d" <<'PY' >"$W/prebuild_$(basename "$d").log" 2>&1 &
+import json, os, sys
+d = sys.argv[1]
+sys.path.insert(0, os.path.join(d, "torch"))
+__import__("kevolve_" + json.load(open(os.path.join(d, "manifest.json")))["task"])._load()
+PY
+    done
+    wait
+}
+case ",$PARTS," in *,ncu,* | *,attn_sdpa,* | *,model,*) prebuild ;; esac
+if part ncu; then
+    S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats"
+    S="$S --section WarpStateStats --section SchedulerStats"
+    R=""
+    for r in qkv o mlp attn_l1024 attn_l8192 attn_l32768 cudnn_l1024 cudnn_l8192 cudnn_l32768; do
+        R="$R --nvtx-include ${r}_1/"
+    done
+    # shellcheck disable=SC2086 # the sections and ranges are words
+    timeout 200 ncu --nvtx $R $S python3 bench/qwen3_decode_ncu.py "$E" >"$W/ncu.txt" 2>"$W/ncu.err"
+    echo "ncu: rc $?; $(grep -c "Duration" "$W/ncu.txt") kernels profiled"
+    grep -E "^  [A-Za-z_].*\(|Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Grid Size|Block Size|One or More Eligible|Issued Warp" "$W/ncu.txt" |
+        sed -E 's/ +/ /g' | cut -c1-150
+    archive
+fi
+if part attn_sdpa; then
+    if [ -s "$E/lib_attn/manifest.json" ]; then
+        timeout 240 python3 bench/qwen3_decode_attn_sdpa.py "$E/lib_attn" "$W/attn_sdpa.json" \
+            2>"$W/attn_sdpa.err" | tee "$W/attn_sdpa.log"
+        tail -3 "$W/attn_sdpa.err"
+    else
+        echo "attn_sdpa: no attn export at $E/lib_attn"
+    fi
+    archive
+fi
 if part model; then
-    E=${EXPORTS:-$W}
     timeout 560 python3 bench/qwen3_decode_model.py "$W/model.json" \
         --decode "$E/lib_qkv" "$E/lib_o" "$E/lib_mlp" $([ -s "$E/lib_attn/manifest.json" ] && echo "$E/lib_attn") --model "${MODEL:-0.6B}" \
         --layers-14b "${LAYERS_14B:-40}" --contexts "${CONTEXTS:-1024,8192,32768}" \
         --batches "${BATCHES:-1,8}" --compile "${COMPILE-default,max-autotune-no-cudagraphs}" \
-        --prefill "${PREFILL-512,2048,8192}" --deadline "${DEADLINE:-360}" \
+        --prefill "${PREFILL-512,2048,8192}" --deadline "${DEADLINE:-360}" --profile "${PROFILE:-}" \
         2>"$W/model.err" | tee "$W/model.log"
     tail -5 "$W/model.err"
 fi

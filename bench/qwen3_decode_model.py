@@ -17,7 +17,12 @@ beside stock PyTorch and torch.compile, side by side in one process
   (c) prefill: one forward of each --prefill length, stock against the
       patched model (whose prefill goes to the layers' own forward, with
       the attention export of --gqa when given: transformers'
-      attn_implementation "kevolve").
+      attn_implementation "kevolve");
+  (d) --profile CTXxB,...: at those decode shapes, each GPU kernel of the
+      captured step (kevolve's and every torch.compile mode's), its
+      microseconds and launches a step, the largest first (torch.profiler
+      over the same graph's replays; with PDL a kernel's time includes its
+      wait for the one before).
 
 Optional exports: --ops (rmsnorm, swiglu, rope: they serve what the
 decode blocks leave, the final norm and prefill) and --gqa (an export of
@@ -29,7 +34,7 @@ Usage: python3 bench/qwen3_decode_model.py RESULT.json --decode QKV O MLP [ATTN]
        [--ops DIR ...] [--gqa DIR] [--model 0.6B|14B] [--layers-14b N]
        [--contexts 1024,8192,32768] [--batches 1,8]
        [--compile default,max-autotune-no-cudagraphs] [--prefill 512,2048,8192]
-       [--greedy 32] [--deadline SECONDS] [--tiny]"""
+       [--greedy 32] [--profile 1024x1,8192x1] [--deadline SECONDS] [--tiny]"""
 import argparse
 import copy
 import json
@@ -53,6 +58,7 @@ ap.add_argument("--batches", default="1,8")
 ap.add_argument("--compile", default="default,max-autotune-no-cudagraphs")
 ap.add_argument("--prefill", default="512,2048,8192")
 ap.add_argument("--greedy", type=int, default=32)
+ap.add_argument("--profile", default="", help="CTXxBATCH,...: the kernels of those decode steps")
 ap.add_argument("--deadline", type=float, default=500.0)
 ap.add_argument("--tiny", action="store_true")
 args = ap.parse_args()
@@ -113,9 +119,42 @@ class Patched:
             self.model.set_attn_implementation("sdpa")
 
 
-def step_ms(model, cfg, batch, ctx, layer=common.FixedLayer):
-    """A decode step's ms (a CUDA graph's replays; on the CPU a few eager steps)."""
-    return common.decode_step_ms(model, cfg, batch, ctx, DEV, layer=layer)
+PROFILE = {tuple(int(v) for v in s.split("x")) for s in args.profile.split(",") if s}
+
+
+def kernel_profile(replay, steps=10):
+    """The kernels of REPLAY (one captured step): [{kernel, us, launches}]
+    a step, the most time first."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            replay()
+        torch.cuda.synchronize()
+    rows = [{"kernel": a.key, "us": a.self_device_time_total / steps, "launches": a.count / steps}
+            for a in prof.key_averages() if a.device_type == DeviceType.CUDA and a.self_device_time_total > 0]
+    return sorted(rows, key=lambda r: -r["us"])
+
+
+def print_profile(label, rows, top=14):
+    total = sum(r["us"] for r in rows)
+    print(f"    kernels of {label}: {total:.1f} us a step in {sum(r['launches'] for r in rows):.0f} launches",
+          flush=True)
+    for r in rows[:top]:
+        print(f"      {r['us']:8.1f} us {r['launches']:5.0f}x  {r['kernel'][:100]}", flush=True)
+
+
+def step_ms(model, cfg, batch, ctx, layer=common.FixedLayer, profile_as=None, row=None):
+    """A decode step's ms (a CUDA graph's replays; on the CPU a few eager
+    steps); at a --profile shape, its kernels into ROW[PROFILE_AS]."""
+    after = None
+    if profile_as and DEV == "cuda" and (ctx, batch) in PROFILE:
+        def after(replay):
+            row[profile_as] = kernel_profile(replay)
+            print_profile(f"{profile_as[len('profile_'):]} at ctx {ctx} batch {batch}", row[profile_as])
+    return common.decode_step_ms(model, cfg, batch, ctx, DEV, layer=layer, after=after)
 
 
 def greedy(model, cfg):
@@ -123,21 +162,21 @@ def greedy(model, cfg):
     ids = torch.randint(0, cfg.vocab_size, (1, 32), device=DEV)
     n = args.greedy
     kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False, cache_implementation="static",
-              disable_compile=True)
+              disable_compile=True, output_logits=True, return_dict_in_generate=True)
     with torch.no_grad():
         stock = model.generate(ids, **kw)
         with Patched(model) as p:
             fused = model.generate(ids, **kw)
             calls = p.served()
-    a, b = stock[0, 32:], fused[0, 32:]
+    a, b = stock.sequences[0, 32:], fused.sequences[0, 32:]
     rec = {"tokens": int(a.numel()), "identical": bool(torch.equal(a, b)), "calls": calls}
     if not rec["identical"]:
         t = int((a != b).nonzero()[0])
-        prefix = stock[:, :32 + t]
-        with torch.no_grad():
-            logits = {"pytorch": model(prefix).logits[0, -1]}
-            with Patched(model):
-                logits["kevolve"] = model(prefix).logits[0, -1]
+        prefix = stock.sequences[:, :32 + t]
+        # Each side's logits as its generation made them: after the first
+        # token, the patched model's come from its decode blocks (a forward
+        # of the prefix would be a prefill, which goes to PyTorch).
+        logits = {"pytorch": stock.logits[t][0], "kevolve": fused.logits[t][0]}
         ref = copy.deepcopy(model).float()
         rec["divergence"] = common.divergence(ref, prefix, t, {"pytorch": int(a[t]), "kevolve": int(b[t])},
                                               logits)
@@ -195,7 +234,8 @@ def main():
         row = {"context": ctx, "batch": batch}
         row["pytorch_ms"] = step_ms(model, cfg, batch, ctx)
         with Patched(model) as p:
-            row["kevolve_ms"] = step_ms(model, cfg, batch, ctx, layer=RoomLayer)
+            row["kevolve_ms"] = step_ms(model, cfg, batch, ctx, layer=RoomLayer, profile_as="profile_kevolve",
+                                        row=row)
             row["kevolve_calls"] = p.served()
         rows.append(row)
         calls = row["kevolve_calls"]
@@ -215,7 +255,8 @@ def main():
                       flush=True)
                 continue
             t = time.time()
-            row[f"compile_{mode}_ms"] = step_ms(compiled, cfg, row["batch"], row["context"])
+            row[f"compile_{mode}_ms"] = step_ms(compiled, cfg, row["batch"], row["context"],
+                                                profile_as=f"profile_compile_{mode}", row=row)
             print(f"  ctx {row['context']:5d} batch {row['batch']}: torch.compile {mode} "
                   f"{row[f'compile_{mode}_ms']:.3f} ms (with its compile: {time.time() - t:.0f} s)", flush=True)
             json.dump(result, open(args.result, "w"), indent=2)

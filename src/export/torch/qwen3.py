@@ -323,8 +323,14 @@ def _decode_unsupported(layer, pkg, x, mask, past, pos_emb, where, kw):
 
 def _free_rows(start, length, q_len):
     """The cache rows past each sequence's new tokens not yet written
-    (int32 [b], the attention block's free), from START (_start_rows)."""
-    return (length - q_len - start).to(torch.int32)
+    (int32 [b], the attention block's free), from START (_start_rows):
+    made once a step, as START is, not once a layer (a kernel each in a
+    captured step)."""
+    held = _memo.get("free")
+    if held is None or held[0] is not start or held[1] != (start._version, length, q_len):
+        held = (start, (start._version, length, q_len), (length - q_len - start).to(torch.int32))
+        _memo["free"] = held
+    return held[2]
 
 
 def _attention_unsupported(ab, mask, keys, at):
