@@ -61,6 +61,22 @@ def timed_graph(fn, sets):
     return times[len(times) // 2]
 
 
+def backend_times(fn, sets):
+    """FN (an SDPA call) timed with cuDNN's and flash's backends: {"cudnn":
+    us, "flash": us}, None and the error's first line for a backend that
+    refuses the shape or mask."""
+    row = {}
+    for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
+                           ("flash", SDPBackend.FLASH_ATTENTION)):
+        try:
+            with sdpa_kernel(backend):
+                row[label] = timed_graph(fn, sets)
+        except Exception as e:  # a backend that refuses the shape or mask
+            row[label] = None
+            row[label + "_error"] = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+    return row
+
+
 def make_sets(b, hq, hkv, sq, l, d=128):
     per = 2 * (b * hq * sq * d * 2) + 2 * (b * hkv * l * d * 2)
     n = max(2, min(64, (2 * L2_BYTES) // per + 1))
@@ -129,16 +145,7 @@ def main():
           flush=True)
     for name, b, hq, hkv, sq, l in SCENARIOS:
         sets = make_sets(b, hq, hkv, sq, l)
-        fn = attention(sq, l)
-        row = {}
-        for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
-                               ("flash", SDPBackend.FLASH_ATTENTION)):
-            try:
-                with sdpa_kernel(backend):
-                    row[label] = timed_graph(fn, sets)
-            except Exception as e:  # a backend that refuses the shape or mask
-                row[label] = None
-                row[label + "_error"] = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        row = backend_times(attention(sq, l), sets)
         out["scenarios"][name] = row
         print(f"{name:28s} cudnn {row['cudnn'] or 'n/a'} flash {row['flash'] or 'n/a'}", flush=True)
         del sets

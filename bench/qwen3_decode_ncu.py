@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""The launches bench/qwen3_decode_ncu.sh profiles with Nsight Compute:
-each exported decode block of Qwen3-0.6B at batch 1 (qkv, o, mlp: one
-token; attn over full caches of 1,024, 8,192 and 32,768 rows) and, beside
-the attention, SDPA's cuDNN backend on the same tensors (what a user
-calls instead). Each is called twice on fresh tensors (ncu flushes the
-caches before every profiled launch); NVTX ranges name them.
+"""The launches the ncu part of bench/qwen3_decode_h200.sh profiles with
+Nsight Compute: each exported decode block of Qwen3-0.6B at batch 1 (qkv,
+o, mlp: one token; attn over full caches of 1,024, 8,192 and 32,768 rows)
+and, beside the attention, SDPA's cuDNN backend on the same tensors (what
+a user calls instead). Each is called twice, in NVTX ranges NAME_0 and
+NAME_1: the first builds and warms it, the second is the one profiled
+(ncu flushes the caches before it).
 
 Usage: python3 bench/qwen3_decode_ncu.py EXPORT_DIR (lib_qkv, lib_attn,
        lib_o, lib_mlp under it; a block without its export is skipped)"""
