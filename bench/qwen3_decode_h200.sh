@@ -6,9 +6,12 @@
 #     timed beside it as the baseline): a line a seed with its verdict, then
 #     each scenario's time, roofline share and tolerance used;
 #  2. evolve: examples/qwen3_decode's four evolutions (built-in mutators,
-#     from the naive start and the fast seeds), LIMIT seconds each (attn:
-#     ATTN_LIMIT, its first child judged after a minute of baseline), one
-#     after the other (one judge holds the GPU), stopped with SIGINT;
+#     from the naive start and the fast seeds; SWEEP=1: from
+#     bench/qwen3_decode_sweep.py's variants of the fast seed instead),
+#     LIMIT seconds each (attn: ATTN_LIMIT, its first child judged after a
+#     minute of baseline), one after the other (one judge holds the GPU),
+#     stopped with SIGINT; each run's judged programs as a table (axes, us
+#     a scenario);
 #  3. export: each run's bests exported with --torch (judged, --quick);
 #  4. ncu: bench/qwen3_decode_ncu.py under Nsight Compute: each export's
 #     kernels at Qwen3-0.6B's batch 1 and cuDNN's attention beside
@@ -25,7 +28,7 @@
 # earlier call's archive unpacked at DIR, carried, for PARTS=model).
 # Usage: bench/qwen3_decode_h200.sh   (OUT; PARTS (eval,evolve,export,attn_sdpa,model; ncu),
 #        BLOCKS (qkv attn o mlp: those evolve and export take),
-#        LIMIT (75 s a task), ATTN_LIMIT (LIMIT), MODEL (0.6B), LAYERS_14B (40), CONTEXTS
+#        SWEEP, LIMIT (75 s a task), ATTN_LIMIT (LIMIT), MODEL (0.6B), LAYERS_14B (40), CONTEXTS
 #        (1024,8192,32768), BATCHES (1,8), COMPILE (default,max-autotune-no-cudagraphs;
 #        empty: none), PREFILL (512,2048,8192), DEADLINE (360 s for the model
 #        part), PROFILE (none), QUICK (eval --quick), EXPORTS; .dev carried)
@@ -73,12 +76,15 @@ if part evolve; then
     for t in $BLOCKS; do
         t0=$(date +%s) limit=${LIMIT:-75}
         [ "$t" = attn ] && limit=${ATTN_LIMIT:-$limit}
+        cfg=examples/qwen3_decode/${t}_cuda.yaml
+        [ -n "${SWEEP:-}" ] && cfg=$(python3 bench/qwen3_decode_sweep.py config "$t" "$W/sweep_$t")
         timeout --foreground --signal=INT --kill-after=25 "$limit" "$KV" run \
-            --config "examples/qwen3_decode/${t}_cuda.yaml" --output "$W/run_$t" >"$W/evolve_$t.log" 2>&1
+            --config "$cfg" --output "$W/run_$t" >"$W/evolve_$t.log" 2>&1
         echo "evolve $t: $(($(date +%s) - t0)) s; $("$KV" status "$W/run_$t" 2>&1 | grep -E "^programs|^best" | tr '\n' ' ')"
         "$KV" best "$W/run_$t" -o "$W/best_$t.cu" >/dev/null 2>&1 &&
             echo "   best axes: $(grep -E "^#define [A-Z_]+ +[0-9]+ +// kevolve: tune" "$W/best_$t.cu" | tr -s ' ' |
                 cut -d' ' -f2,3 | tr '\n' ' ')"
+        python3 bench/qwen3_decode_sweep.py table "$W/run_$t" 2>&1 | cut -c1-240
         archive
     done
 fi

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""A hand-picked sweep of the qwen3_decode seeds' tune axes as the first
+generation of an evolution (issue 43): bench/qwen3_decode_h200.sh's
+evolve part with SWEEP=1 starts each block's run from these variants of
+its fast seed instead of examples/qwen3_decode's seeds, so every point
+below is judged once (the run's initial programs, none screened) before
+the built-in mutators go on from the best; the export then picks the
+fastest per scenario among all of them.
+
+The points are the configurations the 2026-12-06 profile pointed at
+(bench/NOTES.md, "qwen3-decode-profile"): more, smaller blocks with every
+load of a row in flight at once (the o child `NR 1 UNROLL 8 WARPS 1 KS 8
+PDL 1` beat its seed 1.6x), programmatic dependent launch, and for the
+attention more chunks at short contexts (MIN_GROUPS 1, fewer warps).
+
+Usage: qwen3_decode_sweep.py config BLOCK OUTDIR   writes OUTDIR/variants/*.cu
+                                                   and OUTDIR/BLOCK_sweep.yaml,
+                                                   prints the config's path
+       qwen3_decode_sweep.py table RUN_DIR         each judged program's axes
+                                                   and times a scenario (us)"""
+import json
+import os
+import re
+import sqlite3
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEEDS = {"attn": "attn_mma.cu", "qkv": "qkv_cluster.cu", "o": "o_fused.cu", "mlp": "mlp_fused.cu"}
+ONE_PASS_DOWN = {"DOWN_NR": 1, "DOWN_UNROLL": 8, "DOWN_WARPS": 8, "DOWN_KS": 8}
+POINTS = {
+    "attn": [{}, {"MIN_GROUPS": 1}, {"WARPS": 2, "MIN_GROUPS": 1},
+             {"WARPS": 2, "GROUPS": 1, "MIN_GROUPS": 1}, {"WARPS": 8, "GROUPS": 1, "MIN_GROUPS": 1},
+             {"MIN_GROUPS": 1, "PDL": 1, "PREFETCH": 1},
+             {"WARPS": 2, "MIN_GROUPS": 1, "PDL": 1, "PREFETCH": 1}, {"WAVES": 2},
+             {"WARPS": 8, "MIN_GROUPS": 1, "WAVES": 2}, {"GROUPS": 4},
+             {"WARPS": 2, "GROUPS": 4, "MIN_GROUPS": 1, "PDL": 1}],
+    "qkv": [{}, {"PDL": 1}, {"NR": 1, "UNROLL": 8, "PDL": 1}, {"WARPS": 8, "PDL": 1},
+            {"NR": 4, "UNROLL": 4, "PDL": 1}, {"NR": 1, "UNROLL": 8, "WARPS": 8, "PDL": 1},
+            {"WARPS": 2, "PDL": 1}, {"CLUSTER": 4, "WARPS": 8, "PDL": 1},
+            {"UNROLL": 8, "WARPS": 8, "PDL": 1}],
+    "o": [{}, {"NR": 1, "UNROLL": 8, "WARPS": 1, "KS": 8, "PDL": 1},
+          {"NR": 1, "UNROLL": 8, "WARPS": 4, "KS": 4, "PDL": 1},
+          {"NR": 2, "UNROLL": 4, "WARPS": 8, "KS": 4, "PDL": 1},
+          {"NR": 1, "UNROLL": 4, "WARPS": 8, "KS": 8, "PDL": 1}],
+    "mlp": [{}, {"PDL": 1}, {"PDL": 1, **ONE_PASS_DOWN}, {"NR": 1, "UNROLL": 8, "WARPS": 8, "PDL": 1},
+            {"NR": 4, "UNROLL": 2, "PDL": 1}, {"WARPS": 8, "PDL": 1, **ONE_PASS_DOWN}],
+}
+AXIS = re.compile(r"^#define ([A-Z_]+) +(-?[0-9]+)( +// kevolve: tune ([-0-9 ]+))$", re.M)
+
+
+def variant(seed_text, point):
+    """SEED_TEXT with POINT's axes set; each value must be one its tune
+    comment lists (else the mutators could not reach it either)."""
+    seen = set()
+
+    def sub(m):
+        name = m.group(1)
+        if name not in point:
+            return m.group(0)
+        seen.add(name)
+        value = point[name]
+        if str(value) not in m.group(4).split():
+            sys.exit(f"{name}={value}: not among the axis's values ({m.group(4).strip()})")
+        return f"#define {name} {value}{m.group(3)}"
+
+    out = AXIS.sub(sub, seed_text)
+    missing = set(point) - seen
+    if missing:
+        sys.exit(f"no tune axis {sorted(missing)} in the seed")
+    return out
+
+
+def write_config(block, outdir):
+    seed = os.path.join(ROOT, "tasks", "qwen3_decode", "cuda", SEEDS[block])
+    text = open(seed).read()
+    vdir = os.path.join(outdir, "variants")
+    os.makedirs(vdir, exist_ok=True)
+    paths = []
+    for i, point in enumerate(POINTS[block]):
+        p = os.path.join(vdir, f"{block}_{i:02d}.cu")
+        with open(p, "w") as f:
+            f.write(variant(text, point))
+        paths.append(p)
+    example = open(os.path.join(ROOT, "examples", "qwen3_decode", f"{block}_cuda.yaml")).read()
+    listed = re.compile(r"^initial_programs:\n(?:  - .*\n)+", re.M)
+    if not listed.search(example):
+        sys.exit(f"{block}_cuda.yaml: no initial_programs list to replace")
+    programs = "initial_programs:\n" + "".join(f"  - {p}\n" for p in paths)
+    cfg = os.path.join(outdir, f"{block}_sweep.yaml")
+    with open(cfg, "w") as f:
+        f.write(listed.sub(lambda _: programs, example, count=1))
+    print(cfg)
+
+
+def table(run_dir):
+    db = sqlite3.connect(f"file:{os.path.join(run_dir, 'run.db')}?mode=ro", uri=True)
+    rows = db.execute("SELECT id, mutator, source, metrics FROM programs ORDER BY id").fetchall()
+    progs, scen = [], []
+    for pid, mutator, source, metrics in rows:
+        m = json.loads(metrics) if metrics else {}
+        times = {k[:-len("_median_us")]: v for k, v in m.items() if k.endswith("_median_us")}
+        if not times:
+            continue
+        axes = " ".join(f"{a}{v}" for a, v, _, _ in AXIS.findall(source or ""))
+        progs.append((pid, mutator, axes, times))
+        scen += [s for s in times if s not in scen]
+    print("| id | from | axes | " + " | ".join(scen) + " |")
+    best = {s: min(t[s] for *_, t in progs if s in t) for s in scen}
+    for pid, mutator, axes, times in progs:
+        cells = [("**%.2f**" if times.get(s) == best[s] else "%.2f") % times[s] if s in times else "-"
+                 for s in scen]
+        print(f"| {pid} | {mutator} | {axes} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "config":
+        write_config(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 3 and sys.argv[1] == "table":
+        table(sys.argv[2])
+    else:
+        sys.exit(__doc__)
