@@ -2,7 +2,7 @@
 # Qwen3's fused decode blocks on the GPU machine (issue 43), from the seeds
 # to the model, in one device call:
 #  1. eval: `kevolve eval` judges each fast seed (qkv_cluster.cu,
-#     attn_split.cu, attn_mma.cu, o_fused.cu, mlp_fused.cu; its naive start
+#     attn_split.cu, attn_mma.cu, attn_pipe.cu, o_fused.cu, mlp_fused.cu; its naive start
 #     timed beside it as the baseline): a line a seed with its verdict, then
 #     each scenario's time, roofline share and tolerance used;
 #  2. evolve: examples/qwen3_decode's four evolutions (built-in mutators,
@@ -50,7 +50,7 @@ archive() {
     tar -C "$W" --exclude=./cache --exclude="./lib_*/torch/build" -czf "$OUT/qwen3_decode.tgz" .
 }
 BLOCKS=${BLOCKS:-qkv attn o mlp}
-SEEDS="qkv:qkv_cluster attn:attn_split attn:attn_mma o:o_fused mlp:mlp_fused"
+SEEDS="qkv:qkv_cluster attn:attn_split attn:attn_mma attn:attn_pipe o:o_fused mlp:mlp_fused"
 echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(git rev-parse --short HEAD 2>/dev/null), $(date -u +%FT%TZ)"
 if part eval; then
     for s in $SEEDS; do

@@ -11,7 +11,8 @@ The points are the configurations the 2026-12-06 profile pointed at
 (bench/NOTES.md, "qwen3-decode-profile"): more, smaller blocks with every
 load of a row in flight at once (the o child `NR 1 UNROLL 8 WARPS 1 KS 8
 PDL 1` beat its seed 1.6x), programmatic dependent launch, and for the
-attention more chunks at short contexts (MIN_GROUPS 1, fewer warps).
+attention more chunks at short contexts (MIN_GROUPS 1, fewer warps) and
+attn_pipe.cu, K and V streamed through shared memory.
 
 Usage: qwen3_decode_sweep.py config BLOCK OUTDIR   writes OUTDIR/variants/*.cu
                                                    and OUTDIR/BLOCK_sweep.yaml,
@@ -25,15 +26,19 @@ import sqlite3
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Each block's fast seed; a point's SEED names another.
 SEEDS = {"attn": "attn_mma.cu", "qkv": "qkv_cluster.cu", "o": "o_fused.cu", "mlp": "mlp_fused.cu"}
-ONE_PASS_DOWN = {"DOWN_NR": 1, "DOWN_UNROLL": 8, "DOWN_WARPS": 8, "DOWN_KS": 8}
+# Qwen3-0.6B's down projection (3,072 columns, 384 chunks of 8) in one
+# round of loads: each of 8 warps takes a row pair's chunks c and c + 256.
+ONE_PASS_DOWN = {"DOWN_NR": 2, "DOWN_UNROLL": 2, "DOWN_WARPS": 8, "DOWN_KS": 8}
 POINTS = {
-    "attn": [{}, {"MIN_GROUPS": 1}, {"WARPS": 2, "MIN_GROUPS": 1},
-             {"WARPS": 2, "GROUPS": 1, "MIN_GROUPS": 1}, {"WARPS": 8, "GROUPS": 1, "MIN_GROUPS": 1},
-             {"MIN_GROUPS": 1, "PDL": 1, "PREFETCH": 1},
-             {"WARPS": 2, "MIN_GROUPS": 1, "PDL": 1, "PREFETCH": 1}, {"WAVES": 2},
-             {"WARPS": 8, "MIN_GROUPS": 1, "WAVES": 2}, {"GROUPS": 4},
-             {"WARPS": 2, "GROUPS": 4, "MIN_GROUPS": 1, "PDL": 1}],
+    "attn": [{}, {"SEED": "attn_pipe.cu"}, {"SEED": "attn_pipe.cu", "MIN_GROUPS": 1},
+             {"MIN_GROUPS": 1}, {"SEED": "attn_pipe.cu", "WARPS": 2, "MIN_GROUPS": 1, "STAGES": 4},
+             {"WARPS": 2, "MIN_GROUPS": 1}, {"SEED": "attn_pipe.cu", "STAGES": 4},
+             {"MIN_GROUPS": 1, "PDL": 1, "PREFETCH": 1}, {"SEED": "attn_pipe.cu", "WARPS": 8},
+             {"SEED": "attn_pipe.cu", "MIN_GROUPS": 1, "PDL": 1},
+             {"WARPS": 8, "GROUPS": 1, "MIN_GROUPS": 1}, {"WAVES": 2},
+             {"SEED": "attn_pipe.cu", "WARPS": 2, "STAGES": 4, "WAVES": 2}, {"GROUPS": 4}],
     "qkv": [{}, {"PDL": 1}, {"NR": 1, "UNROLL": 8, "PDL": 1}, {"WARPS": 8, "PDL": 1},
             {"NR": 4, "UNROLL": 4, "PDL": 1}, {"NR": 1, "UNROLL": 8, "WARPS": 8, "PDL": 1},
             {"WARPS": 2, "PDL": 1}, {"CLUSTER": 4, "WARPS": 8, "PDL": 1},
@@ -71,13 +76,14 @@ def variant(seed_text, point):
 
 
 def write_config(block, outdir):
-    seed = os.path.join(ROOT, "tasks", "qwen3_decode", "cuda", SEEDS[block])
-    text = open(seed).read()
     vdir = os.path.join(outdir, "variants")
     os.makedirs(vdir, exist_ok=True)
     paths = []
     for i, point in enumerate(POINTS[block]):
-        p = os.path.join(vdir, f"{block}_{i:02d}.cu")
+        point = dict(point)
+        seed = point.pop("SEED", SEEDS[block])
+        text = open(os.path.join(ROOT, "tasks", "qwen3_decode", "cuda", seed)).read()
+        p = os.path.join(vdir, f"{block}_{i:02d}_{seed[:-3]}.cu")
         with open(p, "w") as f:
             f.write(variant(text, point))
         paths.append(p)
