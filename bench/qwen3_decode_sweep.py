@@ -39,16 +39,19 @@ POINTS = {
              {"SEED": "attn_pipe.cu", "MIN_GROUPS": 1, "PDL": 1},
              {"WARPS": 8, "GROUPS": 1, "MIN_GROUPS": 1}, {"WAVES": 2},
              {"SEED": "attn_pipe.cu", "WARPS": 2, "STAGES": 4, "WAVES": 2}, {"GROUPS": 4}],
-    "qkv": [{}, {"PDL": 1}, {"NR": 1, "UNROLL": 8, "PDL": 1}, {"WARPS": 8, "PDL": 1},
-            {"NR": 4, "UNROLL": 4, "PDL": 1}, {"NR": 1, "UNROLL": 8, "WARPS": 8, "PDL": 1},
-            {"WARPS": 2, "PDL": 1}, {"CLUSTER": 4, "WARPS": 8, "PDL": 1},
-            {"UNROLL": 8, "WARPS": 8, "PDL": 1}],
-    "o": [{}, {"NR": 1, "UNROLL": 8, "WARPS": 1, "KS": 8, "PDL": 1},
-          {"NR": 1, "UNROLL": 8, "WARPS": 4, "KS": 4, "PDL": 1},
-          {"NR": 2, "UNROLL": 4, "WARPS": 8, "KS": 4, "PDL": 1},
+    # XREG (the one-token path) is on in the seeds: each block's best
+    # point of 2026-12-06 first, then the same with XREG 0 beside it.
+    "qkv": [{"WARPS": 8, "PDL": 1}, {"WARPS": 8, "PDL": 1, "XREG": 0},
+            {"CLUSTER": 4, "NR": 4, "WARPS": 8, "PDL": 1}, {"WARPS": 4, "PDL": 1},
+            {"NR": 1, "WARPS": 8, "PDL": 1}, {"CLUSTER": 4, "WARPS": 8, "PDL": 1}, {},
+            {"NR": 1, "UNROLL": 8, "PDL": 1, "XREG": 0}],
+    "o": [{"NR": 2, "UNROLL": 4, "WARPS": 8, "KS": 4, "PDL": 1},
+          {"NR": 1, "UNROLL": 8, "WARPS": 1, "KS": 8, "PDL": 1},
+          {"NR": 1, "UNROLL": 8, "WARPS": 4, "KS": 4, "PDL": 1}, {},
           {"NR": 1, "UNROLL": 4, "WARPS": 8, "KS": 8, "PDL": 1}],
-    "mlp": [{}, {"PDL": 1}, {"PDL": 1, **ONE_PASS_DOWN}, {"NR": 1, "UNROLL": 8, "WARPS": 8, "PDL": 1},
-            {"NR": 4, "UNROLL": 2, "PDL": 1}, {"WARPS": 8, "PDL": 1, **ONE_PASS_DOWN}],
+    "mlp": [{"NR": 1, "WARPS": 8, "PDL": 1}, {"PDL": 1}, {"PDL": 1, "XREG": 0},
+            {"NR": 1, "WARPS": 4, "PDL": 1}, {"NR": 4, "WARPS": 2, "PDL": 1},
+            {"WARPS": 8, "PDL": 1, **ONE_PASS_DOWN}, {"NR": 1, "UNROLL": 8, "WARPS": 8, "PDL": 1, "XREG": 0}],
 }
 AXIS = re.compile(r"^#define ([A-Z_]+) +(-?[0-9]+)( +// kevolve: tune ([-0-9 ]+))$", re.M)
 

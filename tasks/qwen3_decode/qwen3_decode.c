@@ -151,12 +151,15 @@ static const kv_shape qkv_scenarios[] = {
 };
 
 /* Hidden sizes no vector divides, head sizes other than 128, as many kv
- * heads as q heads, a cache one row longer than the tokens. */
+ * heads as q heads, a cache one row longer than the tokens, and one token
+ * over a hidden size of 3 x 256 (the seeds' one-token path, whose lanes
+ * take 256 values a turn). */
 static const kv_shape qkv_held_out[] = {
     {.name = "odd_h37_d6", .syms = {2, 3, 37, 3, 1, 6, 7, 5}},
     {.name = "h1000_d64", .syms = {3, 2, 1000, 5, 5, 64, 9, 8}},
     {.name = "h130_d130", .syms = {1, 1, 130, 2, 2, 130, 1, 1}},
     {.name = "h1032_d96_q7", .syms = {2, 7, 1032, 6, 2, 96, 8, 2}},
+    {.name = "h768_d64_t1", .syms = {1, 1, 768, 6, 2, 64, 12, 12}},
 };
 
 /* ---- qwen3_decode_o ---- */
@@ -292,6 +295,7 @@ static const kv_shape mlp_held_out[] = {
     {.name = "odd_3x37x5", .syms = {3, 37, 5}},
     {.name = "t7_130x1000", .syms = {7, 130, 1000}},
     {.name = "t2_1031x2056", .syms = {2, 1031, 2056}},
+    {.name = "t1_768x1000", .syms = {1, 768, 1000}}, /* the one-token path */
 };
 
 /* bf16's rounding is 2^-9 of a value. PyTorch's model rounds each
@@ -355,7 +359,7 @@ const kv_task kv_task_qwen3_decode_qkv = {
         },
     .num_scenarios = 5,
     .scenarios = qkv_scenarios,
-    .num_held_out = 4,
+    .num_held_out = 5,
     .held_out = qkv_held_out,
     .tol = DECODE_TOL,
     .reference = qkv_reference,
@@ -424,7 +428,7 @@ const kv_task kv_task_qwen3_decode_mlp = {
         },
     .num_scenarios = 3,
     .scenarios = mlp_scenarios,
-    .num_held_out = 3,
+    .num_held_out = 4,
     .held_out = mlp_held_out,
     .tol = DECODE_TOL,
     .reference = mlp_reference,

@@ -288,6 +288,92 @@ __device__ __forceinline__ void norm_rows_to_shared(const bf16 *x, const bf16 *w
     }
 }
 
+// The one-token path (the seeds' XREG axis): a warp that takes rows of a
+// block against a single token needs only its lanes' chunks of that token.
+// load_rows_regs first asks for the warp's weights (lane l's chunks l + 32
+// i, i < KCN = K / 256 <= KC, of each row), then norm_token_regs reads the
+// token's and the norm weight's same chunks straight from global memory
+// and normalises them in registers with norm_rows_to_shared's roundings
+// (the sum of squares in another order): the two trips to memory overlap,
+// and there is no shared memory and no barrier before the products.
+// dot_regs then sums as dot_rows does, chunk by chunk, lane by lane.
+template <int NR, int KC>
+__device__ __forceinline__ void load_rows_regs(const bf16 *const (&rows)[NR], int kcn, uint4 (&w)[NR][KC])
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int r = 0; r < NR; r++)
+#pragma unroll
+        for (int i = 0; i < KC; i++)
+            w[r][i] = rows[r] && i < kcn ? load_weights(rows[r] + (lane + 32 * i) * 8) : make_uint4(0, 0, 0, 0);
+}
+
+template <int KC>
+__device__ __forceinline__ void norm_token_regs(const bf16 *x, const bf16 *w, int64_t k, int kcn, uint4 (&h)[KC])
+{
+    const int lane = threadIdx.x & 31;
+    uint4 wv[KC];
+#pragma unroll
+    for (int i = 0; i < KC; i++) {
+        h[i] = i < kcn ? ((const uint4 *)x)[lane + 32 * i] : make_uint4(0, 0, 0, 0);
+        wv[i] = i < kcn ? ((const uint4 *)w)[lane + 32 * i] : make_uint4(0, 0, 0, 0);
+    }
+    float ss = 0.0f;
+#pragma unroll
+    for (int i = 0; i < KC; i++) {
+        float hv[8];
+        unpack8(h[i], hv);
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            ss = fmaf(hv[e], hv[e], ss);
+    }
+    const float rstd = rsqrtf(warp_sum(ss) / (float)k + 1e-6f);
+#pragma unroll
+    for (int i = 0; i < KC; i++) {
+        float hv[8], ww[8];
+        unpack8(h[i], hv);
+        unpack8(wv[i], ww);
+        unsigned o[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            o[e] = (unsigned)to_bf16(ww[2 * e] * rnd(hv[2 * e] * rstd)) |
+                   (unsigned)to_bf16(ww[2 * e + 1] * rnd(hv[2 * e + 1] * rstd)) << 16;
+        h[i] = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+}
+
+template <int NR, int KC>
+__device__ __forceinline__ void dot_regs(const uint4 (&w)[NR][KC], const uint4 (&h)[KC], int kcn, float (&acc)[NR])
+{
+#pragma unroll
+    for (int r = 0; r < NR; r++)
+        acc[r] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < KC; i++) {
+        if (i >= kcn) break;
+        float xf[8];
+        unpack8(h[i], xf);
+#pragma unroll
+        for (int r = 0; r < NR; r++) {
+            float wf[8];
+            unpack8(w[r][i], wf);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                acc[r] = fmaf(wf[e], xf[e], acc[r]);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < NR; r++)
+        acc[r] = warp_sum(acc[r]);
+}
+
+// Whether the one-token path takes a block of T tokens over K (X, the norm
+// weight W and every weight matrix 16-byte aligned: ALIGNED).
+__host__ __device__ __forceinline__ bool token_regs_fit(int kc, int t_n, int64_t k, bool aligned)
+{
+    return kc > 0 && t_n == 1 && aligned && k % 256 == 0 && k / 256 <= kc;
+}
+
 // Bytes of shared memory norm_rows_to_shared's H and WS take, each part
 // rounded up to 16 bytes, and where WS starts after H.
 __host__ __device__ __forceinline__ size_t align16_bytes(size_t n) { return (n + 15) & ~(size_t)15; }

@@ -2,7 +2,9 @@
 // into shared memory (the post-attention RMSNorm as a prologue, every block
 // its own copy: a few KB from L2) and takes NR gate rows with their NR up
 // rows a warp, so one pass over the weights yields act = silu(g) * u, its
-// epilogue; the second is the down projection with the residual add
+// epilogue (with XREG, a single token over a hidden size of at most 256
+// XREG is normalised in each warp's registers while its weights are on
+// their way: qd::norm_token_regs); the second is the down projection with the residual add
 // (qd::proj_residual). Roundings as PyTorch's bf16 Qwen3MLP: g, u,
 // silu(g) and the product each rounded to bf16.
 #include <kevolve/task.h>
@@ -17,6 +19,7 @@
 #define DOWN_WARPS 4  // kevolve: tune 1 2 4 8 16
 #define DOWN_KS 2     // kevolve: tune 1 2 4 8
 #define PDL 0         // kevolve: tune 0 1
+#define XREG 4        // kevolve: tune 0 4 8
 
 using qd::bf16;
 
@@ -38,8 +41,6 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
     qd::pdl_release();
     qd::pdl_wait();
-    qd::norm_rows_to_shared(x, ln, hid, t_n, h, ws);
-    __syncthreads();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t j0 = ((int64_t)blockIdx.x * WARPS + warp) * NR;
     const bf16 *rows[2 * NR];
@@ -49,6 +50,26 @@ __global__ void __launch_bounds__(WARPS * 32)
         rows[NR + r] = j0 + r < inter ? wu + (j0 + r) * hid : nullptr;
     }
     const bool vec = hid % 8 == 0 && qd::aligned16(wg) && qd::aligned16(wu);
+    if (TP == 1 && qd::token_regs_fit(XREG, t_n, hid, vec && qd::aligned16(x) && qd::aligned16(ln))) {
+        if (j0 >= inter) return; // no barrier on this path
+        constexpr int KC = XREG > 0 ? XREG : 1;
+        const int kcn = (int)(hid / 256);
+        uint4 wr[2 * NR][KC], h1[KC];
+        qd::load_rows_regs<2 * NR, KC>(rows, kcn, wr);
+        qd::norm_token_regs<KC>(x, ln, hid, kcn, h1);
+        float acc[2 * NR];
+        qd::dot_regs<2 * NR, KC>(wr, h1, kcn, acc);
+#pragma unroll
+        for (int r = 0; r < NR; r++)
+            if ((r & 31) == lane && rows[r]) {
+                const float g = qd::rnd(acc[r]), u = qd::rnd(acc[NR + r]);
+                const float s = qd::rnd(__fdividef(g, 1.0f + __expf(-g)));
+                act[j0 + r] = qd::to_bf16(s * u);
+            }
+        return;
+    }
+    qd::norm_rows_to_shared(x, ln, hid, t_n, h, ws);
+    __syncthreads();
     for (int t0 = 0; t0 < t_n; t0 += TP) {
         const int tn = min(TP, t_n - t0);
         float acc[2 * NR][TP];

@@ -3,10 +3,14 @@
 // rows, so that the whole card streams the weights. Every block first
 // normalises the tokens into shared memory (the input RMSNorm as a
 // prologue: a few KB from L2), then its warps take NR rows at a time
-// (qd::dot_rows). A q or k head's RMSNorm over head_dim sums the blocks'
+// (qd::dot_rows); with XREG, a single token over a hidden size of at most
+// 256 XREG is instead normalised in each warp's registers while its
+// weights are on their way (qd::norm_token_regs: no barrier before the
+// products). A q or k head's RMSNorm over head_dim sums the blocks'
 // squares through distributed shared memory, and the rotation reads each
-// value's partner (i +- D/2) from the block that holds it; k and v go
-// straight to their cache rows. Roundings as PyTorch's bf16 Qwen3.
+// value's partner (i +- D/2) from the block that holds it, normalising it
+// there: one cluster barrier between the products and the stores. k and v
+// go straight to their cache rows. Roundings as PyTorch's bf16 Qwen3.
 #include <kevolve/task.h>
 #include <cooperative_groups.h>
 #include <qwen3_decode/cuda/decode_gemv.cuh>
@@ -19,6 +23,7 @@ namespace cg = cooperative_groups;
 #define UNROLL 4  // kevolve: tune 1 2 4 8
 #define WARPS 4   // kevolve: tune 1 2 4 8
 #define PDL 0     // kevolve: tune 0 1
+#define XREG 4    // kevolve: tune 0 4 8
 
 using qd::bf16;
 
@@ -38,8 +43,7 @@ template <int TP> __global__ void __launch_bounds__(WARPS * 32) qkv_kernel(qkv_a
     const int t_n = p.nb * p.q_len, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     extern __shared__ __align__(16) unsigned char smem[];
     bf16 *h = (bf16 *)smem, *ws = qd::norm_weight_slot(h, t_n, p.hid);
-    float *ps = (float *)(smem + qd::norm_smem_bytes(t_n, p.hid));
-    float *nv = ps + t_n * rb, *ssp = nv + t_n * rb, *rs = ssp + t_n;
+    float *ps = (float *)(smem + qd::norm_smem_bytes(t_n, p.hid)), *ssp = ps + t_n * rb;
     if (PDL && threadIdx.x == 0 && p.hid % 8 == 0) { // this block's rows of its head into L2
         const int kd = head < p.nq ? 0 : head < p.nq + p.nkv ? 1 : 2;
         const int hx = kd == 0 ? head : kd == 1 ? head - p.nq : head - p.nq - p.nkv;
@@ -49,28 +53,48 @@ template <int TP> __global__ void __launch_bounds__(WARPS * 32) qkv_kernel(qkv_a
     qd::pdl_release();
     qd::pdl_wait();
 
-    qd::norm_rows_to_shared(p.x, p.ln, p.hid, t_n, h, ws);
-    __syncthreads();
     const int kind = head < p.nq ? 0 : head < p.nq + p.nkv ? 1 : 2; // q, k, v
     const int hh = kind == 0 ? head : kind == 1 ? head - p.nq : head - p.nq - p.nkv;
     const bf16 *w = (kind == 0 ? p.wq : kind == 1 ? p.wk : p.wv) + (int64_t)hh * p.d * p.hid;
     const bool vec = p.hid % 8 == 0 && qd::aligned16(p.wq) && qd::aligned16(p.wk) &&
                      qd::aligned16(p.wv);
-    for (int g0 = warp * NR; g0 < rb; g0 += WARPS * NR) {
-        const bf16 *rows[NR];
-#pragma unroll
-        for (int r = 0; r < NR; r++)
-            rows[r] = g0 + r < rb ? w + (int64_t)(r0 + g0 + r) * p.hid : nullptr;
-        for (int t0 = 0; t0 < t_n; t0 += TP) {
-            const int tn = min(TP, t_n - t0);
-            float acc[NR][TP];
-            qd::dot_rows<NR, TP, UNROLL>(rows, p.hid, h + t0 * p.hid, p.hid, tn, 0, 1, vec, acc);
+    if (TP == 1 && qd::token_regs_fit(XREG, t_n, p.hid, vec && qd::aligned16(p.x) && qd::aligned16(p.ln))) {
+        constexpr int KC = XREG > 0 ? XREG : 1;
+        const int kcn = (int)(p.hid / 256);
+        uint4 h1[KC];
+        for (int g0 = warp * NR; g0 < rb; g0 += WARPS * NR) {
+            const bf16 *rows[NR];
 #pragma unroll
             for (int r = 0; r < NR; r++)
+                rows[r] = g0 + r < rb ? w + (int64_t)(r0 + g0 + r) * p.hid : nullptr;
+            uint4 wr[NR][KC];
+            qd::load_rows_regs<NR, KC>(rows, kcn, wr);
+            if (g0 == warp * NR) qd::norm_token_regs<KC>(p.x, p.ln, p.hid, kcn, h1);
+            float acc[NR];
+            qd::dot_regs<NR, KC>(wr, h1, kcn, acc);
 #pragma unroll
-                for (int t = 0; t < TP; t++)
-                    if (((r * TP + t) & 31) == lane && t < tn && rows[r])
-                        ps[(t0 + t) * rb + g0 + r] = qd::rnd(acc[r][t]);
+            for (int r = 0; r < NR; r++)
+                if ((r & 31) == lane && rows[r]) ps[g0 + r] = qd::rnd(acc[r]);
+        }
+    } else {
+        qd::norm_rows_to_shared(p.x, p.ln, p.hid, t_n, h, ws);
+        __syncthreads();
+        for (int g0 = warp * NR; g0 < rb; g0 += WARPS * NR) {
+            const bf16 *rows[NR];
+#pragma unroll
+            for (int r = 0; r < NR; r++)
+                rows[r] = g0 + r < rb ? w + (int64_t)(r0 + g0 + r) * p.hid : nullptr;
+            for (int t0 = 0; t0 < t_n; t0 += TP) {
+                const int tn = min(TP, t_n - t0);
+                float acc[NR][TP];
+                qd::dot_rows<NR, TP, UNROLL>(rows, p.hid, h + t0 * p.hid, p.hid, tn, 0, 1, vec, acc);
+#pragma unroll
+                for (int r = 0; r < NR; r++)
+#pragma unroll
+                    for (int t = 0; t < TP; t++)
+                        if (((r * TP + t) & 31) == lane && t < tn && rows[r])
+                            ps[(t0 + t) * rb + g0 + r] = qd::rnd(acc[r][t]);
+            }
         }
     }
     __syncthreads();
@@ -89,23 +113,25 @@ template <int TP> __global__ void __launch_bounds__(WARPS * 32) qkv_kernel(qkv_a
         if (lane == 0) ssp[t] = s;
     }
     cl.sync();
-    for (int t = threadIdx.x; t < t_n; t += blockDim.x) {
-        float s = 0.0f;
-        for (int k = 0; k < csize; k++)
-            s += *cl.map_shared_rank(ssp + t, k);
-        rs[t] = rsqrtf(s / (float)p.d + 1e-6f);
-    }
-    __syncthreads();
+    // Each value and its partner normalised here, the partner's projection
+    // read from the block that holds it (the same head's norm weight).
     const bf16 *nw = kind == 0 ? p.qn : p.kn;
-    for (int i = threadIdx.x; i < t_n * rb; i += blockDim.x)
-        nv[i] = qd::rnd(qd::f32(nw[r0 + i % rb]) * qd::rnd(ps[i] * rs[i / rb]));
-    cl.sync();
     const int half = p.d / 2;
     for (int i = threadIdx.x; i < t_n * rb; i += blockDim.x) {
         const int t = i / rb, gi = r0 + i % rb, gj = gi < half ? gi + half : gi - half;
-        const float pair = *cl.map_shared_rank(nv + t * rb + gj % rb, gj / rb);
+        float sq[CLUSTER], s = 0.0f; // every block's loads in flight at once
+#pragma unroll
+        for (int k = 0; k < CLUSTER; k++)
+            sq[k] = k < csize ? *cl.map_shared_rank(ssp + t, k) : 0.0f;
+#pragma unroll
+        for (int k = 0; k < CLUSTER; k++)
+            if (k < csize) s += sq[k];
+        const float rs = rsqrtf(s / (float)p.d + 1e-6f);
+        const float own = qd::rnd(qd::f32(nw[gi]) * qd::rnd(ps[i] * rs));
+        const float pj = *cl.map_shared_rank(ps + t * rb + gj % rb, gj / rb);
+        const float pair = qd::rnd(qd::f32(nw[gj]) * qd::rnd(pj * rs));
         const float co = qd::f32(p.cs[t * p.d + gi]), si = qd::f32(p.sn[t * p.d + gi]);
-        const bf16 o = qd::to_bf16(qd::rnd(nv[i] * co) + qd::rnd((gi < half ? -pair : pair) * si));
+        const bf16 o = qd::to_bf16(qd::rnd(own * co) + qd::rnd((gi < half ? -pair : pair) * si));
         if (kind == 0) {
             p.q[((int64_t)t * p.nq + hh) * p.d + gi] = o;
         } else {
@@ -119,7 +145,7 @@ template <int TP> __global__ void __launch_bounds__(WARPS * 32) qkv_kernel(qkv_a
 template <int TP> static cudaError_t launch(const qkv_args &p, int csize, cudaStream_t s)
 {
     const int t_n = p.nb * p.q_len, rb = p.d / csize;
-    const size_t smem = qd::norm_smem_bytes(t_n, p.hid) + sizeof(float) * ((size_t)2 * t_n * rb + 2 * t_n);
+    const size_t smem = qd::norm_smem_bytes(t_n, p.hid) + sizeof(float) * ((size_t)t_n * rb + t_n);
     if (smem > 48 * 1024) {
         cudaError_t e = cudaFuncSetAttribute(qkv_kernel<TP>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
