@@ -224,6 +224,21 @@ __device__ __forceinline__ void dot_rows(const bf16 *const (&rows)[NR], int64_t 
             acc[r][t] = warp_sum(acc[r][t]);
 }
 
+// Eight values H of a row normalised with weight W as PyTorch's
+// Qwen3RMSNorm rounds them: bf16(w * bf16(h * rstd)).
+__device__ __forceinline__ uint4 norm8(uint4 h, uint4 w, float rstd)
+{
+    float hv[8], wv[8];
+    unpack8(h, hv);
+    unpack8(w, wv);
+    unsigned o[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        o[e] = (unsigned)to_bf16(wv[2 * e] * rnd(hv[2 * e] * rstd)) |
+               (unsigned)to_bf16(wv[2 * e + 1] * rnd(hv[2 * e + 1] * rstd)) << 16;
+    return make_uint4(o[0], o[1], o[2], o[3]);
+}
+
 // The RMSNorm prologue: T rows of X (K values each) normalised with
 // weight W into shared memory H as PyTorch's Qwen3RMSNorm rounds them,
 // h = bf16(w * bf16(x / rms(x))). The whole block first copies the rows
@@ -270,17 +285,8 @@ __device__ __forceinline__ void norm_rows_to_shared(const bf16 *x, const bf16 *w
         }
         const float rstd = rsqrtf(warp_sum(ss) / (float)k + 1e-6f);
         if (vec) {
-            for (int64_t c = lane; c < k / 8; c += 32) {
-                float hv[8], wv[8];
-                unpack8(((const uint4 *)hr)[c], hv);
-                unpack8(((const uint4 *)ws)[c], wv);
-                unsigned o[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    o[e] = (unsigned)to_bf16(wv[2 * e] * rnd(hv[2 * e] * rstd)) |
-                           (unsigned)to_bf16(wv[2 * e + 1] * rnd(hv[2 * e + 1] * rstd)) << 16;
-                ((uint4 *)hr)[c] = make_uint4(o[0], o[1], o[2], o[3]);
-            }
+            for (int64_t c = lane; c < k / 8; c += 32)
+                ((uint4 *)hr)[c] = norm8(((const uint4 *)hr)[c], ((const uint4 *)ws)[c], rstd);
         } else {
             for (int64_t i = lane; i < k; i += 32)
                 hr[i] = to_bf16(f32(ws[i]) * rnd(f32(hr[i]) * rstd));
@@ -329,17 +335,8 @@ __device__ __forceinline__ void norm_token_regs(const bf16 *x, const bf16 *w, in
     }
     const float rstd = rsqrtf(warp_sum(ss) / (float)k + 1e-6f);
 #pragma unroll
-    for (int i = 0; i < KC; i++) {
-        float hv[8], ww[8];
-        unpack8(h[i], hv);
-        unpack8(wv[i], ww);
-        unsigned o[4];
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            o[e] = (unsigned)to_bf16(ww[2 * e] * rnd(hv[2 * e] * rstd)) |
-                   (unsigned)to_bf16(ww[2 * e + 1] * rnd(hv[2 * e + 1] * rstd)) << 16;
-        h[i] = make_uint4(o[0], o[1], o[2], o[3]);
-    }
+    for (int i = 0; i < KC; i++)
+        h[i] = norm8(h[i], wv[i], rstd);
 }
 
 template <int NR, int KC>
