@@ -15,7 +15,8 @@
 #  3. export: each run's bests exported with --torch (judged, --quick);
 #  4. ncu: bench/qwen3_decode_ncu.py under Nsight Compute: each export's
 #     kernels at Qwen3-0.6B's batch 1 and cuDNN's attention beside
-#     them (duration, DRAM throughput, occupancy, stalls; ncu.txt whole);
+#     them (duration, DRAM throughput, occupancy, stalls; ncu.txt whole;
+#     NCU_MODEL=14B: Qwen3-14B's shapes; NCU_RANGES: those ranges only);
 #  5. attn_sdpa: bench/qwen3_decode_attn_sdpa.py: the attn export beside
 #     SDPA's cuDNN and flash on each of its scenarios (item 3);
 #  6. model: bench/qwen3_decode_model.py: Qwen3 (MODEL) with the four
@@ -31,7 +32,8 @@
 #        SWEEP, LIMIT (75 s a task), ATTN_LIMIT (LIMIT), MODEL (0.6B), LAYERS_14B (40), CONTEXTS
 #        (1024,8192,32768), BATCHES (1,8), COMPILE (default,max-autotune-no-cudagraphs;
 #        empty: none), PREFILL (512,2048,8192), DEADLINE (360 s for the model
-#        part), PROFILE (none), QUICK (eval --quick), EXPORTS; .dev carried)
+#        part), PROFILE (none), QUICK (eval --quick), NCU_MODEL, NCU_RANGES, EXPORTS;
+#        .dev carried)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -119,11 +121,11 @@ if part ncu; then
     S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats"
     S="$S --section WarpStateStats --section SchedulerStats"
     R=""
-    for r in qkv o mlp attn_l1024 attn_l8192 attn_l32768 cudnn_l1024 cudnn_l8192 cudnn_l32768; do
+    for r in ${NCU_RANGES:-qkv o mlp attn_l1024 attn_l8192 attn_l32768 cudnn_l1024 cudnn_l8192 cudnn_l32768}; do
         R="$R --nvtx-include ${r}_1/"
     done
     # shellcheck disable=SC2086 # the sections and ranges are words
-    timeout 200 ncu --nvtx $R $S python3 bench/qwen3_decode_ncu.py "$E" >"$W/ncu.txt" 2>"$W/ncu.err"
+    timeout 200 ncu --nvtx $R $S python3 bench/qwen3_decode_ncu.py "$E" ${NCU_MODEL:-} >"$W/ncu.txt" 2>"$W/ncu.err"
     echo "ncu: rc $?; $(grep -c "Duration" "$W/ncu.txt") kernels profiled"
     grep -E "^  [A-Za-z_].*\(|Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Grid Size|Block Size|One or More Eligible|Issued Warp" "$W/ncu.txt" |
         sed -E 's/ +/ /g' | cut -c1-150

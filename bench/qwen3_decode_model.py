@@ -36,7 +36,6 @@ Usage: python3 bench/qwen3_decode_model.py RESULT.json --decode QKV O MLP [ATTN]
        [--compile default,max-autotune-no-cudagraphs] [--prefill 512,2048,8192]
        [--greedy 32] [--profile 1024x1,8192x1] [--deadline SECONDS] [--tiny]"""
 import argparse
-import copy
 import json
 import os
 import statistics
@@ -177,7 +176,7 @@ def greedy(model, cfg):
         # token, the patched model's come from its decode blocks (a forward
         # of the prefix would be a prefill, which goes to PyTorch).
         logits = {"pytorch": stock.logits[t][0], "kevolve": fused.logits[t][0]}
-        ref = copy.deepcopy(model).float()
+        ref = common.float_reference(model)
         rec["divergence"] = common.divergence(ref, prefix, t, {"pytorch": int(a[t]), "kevolve": int(b[t])},
                                               logits)
         del ref

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """The launches the ncu part of bench/qwen3_decode_h200.sh profiles with
-Nsight Compute: each exported decode block of Qwen3-0.6B at batch 1 (qkv,
+Nsight Compute: each exported decode block of Qwen3-0.6B (or 14B) at batch 1 (qkv,
 o, mlp: one token; attn over full caches of 1,024, 8,192 and 32,768 rows)
 and, beside the attention, SDPA's cuDNN backend on the same tensors (what
 a user calls instead). Each is called twice, in NVTX ranges NAME_0 and
 NAME_1: the first builds and warms it, the second is the one profiled
 (ncu flushes the caches before it).
 
-Usage: python3 bench/qwen3_decode_ncu.py EXPORT_DIR (lib_qkv, lib_attn,
-       lib_o, lib_mlp under it; a block without its export is skipped)"""
+Usage: python3 bench/qwen3_decode_ncu.py EXPORT_DIR [14B]  (lib_qkv, lib_attn,
+       lib_o, lib_mlp under it; a block without its export is skipped;
+       14B: Qwen3-14B's projections, hidden 5120, 40 q heads, 17,408)"""
 import os
 import sys
 
@@ -17,7 +18,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 E = sys.argv[1]
-HID, NQ, NKV, D, INTER = 1024, 16, 8, 128, 3072
+HID, NQ, NKV, D, INTER = (5120, 40, 8, 128, 17408) if sys.argv[2:] == ["14B"] else (1024, 16, 8, 128, 3072)
 dev = "cuda"
 
 

@@ -40,18 +40,26 @@ POINTS = {
              {"WARPS": 8, "GROUPS": 1, "MIN_GROUPS": 1}, {"WAVES": 2},
              {"SEED": "attn_pipe.cu", "WARPS": 2, "STAGES": 4, "WAVES": 2}, {"GROUPS": 4}],
     # XREG (the one-token path) is on in the seeds: each block's best
-    # point of 2026-12-06 first, then the same with XREG 0 beside it.
-    "qkv": [{"WARPS": 8, "PDL": 1}, {"WARPS": 8, "PDL": 1, "XREG": 0},
-            {"CLUSTER": 4, "NR": 4, "WARPS": 8, "PDL": 1}, {"WARPS": 4, "PDL": 1},
-            {"NR": 1, "WARPS": 8, "PDL": 1}, {"CLUSTER": 4, "WARPS": 8, "PDL": 1}, {},
-            {"NR": 1, "UNROLL": 8, "PDL": 1, "XREG": 0}],
+    # points of 2026-12-06 first (0.6B's and 14B's), then RING (the weights
+    # through shared memory, decode_ring.cuh) at the 14B shapes' sizes: a
+    # warp a group of rows (qkv: WARPS x NR >= the 16 rows of a block of a
+    # cluster of 8), each ring within its block's share of shared memory.
+    "qkv": [{"WARPS": 8, "PDL": 1}, {"CLUSTER": 4, "WARPS": 8, "PDL": 1}, {},
+            {"WARPS": 8, "PDL": 1, "RING": 8}, {"WARPS": 8, "RING": 16}, {"NR": 4, "RING": 8},
+            {"CLUSTER": 4, "NR": 4, "WARPS": 8, "PDL": 1, "RING": 8}, {"WARPS": 8, "PDL": 1, "RING": 4},
+            {"WARPS": 8, "PDL": 1, "XREG": 0}],
     "o": [{"NR": 2, "UNROLL": 4, "WARPS": 8, "KS": 4, "PDL": 1},
           {"NR": 1, "UNROLL": 8, "WARPS": 1, "KS": 8, "PDL": 1},
-          {"NR": 1, "UNROLL": 8, "WARPS": 4, "KS": 4, "PDL": 1}, {},
-          {"NR": 1, "UNROLL": 4, "WARPS": 8, "KS": 8, "PDL": 1}],
-    "mlp": [{"NR": 1, "WARPS": 8, "PDL": 1}, {"PDL": 1}, {"PDL": 1, "XREG": 0},
-            {"NR": 1, "WARPS": 4, "PDL": 1}, {"NR": 4, "WARPS": 2, "PDL": 1},
-            {"WARPS": 8, "PDL": 1, **ONE_PASS_DOWN}, {"NR": 1, "UNROLL": 8, "WARPS": 8, "PDL": 1, "XREG": 0}],
+          {"NR": 2, "WARPS": 8, "KS": 4, "PDL": 1, "RING": 8}, {"NR": 2, "RING": 8},
+          {"NR": 4, "KS": 2, "RING": 8}, {"NR": 2, "KS": 2, "PDL": 1, "RING": 16},
+          {"NR": 1, "UNROLL": 8, "WARPS": 4, "KS": 4, "PDL": 1}, {}],
+    "mlp": [{"NR": 1, "WARPS": 8, "PDL": 1}, {"NR": 1, "WARPS": 4, "PDL": 1}, {"PDL": 1, "XREG": 0},
+            {"NR": 1, "WARPS": 8, "PDL": 1, "RING": 8, "DOWN_RING": 8},
+            {"NR": 2, "RING": 8, "DOWN_RING": 8},
+            {"NR": 1, "WARPS": 8, "RING": 16, "DOWN_RING": 16},
+            {"NR": 1, "PDL": 1, "RING": 16, "DOWN_WARPS": 8, "DOWN_KS": 4, "DOWN_RING": 8},
+            {"NR": 2, "WARPS": 8, "PDL": 1, "RING": 4, "DOWN_RING": 4},
+            {"WARPS": 8, "PDL": 1, **ONE_PASS_DOWN}],
 }
 AXIS = re.compile(r"^#define ([A-Z_]+) +(-?[0-9]+)( +// kevolve: tune ([-0-9 ]+))$", re.M)
 

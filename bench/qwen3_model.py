@@ -28,7 +28,6 @@ Usage: python3 bench/qwen3_model.py EXPORT_DIR RESULT.json [--layers-14b 8]
        [--tiny] (--tiny: a small model on the CPU, no graphs: a check of this
        script off a GPU)."""
 import argparse
-import copy
 import json
 import math
 import os
@@ -147,7 +146,7 @@ def greedy(model, cfg, n_new=64):
     if not rec["identical"]:
         t = int((a != b).nonzero()[0])
         prefix = out["sdpa"][:, :32 + t]
-        ref = copy.deepcopy(model).float()
+        ref = common.float_reference(model)
         ref.set_attn_implementation("sdpa")
         logits = {}
         with torch.no_grad():

@@ -20,7 +20,6 @@ Usage: python3 bench/qwen3_ops_model.py RESULT.json [--rmsnorm DIR] [--swiglu DI
        (--tiny: a small model on the CPU, no graphs: a check of this script
        off a GPU)."""
 import argparse
-import copy
 import json
 import os
 import sys
@@ -93,7 +92,7 @@ def greedy(model, cfg, n_new):
         for name in ("pytorch", "kevolve"):
             with Using(model, list(EXPORTS) if name == "kevolve" else []), torch.no_grad():
                 logits[name] = model(prefix).logits[0, -1]
-        ref = copy.deepcopy(model).float()  # no patch in it: restored above
+        ref = common.float_reference(model)  # no patch in it: restored above
         rec["divergence"] = common.divergence(ref, prefix, t, {"pytorch": int(a[t]), "kevolve": int(b[t])},
                                               logits)
         del ref

@@ -17,14 +17,24 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-namespace qd {
+namespace qd
+{
 
 typedef unsigned short bf16;
 
-__device__ __forceinline__ float f32(bf16 h) { return __uint_as_float((unsigned)h << 16); }
-__device__ __forceinline__ bf16 to_bf16(float v) { return __bfloat16_as_ushort(__float2bfloat16_rn(v)); }
+__device__ __forceinline__ float f32(bf16 h)
+{
+    return __uint_as_float((unsigned)h << 16);
+}
+__device__ __forceinline__ bf16 to_bf16(float v)
+{
+    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
 // v rounded to bf16 and widened again: where PyTorch stores a bf16 tensor.
-__device__ __forceinline__ float rnd(float v) { return f32(to_bf16(v)); }
+__device__ __forceinline__ float rnd(float v)
+{
+    return f32(to_bf16(v));
+}
 
 __device__ __forceinline__ uint4 load_weights(const bf16 *p)
 {
@@ -53,7 +63,10 @@ __device__ __forceinline__ float warp_sum(float v)
     return v;
 }
 
-__host__ __device__ __forceinline__ bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+__host__ __device__ __forceinline__ bool aligned16(const void *p)
+{
+    return ((uintptr_t)p & 15) == 0;
+}
 
 // Programmatic dependent launch (Hopper; the seeds' PDL axis): a kernel
 // launched with it may start while the kernel before it in the stream
@@ -84,7 +97,8 @@ __device__ __forceinline__ void prefetch_l2(const void *p, int64_t bytes)
     const char *c = (const char *)p;
     for (int64_t off = 0; off < bytes; off += 32768) {
         const unsigned n = (unsigned)(bytes - off < 32768 ? bytes - off : 32768);
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(c + off), "r"(n) : "memory");
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(c + off), "r"(n)
+                     : "memory");
     }
 #else
     (void)p;
@@ -239,15 +253,30 @@ __device__ __forceinline__ uint4 norm8(uint4 h, uint4 w, float rstd)
     return make_uint4(o[0], o[1], o[2], o[3]);
 }
 
+// norm_rows_to_shared's static shared memory: a row's sum of squares in
+// each warp's part, for up to NORM_PARTS rows.
+constexpr int NORM_PARTS = 8;
+constexpr size_t norm_static_bytes = sizeof(float) * NORM_PARTS * 32;
+
+// Whether a kernel needs the opt-in (cudaFuncAttributeMaxDynamicSharedMemorySize)
+// for DYNAMIC bytes of shared memory beside STATIC ones: past 48 KB together.
+__host__ __device__ constexpr bool smem_opt_in(size_t dynamic, size_t stat)
+{
+    return dynamic + stat > 48 * 1024;
+}
+
 // The RMSNorm prologue: T rows of X (K values each) normalised with
 // weight W into shared memory H as PyTorch's Qwen3RMSNorm rounds them,
 // h = bf16(w * bf16(x / rms(x))). The whole block first copies the rows
 // and W into shared memory (H and WS, K values), every thread's loads in
 // flight at once, 16 bytes each where K and the pointers allow: one trip
 // to L2 rather than a warp's chain of them. Then the warps take a row
-// each, its sum of squares and its normalised values from shared memory.
-__device__ __forceinline__ void norm_rows_to_shared(const bf16 *x, const bf16 *w, int64_t k, int t_n,
-                                                    bf16 *h, bf16 *ws)
+// each, its sum of squares and its normalised values from shared memory;
+// with fewer rows than warps (one token), the whole block takes each row,
+// its sum of squares in the warps' parts (another order: within the
+// tolerance, as norm_token_regs).
+__device__ __forceinline__ void norm_rows_to_shared(const bf16 *x, const bf16 *w, int64_t k,
+                                                    int t_n, bf16 *h, bf16 *ws)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const bool vec = k % 8 == 0 && aligned16(x) && aligned16(w) && aligned16(h) && aligned16(ws);
@@ -276,6 +305,33 @@ __device__ __forceinline__ void norm_rows_to_shared(const bf16 *x, const bf16 *w
             ws[i] = w[i];
     }
     __syncthreads();
+    // Fewer rows than warps: every warp shares every row.
+    if (t_n < warps && t_n <= NORM_PARTS && vec) {
+        __shared__ float part[NORM_PARTS][32];
+        for (int t = 0; t < t_n; t++) {
+            float ss = 0.0f;
+            for (int64_t c = threadIdx.x; c < k / 8; c += blockDim.x) {
+                float v[8];
+                unpack8(((const uint4 *)(h + t * k))[c], v);
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    ss = fmaf(v[e], v[e], ss);
+            }
+            ss = warp_sum(ss);
+            if (lane == 0) part[t][warp] = ss;
+        }
+        __syncthreads();
+        for (int t = 0; t < t_n; t++) {
+            float ss = 0.0f;
+            for (int i = 0; i < warps; i++)
+                ss += part[t][i];
+            const float rstd = rsqrtf(ss / (float)k + 1e-6f);
+            for (int64_t c = threadIdx.x; c < k / 8; c += blockDim.x)
+                ((uint4 *)(h + t * k))[c] =
+                    norm8(((const uint4 *)(h + t * k))[c], ((const uint4 *)ws)[c], rstd);
+        }
+        return; // the caller's barrier before the products
+    }
     for (int t = warp; t < t_n; t += warps) {
         bf16 *hr = h + t * k;
         float ss = 0.0f;
@@ -304,18 +360,21 @@ __device__ __forceinline__ void norm_rows_to_shared(const bf16 *x, const bf16 *w
 // and there is no shared memory and no barrier before the products.
 // dot_regs then sums as dot_rows does, chunk by chunk, lane by lane.
 template <int NR, int KC>
-__device__ __forceinline__ void load_rows_regs(const bf16 *const (&rows)[NR], int kcn, uint4 (&w)[NR][KC])
+__device__ __forceinline__ void load_rows_regs(const bf16 *const (&rows)[NR], int kcn,
+                                               uint4 (&w)[NR][KC])
 {
     const int lane = threadIdx.x & 31;
 #pragma unroll
     for (int r = 0; r < NR; r++)
 #pragma unroll
         for (int i = 0; i < KC; i++)
-            w[r][i] = rows[r] && i < kcn ? load_weights(rows[r] + (lane + 32 * i) * 8) : make_uint4(0, 0, 0, 0);
+            w[r][i] = rows[r] && i < kcn ? load_weights(rows[r] + (lane + 32 * i) * 8)
+                                         : make_uint4(0, 0, 0, 0);
 }
 
 template <int KC>
-__device__ __forceinline__ void norm_token_regs(const bf16 *x, const bf16 *w, int64_t k, int kcn, uint4 (&h)[KC])
+__device__ __forceinline__ void norm_token_regs(const bf16 *x, const bf16 *w, int64_t k, int kcn,
+                                                uint4 (&h)[KC])
 {
     const int lane = threadIdx.x & 31;
     uint4 wv[KC];
@@ -340,7 +399,8 @@ __device__ __forceinline__ void norm_token_regs(const bf16 *x, const bf16 *w, in
 }
 
 template <int NR, int KC>
-__device__ __forceinline__ void dot_regs(const uint4 (&w)[NR][KC], const uint4 (&h)[KC], int kcn, float (&acc)[NR])
+__device__ __forceinline__ void dot_regs(const uint4 (&w)[NR][KC], const uint4 (&h)[KC], int kcn,
+                                         float (&acc)[NR])
 {
 #pragma unroll
     for (int r = 0; r < NR; r++)
@@ -373,7 +433,10 @@ __host__ __device__ __forceinline__ bool token_regs_fit(int kc, int t_n, int64_t
 
 // Bytes of shared memory norm_rows_to_shared's H and WS take, each part
 // rounded up to 16 bytes, and where WS starts after H.
-__host__ __device__ __forceinline__ size_t align16_bytes(size_t n) { return (n + 15) & ~(size_t)15; }
+__host__ __device__ __forceinline__ size_t align16_bytes(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
 __host__ __device__ __forceinline__ size_t norm_smem_bytes(int t_n, int64_t k)
 {
     return align16_bytes((size_t)t_n * k * sizeof(bf16)) + align16_bytes((size_t)k * sizeof(bf16));
@@ -381,86 +444,6 @@ __host__ __device__ __forceinline__ size_t norm_smem_bytes(int t_n, int64_t k)
 __device__ __forceinline__ bf16 *norm_weight_slot(bf16 *h, int t_n, int64_t k)
 {
     return (bf16 *)((unsigned char *)h + align16_bytes((size_t)t_n * k * sizeof(bf16)));
-}
-
-// out[t][n] = bf16(residual[t][n] + bf16(W[n] . x[t])) for the rows of this
-// block: WARPS / KS row groups of NR rows, each group's K split over KS
-// warps. The output projection and the down projection of a decode step.
-// PDL: launched with programmatic dependent launch (its weights asked of
-// L2 before the kernel before it is done).
-template <int NR, int TP, int UNROLL, int WARPS, int KS>
-__global__ void __launch_bounds__(WARPS * 32)
-    proj_residual(const bf16 *__restrict__ x, const bf16 *__restrict__ w,
-                  const bf16 *__restrict__ residual, bf16 *__restrict__ out, int t_n, int64_t k,
-                  int64_t n_rows, bool pdl)
-{
-    __shared__ float part_sum[WARPS][NR][TP];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int group = warp / KS, part = warp % KS;
-    const int64_t n0 = ((int64_t)blockIdx.x * (WARPS / KS) + group) * NR;
-    const bf16 *rows[NR];
-    bool vec = (k % 8) == 0 && aligned16(w) && aligned16(x);
-    if (pdl && vec && part == 0 && lane == 0 && n0 < n_rows)
-        prefetch_l2(w + n0 * k, (n0 + NR <= n_rows ? NR : n_rows - n0) * k * (int64_t)sizeof(bf16));
-    pdl_release();
-    pdl_wait();
-#pragma unroll
-    for (int r = 0; r < NR; r++)
-        rows[r] = n0 + r < n_rows ? w + (n0 + r) * k : nullptr;
-    for (int t0 = 0; t0 < t_n; t0 += TP) {
-        const int tn = min(TP, t_n - t0);
-        float acc[NR][TP];
-        dot_rows<NR, TP, UNROLL>(rows, k, x + t0 * k, k, tn, part, KS, vec, acc);
-        if (KS > 1) {
-            if (lane == 0)
-#pragma unroll
-                for (int r = 0; r < NR; r++)
-#pragma unroll
-                    for (int t = 0; t < TP; t++)
-                        part_sum[warp][r][t] = acc[r][t];
-            __syncthreads();
-            if (part == 0)
-#pragma unroll
-                for (int r = 0; r < NR; r++)
-#pragma unroll
-                    for (int t = 0; t < TP; t++)
-                        for (int p = 1; p < KS; p++)
-                            acc[r][t] += part_sum[warp + p][r][t];
-            __syncthreads();
-        }
-        if (part == 0) {
-            // lane (r * TP + t) % 32 writes output (r, t): every lane holds every sum
-#pragma unroll
-            for (int r = 0; r < NR; r++)
-#pragma unroll
-                for (int t = 0; t < TP; t++)
-                    if (((r * TP + t) & 31) == lane && t < tn && rows[r]) {
-                        const int64_t o = (int64_t)(t0 + t) * n_rows + n0 + r;
-                        out[o] = to_bf16(f32(residual[o]) + rnd(acc[r][t]));
-                    }
-        }
-    }
-}
-
-// Launches proj_residual with TP the least of 1, 2, 4, 8 that covers T
-// (PDL: with programmatic dependent launch).
-template <int NR, int UNROLL, int WARPS, int KS>
-cudaError_t launch_proj_residual(const bf16 *x, const bf16 *w, const bf16 *residual, bf16 *out,
-                                 int t_n, int64_t k, int64_t n_rows, cudaStream_t s, bool pdl = false)
-{
-    const int per_block = (WARPS / KS) * NR;
-    launch_cfg c(dim3((unsigned)((n_rows + per_block - 1) / per_block)), dim3(WARPS * 32), 0, s, pdl);
-    if (t_n <= 1)
-        return cudaLaunchKernelEx(&c.cfg, proj_residual<NR, 1, UNROLL, WARPS, KS>, x, w, residual, out,
-                                  t_n, k, n_rows, pdl);
-    if (t_n <= 2)
-        return cudaLaunchKernelEx(&c.cfg, proj_residual<NR, 2, UNROLL, WARPS, KS>, x, w, residual, out,
-                                  t_n, k, n_rows, pdl);
-    if (t_n <= 4)
-        return cudaLaunchKernelEx(&c.cfg, proj_residual<NR, 4, UNROLL, WARPS, KS>, x, w, residual, out,
-                                  t_n, k, n_rows, pdl);
-    return cudaLaunchKernelEx(&c.cfg, proj_residual<NR, 8, UNROLL, WARPS, KS>, x, w, residual, out, t_n,
-                              k, n_rows, pdl);
 }
 
 } // namespace qd

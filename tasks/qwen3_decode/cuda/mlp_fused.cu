@@ -4,11 +4,14 @@
 // rows a warp, so one pass over the weights yields act = silu(g) * u, its
 // epilogue (with XREG, a single token over a hidden size of at most 256
 // XREG is normalised in each warp's registers while its weights are on
-// their way: qd::norm_token_regs); the second is the down projection with the residual add
-// (qd::proj_residual). Roundings as PyTorch's bf16 Qwen3MLP: g, u,
-// silu(g) and the product each rounded to bf16.
+// their way: qd::norm_token_regs; with RING, the weights stream through a
+// ring of RING stages in shared memory, asked for before the prologue:
+// decode_ring.cuh); the second is the down projection with the residual
+// add (qd::proj_residual, DOWN_RING its ring). Roundings as PyTorch's bf16
+// Qwen3MLP: g, u, silu(g) and the product each rounded to bf16.
 #include <kevolve/task.h>
-#include <qwen3_decode/cuda/decode_gemv.cuh>
+#include <qwen3_decode/cuda/decode_proj.cuh>
+#include <qwen3_decode/cuda/decode_ring.cuh>
 
 // EVOLVE-BLOCK-START
 #define NR 2          // kevolve: tune 1 2 4
@@ -20,18 +23,28 @@
 #define DOWN_KS 2     // kevolve: tune 1 2 4 8
 #define PDL 0         // kevolve: tune 0 1
 #define XREG 4        // kevolve: tune 0 4 8
+#define RING 0        // kevolve: tune 0 4 8 16
+#define DOWN_RING 0   // kevolve: tune 0 4 8 16
 
 using qd::bf16;
 
+// act = silu(g) * u from the gate and up sums, rounded as PyTorch's bf16.
+__device__ __forceinline__ bf16 swiglu(float gate_sum, float up_sum)
+{
+    const float g = qd::rnd(gate_sum), u = qd::rnd(up_sum);
+    return qd::to_bf16(qd::rnd(__fdividef(g, 1.0f + __expf(-g))) * u);
+}
+
 template <int TP>
 __global__ void __launch_bounds__(WARPS * 32)
-    gate_up_silu(const bf16 *__restrict__ x, const bf16 *__restrict__ ln, const bf16 *__restrict__ wg,
-                 const bf16 *__restrict__ wu, bf16 *__restrict__ act, int t_n, int64_t hid,
-                 int64_t inter, bool pdl)
+    gate_up_silu(const bf16 *__restrict__ x, const bf16 *__restrict__ ln,
+                 const bf16 *__restrict__ wg, const bf16 *__restrict__ wu, bf16 *__restrict__ act,
+                 int t_n, int64_t hid, int64_t inter, bool pdl, bool ring)
 {
     extern __shared__ __align__(16) unsigned char smem[];
     bf16 *h = (bf16 *)smem, *ws = qd::norm_weight_slot(h, t_n, hid);
-    if (pdl && hid % 8 == 0 && qd::aligned16(wg) && qd::aligned16(wu) && (threadIdx.x & 31) == 0) { // this warp's gate and up rows into L2
+    if (pdl && hid % 8 == 0 && qd::aligned16(wg) && qd::aligned16(wu) &&
+        (threadIdx.x & 31) == 0) { // this warp's gate and up rows into L2
         const int64_t r0 = ((int64_t)blockIdx.x * WARPS + (threadIdx.x >> 5)) * NR;
         if (r0 < inter) {
             const int64_t n = (r0 + NR <= inter ? NR : inter - r0) * hid * (int64_t)sizeof(bf16);
@@ -50,7 +63,8 @@ __global__ void __launch_bounds__(WARPS * 32)
         rows[NR + r] = j0 + r < inter ? wu + (j0 + r) * hid : nullptr;
     }
     const bool vec = hid % 8 == 0 && qd::aligned16(wg) && qd::aligned16(wu);
-    if (TP == 1 && qd::token_regs_fit(XREG, t_n, hid, vec && qd::aligned16(x) && qd::aligned16(ln))) {
+    if (TP == 1 &&
+        qd::token_regs_fit(XREG, t_n, hid, vec && qd::aligned16(x) && qd::aligned16(ln))) {
         if (j0 >= inter) return; // no barrier on this path
         constexpr int KC = XREG > 0 ? XREG : 1;
         const int kcn = (int)(hid / 256);
@@ -61,46 +75,53 @@ __global__ void __launch_bounds__(WARPS * 32)
         qd::dot_regs<2 * NR, KC>(wr, h1, kcn, acc);
 #pragma unroll
         for (int r = 0; r < NR; r++)
-            if ((r & 31) == lane && rows[r]) {
-                const float g = qd::rnd(acc[r]), u = qd::rnd(acc[NR + r]);
-                const float s = qd::rnd(__fdividef(g, 1.0f + __expf(-g)));
-                act[j0 + r] = qd::to_bf16(s * u);
-            }
+            if ((r & 31) == lane && rows[r]) act[j0 + r] = swiglu(acc[r], acc[NR + r]);
         return;
     }
+    constexpr int RS = RING >= 2 ? RING : 2;
+    qd::ring_dot<2 * NR, TP, RS, false> rd;
+    const bool use_ring = RING >= 2 && ring && vec && t_n <= TP; // the ring takes one pass
+    if (use_ring) // the weights on their way during the prologue
+        rd.start(rows, hid, h, hid, t_n, 0, 1,
+                 (uint4 *)(smem + qd::norm_smem_bytes(t_n, hid) +
+                           warp * qd::ring_warp_bytes(2 * NR, RS)));
     qd::norm_rows_to_shared(x, ln, hid, t_n, h, ws);
     __syncthreads();
     for (int t0 = 0; t0 < t_n; t0 += TP) {
         const int tn = min(TP, t_n - t0);
         float acc[2 * NR][TP];
-        qd::dot_rows<2 * NR, TP, UNROLL>(rows, hid, h + t0 * hid, hid, tn, 0, 1, vec, acc);
+        if (use_ring)
+            rd.finish(acc); // a single pass: t_n <= TP
+        else
+            qd::dot_rows<2 * NR, TP, UNROLL>(rows, hid, h + t0 * hid, hid, tn, 0, 1, vec, acc);
 #pragma unroll
         for (int r = 0; r < NR; r++)
 #pragma unroll
             for (int t = 0; t < TP; t++)
-                if (((r * TP + t) & 31) == lane && t < tn && rows[r]) {
-                    const float g = qd::rnd(acc[r][t]), u = qd::rnd(acc[NR + r][t]);
-                    const float s = qd::rnd(__fdividef(g, 1.0f + __expf(-g)));
-                    act[(int64_t)(t0 + t) * inter + j0 + r] = qd::to_bf16(s * u);
-                }
+                if (((r * TP + t) & 31) == lane && t < tn && rows[r])
+                    act[(int64_t)(t0 + t) * inter + j0 + r] = swiglu(acc[r][t], acc[NR + r][t]);
     }
 }
 
-template <int TP>
-static cudaError_t launch_gate_up(const kv_launch_args *a, size_t smem)
+template <int TP> static cudaError_t launch_gate_up(const kv_launch_args *a, size_t smem)
 {
     const int64_t inter = a->syms[2];
+    // The ring beside the tokens where a block's shared memory holds both
+    // within 200 KB (else the register path, as RING 0).
+    const size_t ring_bytes = RING >= 2 ? WARPS * qd::ring_warp_bytes(2 * NR, RING) : 0;
+    const bool ring = ring_bytes > 0 && smem + ring_bytes <= 200 * 1024;
+    if (ring) smem += ring_bytes;
     const unsigned grid = (unsigned)((inter + WARPS * NR - 1) / (WARPS * NR));
-    if (smem > 48 * 1024) {
-        cudaError_t e = cudaFuncSetAttribute(gate_up_silu<TP>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (qd::smem_opt_in(smem, qd::norm_static_bytes)) {
+        cudaError_t e = cudaFuncSetAttribute(
+            gate_up_silu<TP>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess) return e;
     }
     qd::launch_cfg c(dim3(grid), dim3(WARPS * 32), smem, (cudaStream_t)a->stream, PDL);
     return cudaLaunchKernelEx(&c.cfg, gate_up_silu<TP>, (const bf16 *)a->tensors[0],
                               (const bf16 *)a->tensors[1], (const bf16 *)a->tensors[2],
                               (const bf16 *)a->tensors[3], (bf16 *)a->tensors[5], (int)a->syms[0],
-                              a->syms[1], inter, (bool)PDL);
+                              a->syms[1], inter, (bool)PDL, ring);
 }
 
 extern "C" int kv_launch(const kv_launch_args *a)
@@ -114,7 +135,7 @@ extern "C" int kv_launch(const kv_launch_args *a)
                                : launch_gate_up<8>(a, smem);
     if (e != cudaSuccess) return (int)e;
     constexpr int ks = DOWN_KS <= DOWN_WARPS ? DOWN_KS : DOWN_WARPS;
-    return (int)qd::launch_proj_residual<DOWN_NR, DOWN_UNROLL, DOWN_WARPS, ks>(
+    return (int)qd::launch_proj_residual<DOWN_NR, DOWN_UNROLL, DOWN_WARPS, ks, DOWN_RING>(
         (const bf16 *)a->tensors[5], (const bf16 *)a->tensors[4], (const bf16 *)a->tensors[0],
         (bf16 *)a->tensors[6], t_n, inter, hid, (cudaStream_t)a->stream, PDL);
 }

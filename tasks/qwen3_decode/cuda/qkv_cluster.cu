@@ -6,14 +6,18 @@
 // (qd::dot_rows); with XREG, a single token over a hidden size of at most
 // 256 XREG is instead normalised in each warp's registers while its
 // weights are on their way (qd::norm_token_regs: no barrier before the
-// products). A q or k head's RMSNorm over head_dim sums the blocks'
-// squares through distributed shared memory, and the rotation reads each
-// value's partner (i +- D/2) from the block that holds it, normalising it
-// there: one cluster barrier between the products and the stores. k and v
-// go straight to their cache rows. Roundings as PyTorch's bf16 Qwen3.
+// products); with RING, where each warp takes a single group of rows, the
+// weights stream through a ring of RING stages in shared memory, asked
+// for before the prologue (decode_ring.cuh). A q or k head's RMSNorm over
+// head_dim sums the blocks' squares through distributed shared memory,
+// and the rotation reads each value's partner (i +- D/2) from the block
+// that holds it, normalising it there: one cluster barrier between the
+// products and the stores. k and v go straight to their cache rows.
+// Roundings as PyTorch's bf16 Qwen3.
 #include <kevolve/task.h>
 #include <cooperative_groups.h>
 #include <qwen3_decode/cuda/decode_gemv.cuh>
+#include <qwen3_decode/cuda/decode_ring.cuh>
 
 namespace cg = cooperative_groups;
 
@@ -24,6 +28,7 @@ namespace cg = cooperative_groups;
 #define WARPS 4   // kevolve: tune 1 2 4 8
 #define PDL 0     // kevolve: tune 0 1
 #define XREG 4    // kevolve: tune 0 4 8
+#define RING 0    // kevolve: tune 0 4 8 16
 
 using qd::bf16;
 
@@ -33,7 +38,15 @@ struct qkv_args {
     bf16 *q, *kc, *vc;
     int nb, q_len, nq, nkv, d, len;
     int64_t hid;
+    bool ring; // the ring fits beside the tokens (launch)
 };
+
+// Where a block's ring starts: after the tokens and the head's sums.
+__host__ __device__ inline size_t qkv_ring_offset(int t_n, int64_t hid, int rb)
+{
+    return qd::align16_bytes(qd::norm_smem_bytes(t_n, hid) +
+                             sizeof(float) * ((size_t)t_n * rb + t_n));
+}
 
 template <int TP> __global__ void __launch_bounds__(WARPS * 32) qkv_kernel(qkv_args p)
 {
@@ -47,7 +60,10 @@ template <int TP> __global__ void __launch_bounds__(WARPS * 32) qkv_kernel(qkv_a
     if (PDL && threadIdx.x == 0 && p.hid % 8 == 0) { // this block's rows of its head into L2
         const int kd = head < p.nq ? 0 : head < p.nq + p.nkv ? 1 : 2;
         const int hx = kd == 0 ? head : kd == 1 ? head - p.nq : head - p.nq - p.nkv;
-        const bf16 *wh = (kd == 0 ? p.wq : kd == 1 ? p.wk : p.wv) + ((int64_t)hx * p.d + r0) * p.hid;
+        const bf16 *wh = (kd == 0   ? p.wq
+                          : kd == 1 ? p.wk
+                                    : p.wv) +
+                         ((int64_t)hx * p.d + r0) * p.hid;
         if (qd::aligned16(wh)) qd::prefetch_l2(wh, (int64_t)rb * p.hid * (int64_t)sizeof(bf16));
     }
     qd::pdl_release();
@@ -56,9 +72,10 @@ template <int TP> __global__ void __launch_bounds__(WARPS * 32) qkv_kernel(qkv_a
     const int kind = head < p.nq ? 0 : head < p.nq + p.nkv ? 1 : 2; // q, k, v
     const int hh = kind == 0 ? head : kind == 1 ? head - p.nq : head - p.nq - p.nkv;
     const bf16 *w = (kind == 0 ? p.wq : kind == 1 ? p.wk : p.wv) + (int64_t)hh * p.d * p.hid;
-    const bool vec = p.hid % 8 == 0 && qd::aligned16(p.wq) && qd::aligned16(p.wk) &&
-                     qd::aligned16(p.wv);
-    if (TP == 1 && qd::token_regs_fit(XREG, t_n, p.hid, vec && qd::aligned16(p.x) && qd::aligned16(p.ln))) {
+    const bool vec =
+        p.hid % 8 == 0 && qd::aligned16(p.wq) && qd::aligned16(p.wk) && qd::aligned16(p.wv);
+    if (TP == 1 &&
+        qd::token_regs_fit(XREG, t_n, p.hid, vec && qd::aligned16(p.x) && qd::aligned16(p.ln))) {
         constexpr int KC = XREG > 0 ? XREG : 1;
         const int kcn = (int)(p.hid / 256);
         uint4 h1[KC];
@@ -76,6 +93,27 @@ template <int TP> __global__ void __launch_bounds__(WARPS * 32) qkv_kernel(qkv_a
             for (int r = 0; r < NR; r++)
                 if ((r & 31) == lane && rows[r]) ps[g0 + r] = qd::rnd(acc[r]);
         }
+    } else if (RING >= 2 && p.ring && vec) { // a group a warp (launch)
+        constexpr int RS = RING >= 2 ? RING : 2;
+        const int g0 = warp * NR;
+        const bf16 *rows[NR];
+#pragma unroll
+        for (int r = 0; r < NR; r++)
+            rows[r] = g0 + r < rb ? w + (int64_t)(r0 + g0 + r) * p.hid : nullptr;
+        qd::ring_dot<NR, TP, RS, false> rd;
+        rd.start(
+            rows, p.hid, h, p.hid, t_n, 0, 1,
+            (uint4 *)(smem + qkv_ring_offset(t_n, p.hid, rb) + warp * qd::ring_warp_bytes(NR, RS)));
+        qd::norm_rows_to_shared(p.x, p.ln, p.hid, t_n, h, ws);
+        __syncthreads();
+        float acc[NR][TP];
+        rd.finish(acc);
+#pragma unroll
+        for (int r = 0; r < NR; r++)
+#pragma unroll
+            for (int t = 0; t < TP; t++)
+                if (((r * TP + t) & 31) == lane && t < t_n && rows[r])
+                    ps[t * rb + g0 + r] = qd::rnd(acc[r][t]);
     } else {
         qd::norm_rows_to_shared(p.x, p.ln, p.hid, t_n, h, ws);
         __syncthreads();
@@ -87,7 +125,8 @@ template <int TP> __global__ void __launch_bounds__(WARPS * 32) qkv_kernel(qkv_a
             for (int t0 = 0; t0 < t_n; t0 += TP) {
                 const int tn = min(TP, t_n - t0);
                 float acc[NR][TP];
-                qd::dot_rows<NR, TP, UNROLL>(rows, p.hid, h + t0 * p.hid, p.hid, tn, 0, 1, vec, acc);
+                qd::dot_rows<NR, TP, UNROLL>(rows, p.hid, h + t0 * p.hid, p.hid, tn, 0, 1, vec,
+                                             acc);
 #pragma unroll
                 for (int r = 0; r < NR; r++)
 #pragma unroll
@@ -142,13 +181,19 @@ template <int TP> __global__ void __launch_bounds__(WARPS * 32) qkv_kernel(qkv_a
     cl.sync(); // the partners' values stay until every block has read them
 }
 
-template <int TP> static cudaError_t launch(const qkv_args &p, int csize, cudaStream_t s)
+template <int TP> static cudaError_t launch(qkv_args p, int csize, cudaStream_t s)
 {
     const int t_n = p.nb * p.q_len, rb = p.d / csize;
-    const size_t smem = qd::norm_smem_bytes(t_n, p.hid) + sizeof(float) * ((size_t)t_n * rb + t_n);
-    if (smem > 48 * 1024) {
-        cudaError_t e = cudaFuncSetAttribute(qkv_kernel<TP>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    size_t smem = qd::norm_smem_bytes(t_n, p.hid) + sizeof(float) * ((size_t)t_n * rb + t_n);
+    // The ring where each warp takes one group of rows and a block's shared
+    // memory holds it within 200 KB (else the register path, as RING 0).
+    const size_t ring_end =
+        qkv_ring_offset(t_n, p.hid, rb) + (RING >= 2 ? WARPS * qd::ring_warp_bytes(NR, RING) : 0);
+    p.ring = RING >= 2 && rb <= WARPS * NR && t_n <= TP && ring_end <= 200 * 1024;
+    if (p.ring) smem = ring_end;
+    if (qd::smem_opt_in(smem, qd::norm_static_bytes)) {
+        cudaError_t e = cudaFuncSetAttribute(
+            qkv_kernel<TP>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess) return e;
     }
     qd::launch_cfg c(dim3((unsigned)((p.nq + 2 * p.nkv) * csize)), dim3(WARPS * 32), smem, s, PDL);
