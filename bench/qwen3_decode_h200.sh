@@ -2,7 +2,7 @@
 # Qwen3's fused decode blocks on the GPU machine (issue 43), from the seeds
 # to the model, in one device call:
 #  1. eval: `kevolve eval` judges each fast seed (qkv_cluster.cu,
-#     attn_split.cu, attn_mma.cu, attn_pipe.cu, o_fused.cu, mlp_fused.cu; its naive start
+#     attn_split.cu, attn_mma.cu, attn_pipe.cu, attn_cluster.cu, o_fused.cu, mlp_fused.cu; its naive start
 #     timed beside it as the baseline): a line a seed with its verdict, then
 #     each scenario's time, roofline share and tolerance used;
 #  2. evolve: examples/qwen3_decode's four evolutions (built-in mutators,
@@ -32,7 +32,7 @@
 #        SWEEP, LIMIT (75 s a task), ATTN_LIMIT (LIMIT), MODEL (0.6B), LAYERS_14B (40), CONTEXTS
 #        (1024,8192,32768), BATCHES (1,8), COMPILE (default,max-autotune-no-cudagraphs;
 #        empty: none), PREFILL (512,2048,8192), DEADLINE (360 s for the model
-#        part), PROFILE (none), QUICK (eval --quick), NCU_MODEL, NCU_RANGES, EXPORTS;
+#        part), PROFILE (none), QUICK (eval --quick), SEEDS (eval: BLOCK:FILE ...), NCU_MODEL, NCU_RANGES, EXPORTS;
 #        .dev carried)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,7 +52,7 @@ archive() {
     tar -C "$W" --exclude=./cache --exclude="./lib_*/torch/build" -czf "$OUT/qwen3_decode.tgz" .
 }
 BLOCKS=${BLOCKS:-qkv attn o mlp}
-SEEDS="qkv:qkv_cluster attn:attn_split attn:attn_mma attn:attn_pipe o:o_fused mlp:mlp_fused"
+SEEDS=${SEEDS:-"qkv:qkv_cluster attn:attn_split attn:attn_mma attn:attn_pipe attn:attn_cluster o:o_fused mlp:mlp_fused"}
 echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(git rev-parse --short HEAD 2>/dev/null), $(date -u +%FT%TZ)"
 if part eval; then
     for s in $SEEDS; do

@@ -11,8 +11,9 @@ The points are the configurations the 2026-12-06 profile pointed at
 (bench/NOTES.md, "qwen3-decode-profile"): more, smaller blocks with every
 load of a row in flight at once (the o child `NR 1 UNROLL 8 WARPS 1 KS 8
 PDL 1` beat its seed 1.6x), programmatic dependent launch, and for the
-attention more chunks at short contexts (MIN_GROUPS 1, fewer warps) and
-attn_pipe.cu, K and V streamed through shared memory.
+attention attn_cluster.cu (2026-12-07: the chunks of a group merged
+through distributed shared memory) beside the bests of attn_mma.cu and
+attn_pipe.cu.
 
 Usage: qwen3_decode_sweep.py config BLOCK OUTDIR   writes OUTDIR/variants/*.cu
                                                    and OUTDIR/BLOCK_sweep.yaml,
@@ -27,18 +28,18 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Each block's fast seed; a point's SEED names another.
-SEEDS = {"attn": "attn_mma.cu", "qkv": "qkv_cluster.cu", "o": "o_fused.cu", "mlp": "mlp_fused.cu"}
+SEEDS = {"attn": "attn_cluster.cu", "qkv": "qkv_cluster.cu", "o": "o_fused.cu", "mlp": "mlp_fused.cu"}
 # Qwen3-0.6B's down projection (3,072 columns, 384 chunks of 8) in one
 # round of loads: each of 8 warps takes a row pair's chunks c and c + 256.
 ONE_PASS_DOWN = {"DOWN_NR": 2, "DOWN_UNROLL": 2, "DOWN_WARPS": 8, "DOWN_KS": 8}
 POINTS = {
-    "attn": [{}, {"SEED": "attn_pipe.cu"}, {"SEED": "attn_pipe.cu", "MIN_GROUPS": 1},
-             {"MIN_GROUPS": 1}, {"SEED": "attn_pipe.cu", "WARPS": 2, "MIN_GROUPS": 1, "STAGES": 4},
-             {"WARPS": 2, "MIN_GROUPS": 1}, {"SEED": "attn_pipe.cu", "STAGES": 4},
-             {"MIN_GROUPS": 1, "PDL": 1, "PREFETCH": 1}, {"SEED": "attn_pipe.cu", "WARPS": 8},
-             {"SEED": "attn_pipe.cu", "MIN_GROUPS": 1, "PDL": 1},
-             {"WARPS": 8, "GROUPS": 1, "MIN_GROUPS": 1}, {"WAVES": 2},
-             {"SEED": "attn_pipe.cu", "WARPS": 2, "STAGES": 4, "WAVES": 2}, {"GROUPS": 4}],
+    # attn_cluster.cu (a group's chunks merged in one cluster) at its seed
+    # and the axes that move its fixed costs, then the bests of 2026-12-06
+    # (attn_mma's MIN_GROUPS 1 at 32,768 rows, attn_pipe's at 1,024).
+    "attn": [{}, {"PDL": 1, "PREFETCH": 1}, {"CLUSTER": 8}, {"MIN_GROUPS": 1},
+             {"GROUPS": 2, "PIPE": 0}, {"WARPS": 4, "CLUSTER": 8},
+             {"SEED": "attn_mma.cu", "MIN_GROUPS": 1},
+             {"SEED": "attn_pipe.cu", "STAGES": 3, "MIN_GROUPS": 1}],
     # XREG (the one-token path) is on in the seeds: each block's best
     # points of 2026-12-06 first (0.6B's and 14B's), then RING (the weights
     # through shared memory, decode_ring.cuh) at the 14B shapes' sizes: a
@@ -127,6 +128,12 @@ def table(run_dir):
         cells = [("**%.2f**" if times.get(s) == best[s] else "%.2f") % times[s] if s in times else "-"
                  for s in scen]
         print(f"| {pid} | {mutator} | {axes} | " + " | ".join(cells) + " |")
+    # The initial programs that failed, with why (a seed's bug shows here).
+    for pid, axes, status, why in db.execute(
+            "SELECT id, source, status, status_reason FROM programs WHERE parent_id IS NULL "
+            "AND status != 'ok' ORDER BY id").fetchall():
+        axes = " ".join(f"{a}{v}" for a, v, _, _ in AXIS.findall(axes or ""))
+        print(f"failed {pid} ({axes}): {status}: {(why or '')[:300]}")
 
 
 if __name__ == "__main__":

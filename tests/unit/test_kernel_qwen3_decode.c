@@ -239,12 +239,13 @@ static void cuda_seeds_declare_their_axes_and_compile_for_hopper(void **state)
     static const char *const seeds[] = {
         "qwen3_decode/cuda/qkv_cluster.cu", "qwen3_decode/cuda/o_fused.cu",
         "qwen3_decode/cuda/mlp_fused.cu",   "qwen3_decode/cuda/attn_split.cu",
-        "qwen3_decode/cuda/attn_mma.cu",    "qwen3_decode/cuda/attn_pipe.cu"};
+        "qwen3_decode/cuda/attn_mma.cu",    "qwen3_decode/cuda/attn_pipe.cu",
+        "qwen3_decode/cuda/attn_cluster.cu"};
     static const char *const naive[] = {
         "qwen3_decode/cuda/qkv_naive.cu", "qwen3_decode/cuda/o_naive.cu",
         "qwen3_decode/cuda/mlp_naive.cu", "qwen3_decode/cuda/attn_naive.cu"};
-    static const size_t axes[] = {7, 6, 11, 6, 7, 6};
-    for (size_t k = 0; k < 6; k++) {
+    static const size_t axes[] = {7, 6, 11, 6, 7, 6, 8};
+    for (size_t k = 0; k < 7; k++) {
         const char *src = kv_embedded_text(seeds[k]);
         if (!src) fail_msg("%s is not embedded", seeds[k]);
         assert_axes_at_listed_values(seeds[k], src, axes[k]);
@@ -256,7 +257,7 @@ static void cuda_seeds_declare_their_axes_and_compile_for_hopper(void **state)
     }
     free(nvcc);
     /* The naive starts, then each seed at its point and at its last values. */
-    for (int k = 0; k < 16; k++) {
+    for (int k = 0; k < 18; k++) {
         const char *name = k < 4 ? naive[k] : seeds[(k - 4) / 2];
         const char *src = kv_embedded_text(name);
         assert_non_null(src);

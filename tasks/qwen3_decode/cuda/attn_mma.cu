@@ -14,7 +14,8 @@
 // Each row has its own causal end (token i of the step sees rows 0 .. p +
 // i), so a column's scores past its end are -inf and a column may see no
 // key of a group. Lane (g, t) keeps the online softmax of rows 2t and
-// 2t+1. Head sizes other than 128 go to attn_generic.cuh. Axes, each value
+// 2t+1 (the loads and the fold in attn_frag.cuh, shared with
+// attn_cluster.cu). Head sizes other than 128 go to attn_generic.cuh. Axes, each value
 // a correct kernel:
 //   WARPS       warps per block
 //   GROUPS      16-key groups a warp loads before using any (memory
@@ -30,6 +31,7 @@
 //               L2 for the cache rows of its first groups (no value read)
 #include <kevolve/task.h>
 #include <gqa_attention/cuda/gqa_common.cuh>
+#include <qwen3_decode/cuda/attn_frag.cuh>
 #include <qwen3_decode/cuda/attn_generic.cuh>
 #include <qwen3_decode/cuda/decode_gemv.cuh>
 
@@ -42,9 +44,11 @@
 #define PDL 0        // kevolve: tune 0 1
 #define PREFETCH 0   // kevolve: tune 0 1
 
-namespace qm {
+namespace qm
+{
 
-constexpr int D = GQA_D, COLS = 8, PART = GQA_PART, MAX_SPLIT = 256;
+using namespace qd_frag;
+constexpr int PART = GQA_PART, MAX_SPLIT = 256;
 
 struct args {
     const bf16_t *q, *k, *v;
@@ -54,103 +58,6 @@ struct args {
     unsigned *done;
     int q_len, hq, hkv, g, tiles, split, chunk, len;
 };
-
-__device__ __forceinline__ unsigned word(const uint4 &u, int i)
-{
-    return i == 0 ? u.x : i == 1 ? u.y : i == 2 ? u.z : u.w;
-}
-
-// 2^(a - m), 0 where m is -inf (a row that has seen no key yet).
-__device__ __forceinline__ float wexp2(float a, float m)
-{
-    return m == -INFINITY ? 0.0f : gqa_exp2(a - m);
-}
-
-// One group of 16 keys as lane (g, t) needs them: K rows base+g and
-// base+g+8, pieces 4*kq+t; V rows base+2t, +1 and base+8+2t, +1, pieces g
-// and g+8. Rows at or past J1 read as zeros (never read: they may hold
-// nothing yet).
-struct keys16 {
-    uint4 ka[4], kb[4], v[8];
-};
-
-__device__ __forceinline__ void load_group(keys16 &G_, const bf16_t *kg, const bf16_t *vg, int base,
-                                           int j1, int g, int t)
-{
-    const uint4 z = make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int kq = 0; kq < 4; kq++) {
-        const int piece = (4 * kq + t) * 8;
-        G_.ka[kq] = base + g < j1 ? gqa_ldg_stream(kg + (long long)(base + g) * D + piece) : z;
-        G_.kb[kq] =
-            base + g + 8 < j1 ? gqa_ldg_stream(kg + (long long)(base + g + 8) * D + piece) : z;
-    }
-#pragma unroll
-    for (int i = 0; i < 8; i++) { // (key pair half, piece half, key of the pair)
-        const int key = base + 2 * t + (i & 1) + ((i >> 2) << 3),
-                  piece = (g + ((i >> 1) & 1) * 8) * 8;
-        G_.v[i] = key < j1 ? gqa_ldg_stream(vg + (long long)key * D + piece) : z;
-    }
-}
-
-// Folds one group into this lane's online softmax (m, l: rows 2t, 2t+1,
-// log2 units) and O^T accumulators; END[hd]: row 2t+hd sees keys < END.
-__device__ __forceinline__ void fold_group(const keys16 &G_, const uint4 *qb, int base,
-                                           const int *end, int g, float sl2, float *m, float *l,
-                                           float (*oacc)[4])
-{
-    float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f}; // S^T[key g | g+8][row 2t | 2t+1]
-#pragma unroll
-    for (int kq = 0; kq < 4; kq++)
-#pragma unroll
-        for (int hh = 0; hh < 2; hh++) {
-            const unsigned a[4] = {word(G_.ka[kq], 2 * hh), word(G_.kb[kq], 2 * hh),
-                                   word(G_.ka[kq], 2 * hh + 1), word(G_.kb[kq], 2 * hh + 1)};
-            gqa_mma_bf16(sc, a, word(qb[kq], 2 * hh), word(qb[kq], 2 * hh + 1));
-        }
-    sc[0] = base + g < end[0] ? sc[0] * sl2 : -INFINITY;
-    sc[1] = base + g < end[1] ? sc[1] * sl2 : -INFINITY;
-    sc[2] = base + g + 8 < end[0] ? sc[2] * sl2 : -INFINITY;
-    sc[3] = base + g + 8 < end[1] ? sc[3] * sl2 : -INFINITY;
-#pragma unroll
-    for (int hd = 0; hd < 2; hd++) { // row 2t + hd: keys g and g+8 here, the rest across g
-        float mx = fmaxf(sc[hd], sc[2 + hd]);
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
-        const float mn = fmaxf(m[hd], mx);
-        const float alpha = wexp2(m[hd], mn);
-        m[hd] = mn;
-        sc[hd] = wexp2(sc[hd], mn);
-        sc[2 + hd] = wexp2(sc[2 + hd], mn);
-        l[hd] = l[hd] * alpha + sc[hd] + sc[2 + hd];
-#pragma unroll
-        for (int mt = 0; mt < 8; mt++) {
-            oacc[mt][hd] *= alpha;
-            oacc[mt][2 + hd] *= alpha;
-        }
-    }
-    // P^T (keys x rows) in accumulator layout -> P^T as the B operand
-    const unsigned b0 = gqa_movt(gqa_pack_bf2(sc[0], sc[1]));
-    const unsigned b1 = gqa_movt(gqa_pack_bf2(sc[2], sc[3]));
-#pragma unroll
-    for (int mt = 0; mt < 8; mt++) { // O^T rows 8g+mt and 64+8g+mt
-        const unsigned sel = (mt & 1) ? 0x7632u : 0x5410u;
-        const int w = mt >> 1;
-        const unsigned a[4] = {__byte_perm(word(G_.v[0], w), word(G_.v[1], w), sel),
-                               __byte_perm(word(G_.v[2], w), word(G_.v[3], w), sel),
-                               __byte_perm(word(G_.v[4], w), word(G_.v[5], w), sel),
-                               __byte_perm(word(G_.v[6], w), word(G_.v[7], w), sel)};
-        gqa_mma_bf16(oacc[mt], a, b0, b1);
-    }
-}
-
-// Where row COL of the tile lives in q and o ([batch, q_len, q_heads, D]).
-__device__ __forceinline__ long long row_of(const args &a, int b, int kvh, int tile, int col)
-{
-    const int rr = tile * COLS + col;
-    return ((long long)b * a.q_len + rr / a.g) * a.hq + (long long)kvh * a.g + rr % a.g;
-}
 
 template <int W, int KPI> __global__ void __launch_bounds__(W * 32) mma_attn(args a)
 {
@@ -248,7 +155,8 @@ template <int W, int KPI> __global__ void __launch_bounds__(W * 32) mma_attn(arg
         if (a.split == 1) {
             a.o[row_of(a, b, kvh, tile, col) * D + c] = gqa_bf16(A / S);
         } else {
-            float *pp = a.part + ((group * COLS + col) * a.split + sp) * PART; // gqa_merge_rows_to's
+            float *pp =
+                a.part + ((group * COLS + col) * a.split + sp) * PART; // gqa_merge_rows_to's
             pp[c] = A;
             if (c == 0) {
                 pp[D] = M;
@@ -258,8 +166,9 @@ template <int W, int KPI> __global__ void __launch_bounds__(W * 32) mma_attn(arg
     }
     if (a.split == 1) return;
     if (gqa_last_block<NT>(a.done + group, a.split, &sm_last))
-        gqa_merge_rows_to<NT>(a.part, [&](int col) { return a.o + row_of(a, b, kvh, tile, col) * D; },
-                              group * COLS, nr, a.split, sm_w);
+        gqa_merge_rows_to<NT>(
+            a.part, [&](int col) { return a.o + row_of(a, b, kvh, tile, col) * D; }, group * COLS,
+            nr, a.split, sm_w);
 }
 
 static int launch(const kv_launch_args *k)

@@ -1,0 +1,310 @@
+// qwen3_decode_attn's cluster seed: attn_mma.cu's maths (a tile of 8 query
+// rows as the mma's columns, 16 cache rows a group straight from global
+// memory into tensor-core fragments, each query row's own causal end),
+// with the fixed costs of a split decode cut. What a decode call costs
+// beyond its rows read once is a chain of waits: the written length
+// (free[b]) before the first load, each warp's loads before its folds, and
+// attn_mma's merge (the partials to global memory, a fence, a counter, then
+// three rounds of reads by the last block). Here:
+//   - the chunks of a group of rows are the blocks of one cluster, and they
+//     merge through distributed shared memory: each block's partial in its
+//     own shared memory, one cluster barrier, every block merging its share
+//     of the outputs from all of them, one barrier more; no scratch, no
+//     counter, no fence;
+//   - EARLY: a warp's first loads go out before free[b] is known (rows
+//     inside the cache, whatever is written; the V rows past the written
+//     ones are zeroed in registers when it is, and their scores are -inf);
+//   - PIPE: the next step's loads go out before the current step is folded
+//     (two register buffers), so a warp always has rows in flight.
+// Head sizes other than 128 go to attn_generic.cuh. Axes, each value a
+// correct kernel:
+//   WARPS       warps per block
+//   GROUPS      16-row groups a warp loads a step
+//   PIPE        1: the next step loaded while this one folds
+//   CLUSTER     the most chunks (blocks of a cluster) a group of rows is
+//               split into; fewer where the rows or the multiprocessors
+//               ask for fewer, or where the card cannot hold the cluster
+//   MIN_GROUPS  groups per warp a chunk holds at the least
+//   EARLY       1: the first step's loads before the written length
+//   PDL         1: programmatic dependent launch (decode_gemv.cuh)
+//   PREFETCH    1: before waiting for the kernel before it, each warp asks
+//               L2 for its first step's rows (no value read)
+#include <kevolve/task.h>
+#include <cooperative_groups.h>
+#include <gqa_attention/cuda/gqa_common.cuh>
+#include <qwen3_decode/cuda/attn_frag.cuh>
+#include <qwen3_decode/cuda/attn_generic.cuh>
+#include <qwen3_decode/cuda/decode_gemv.cuh>
+
+// EVOLVE-BLOCK-START
+#define WARPS 8      // kevolve: tune 4 8
+#define GROUPS 1     // kevolve: tune 1 2
+#define PIPE 1       // kevolve: tune 0 1
+#define CLUSTER 8    // kevolve: tune 2 4 8 16
+#define MIN_GROUPS 2 // kevolve: tune 1 2 4 8
+#define EARLY 1      // kevolve: tune 0 1
+#define PDL 0        // kevolve: tune 0 1
+#define PREFETCH 0   // kevolve: tune 0 1
+
+namespace qc
+{
+
+namespace cg = cooperative_groups;
+using namespace qd_frag;
+constexpr int MAX_CLUSTER = 16;
+
+struct args {
+    const bf16_t *q, *k, *v;
+    const int *free_rows;
+    bf16_t *o;
+    int q_len, hq, hkv, g, tiles, split, chunk, len;
+};
+
+// V rows at or past J1 as zeros: loaded before the written length was
+// known, they may hold anything (a NaN times a zero weight is a NaN).
+__device__ __forceinline__ void zero_unwritten(keys16 &G_, int base, int j1, int t)
+{
+    const uint4 z = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        if (base + 2 * t + (i & 1) + ((i >> 2) << 3) >= j1) G_.v[i] = z;
+}
+
+template <int KPI>
+__device__ __forceinline__ void load_step(keys16 *buf, const bf16_t *kg, const bf16_t *vg, int f,
+                                          int bound, int g, int t)
+{
+#pragma unroll
+    for (int u = 0; u < KPI; u++)
+        if (f + u * 16 < bound) load_group(buf[u], kg, vg, f + u * 16, bound, g, t);
+}
+
+template <int KPI>
+__device__ __forceinline__ void fold_step(const keys16 *buf, const uint4 *qb, int f, int j1,
+                                          const int *end, int g, float sl2, float *m, float *l,
+                                          float (*oacc)[4])
+{
+#pragma unroll
+    for (int u = 0; u < KPI; u++)
+        if (f + u * 16 < j1) fold_group(buf[u], qb, f + u * 16, end, g, sl2, m, l, oacc);
+}
+
+template <int W, int KPI> __global__ void __launch_bounds__(W * 32, 1) cluster_attn(args a)
+{
+    constexpr int NT = W * 32, STEP = W * KPI * 16;
+    __shared__ float sm_o[W][COLS][D];
+    __shared__ float sm_ml[W][COLS][2];
+    __shared__ float sm_p[COLS][D]; // this block's partial: the chunk's sums, unnormalised
+    __shared__ float sm_pml[COLS][2];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    const int sp = blockIdx.x, b = blockIdx.z, kvh = blockIdx.y / a.tiles,
+              tile = blockIdx.y % a.tiles;
+    const int nr = min(COLS, a.g * a.q_len - tile * COLS); // rows of this tile
+    const int j0 = sp * a.chunk, cend = min(a.len, j0 + a.chunk);
+    const bf16_t *kg = a.k + ((long long)b * a.hkv + kvh) * a.len * D;
+    const bf16_t *vg = a.v + ((long long)b * a.hkv + kvh) * a.len * D;
+    int f = j0 + warp * KPI * 16;
+    if (PREFETCH && lane == 0 && f < cend) {
+        const int n = min(KPI * 16, cend - f);
+        qd::prefetch_l2(kg + (long long)f * D, (int64_t)n * D * 2);
+        qd::prefetch_l2(vg + (long long)f * D, (int64_t)n * D * 2);
+    }
+    qd::pdl_release(); // nothing here is read before the kernel before it is done
+    qd::pdl_wait();
+    keys16 A[KPI], B[PIPE ? KPI : 1];
+    if (EARLY) load_step<KPI>(A, kg, vg, f, cend, g, t); // rows in the cache, written or not
+    const int first = a.len - a.free_rows[b] - a.q_len;  // the row of the step's token 0
+    const int j1 = min(first + a.q_len, cend);
+    const float sl2 = rsqrtf((float)D) * GQA_LOG2E; // scores in log2 units
+    if (EARLY) {
+#pragma unroll
+        for (int u = 0; u < KPI; u++)
+            zero_unwritten(A[u], f + u * 16, j1, t);
+    } else {
+        load_step<KPI>(A, kg, vg, f, j1, g, t);
+    }
+
+    // Q^T as the B operand (row g, pieces 4*kq+t), as it is: the scale
+    // goes on the fp32 scores.
+    uint4 qb[4];
+    const bf16_t *qr = a.q + row_of(a, b, kvh, tile, g < nr ? g : 0) * D;
+#pragma unroll
+    for (int kq = 0; kq < 4; kq++)
+        qb[kq] = g < nr ? *reinterpret_cast<const uint4 *>(qr + (4 * kq + t) * 8)
+                        : make_uint4(0, 0, 0, 0);
+    int end[2]; // row 2t+hd sees keys < end[hd] of this chunk
+#pragma unroll
+    for (int hd = 0; hd < 2; hd++) {
+        const int col = 2 * t + hd;
+        end[hd] = col < nr ? min(j1, first + (tile * COLS + col) / a.g + 1) : 0;
+    }
+    float oacc[8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int mt = 0; mt < 8; mt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            oacc[mt][e] = 0.0f;
+
+    // Warp w takes groups (it*W + w)*KPI .. +KPI-1 of the chunk; A holds
+    // the step at F, B the next one where PIPE is on.
+    while (f < j1) {
+        if (!PIPE) {
+            fold_step<KPI>(A, qb, f, j1, end, g, sl2, m, l, oacc);
+            f += STEP;
+            if (f < j1) load_step<KPI>(A, kg, vg, f, j1, g, t);
+            continue;
+        }
+        if (f + STEP < j1) load_step<KPI>(B, kg, vg, f + STEP, j1, g, t);
+        fold_step<KPI>(A, qb, f, j1, end, g, sl2, m, l, oacc);
+        f += STEP;
+        if (f >= j1) break;
+        if (f + STEP < j1) load_step<KPI>(A, kg, vg, f + STEP, j1, g, t);
+        fold_step<KPI>(B, qb, f, j1, end, g, sl2, m, l, oacc);
+        f += STEP;
+    }
+
+    // The block's warps merged into its partial (sm_p, sm_pml).
+#pragma unroll
+    for (int hd = 0; hd < 2; hd++) {
+        float ls = l[hd];
+        ls += __shfl_xor_sync(0xffffffffu, ls, 4);
+        ls += __shfl_xor_sync(0xffffffffu, ls, 8);
+        ls += __shfl_xor_sync(0xffffffffu, ls, 16);
+        const int col = 2 * t + hd;
+#pragma unroll
+        for (int mt = 0; mt < 8; mt++) {
+            sm_o[warp][col][8 * g + mt] = oacc[mt][hd];
+            sm_o[warp][col][64 + 8 * g + mt] = oacc[mt][2 + hd];
+        }
+        if (g == 0) {
+            sm_ml[warp][col][0] = m[hd];
+            sm_ml[warp][col][1] = ls;
+        }
+    }
+    __syncthreads();
+    for (int i = tid; i < nr * D; i += NT) {
+        const int col = i / D, c = i % D;
+        float M = -INFINITY, S = 0.0f, A_ = 0.0f;
+#pragma unroll
+        for (int w = 0; w < W; w++)
+            M = fmaxf(M, sm_ml[w][col][0]);
+#pragma unroll
+        for (int w = 0; w < W; w++) {
+            const float wt = wexp2(sm_ml[w][col][0], M);
+            S += sm_ml[w][col][1] * wt;
+            A_ += sm_o[w][col][c] * wt;
+        }
+        if (a.split == 1) {
+            a.o[row_of(a, b, kvh, tile, col) * D + c] = gqa_bf16(A_ / S);
+        } else {
+            sm_p[col][c] = A_;
+            if (c == 0) {
+                sm_pml[col][0] = M;
+                sm_pml[col][1] = S;
+            }
+        }
+    }
+    if (a.split == 1) return;
+
+    // The cluster's blocks are the group's chunks: block r merges outputs
+    // r*NT + tid, stepping split*NT, from every block's shared memory.
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync();
+    for (int i = sp * NT + tid; i < nr * D; i += a.split * NT) {
+        const int col = i / D, c = i % D;
+        float ms[MAX_CLUSTER], M = -INFINITY;
+#pragma unroll
+        for (int s = 0; s < MAX_CLUSTER; s++)
+            if (s < a.split) {
+                ms[s] = cl.map_shared_rank(&sm_pml[col][0], s)[0];
+                M = fmaxf(M, ms[s]);
+            }
+        float S = 0.0f, A_ = 0.0f;
+#pragma unroll
+        for (int s = 0; s < MAX_CLUSTER; s++)
+            if (s < a.split) {
+                const float wt = wexp2(ms[s], M);
+                S += cl.map_shared_rank(&sm_pml[col][1], s)[0] * wt;
+                A_ += cl.map_shared_rank(&sm_p[col][c], s)[0] * wt;
+            }
+        a.o[row_of(a, b, kvh, tile, col) * D + c] = gqa_bf16(A_ / S);
+    }
+    cl.sync(); // no block's shared memory goes while another reads it
+}
+
+// The largest cluster of at most WANT blocks the card can hold at least
+// one of (16 asks for the non-portable size), cached per size.
+template <int W, int KPI> static int cluster_fit(int want, dim3 grid_hint, cudaStream_t s)
+{
+    static int fits[MAX_CLUSTER + 1]; // 0 unknown, 1 fits, -1 not
+    for (int c = want; c > 1; c /= 2) {
+        if (!fits[c]) {
+            if (c > 8 && cudaFuncSetAttribute(cluster_attn<W, KPI>,
+                                              cudaFuncAttributeNonPortableClusterSizeAllowed,
+                                              1) != cudaSuccess) {
+                (void)cudaGetLastError();
+                fits[c] = -1;
+                continue;
+            }
+            qd::launch_cfg cfg(dim3((unsigned)c, grid_hint.y, grid_hint.z), dim3(W * 32), 0, s,
+                               false);
+            cfg.add_cluster((unsigned)c);
+            int n = 0;
+            const cudaError_t e =
+                cudaOccupancyMaxActiveClusters(&n, cluster_attn<W, KPI>, &cfg.cfg);
+            if (e != cudaSuccess) (void)cudaGetLastError();
+            fits[c] = e == cudaSuccess && n >= 1 ? 1 : -1;
+        }
+        if (fits[c] > 0) return c;
+    }
+    return 1;
+}
+
+static int launch(const kv_launch_args *k)
+{
+    constexpr int W = WARPS, KPI = GROUPS;
+    args a;
+    a.q = (const bf16_t *)k->tensors[0];
+    a.k = (const bf16_t *)k->tensors[1];
+    a.v = (const bf16_t *)k->tensors[2];
+    a.free_rows = (const int *)k->tensors[3];
+    a.o = (bf16_t *)k->tensors[4];
+    const long long b_n = k->syms[0];
+    a.q_len = (int)k->syms[1];
+    a.hq = (int)k->syms[2];
+    a.hkv = (int)k->syms[3];
+    if (k->syms[4] != D || a.hkv < 1 || a.hq % a.hkv || k->syms[5] > (1 << 24) || b_n > 65535)
+        return qd_attn::launch_generic(k, 256);
+    a.len = (int)k->syms[5];
+    a.g = a.hq / a.hkv;
+    a.tiles = (a.g * a.q_len + COLS - 1) / COLS;
+    const long long groups = b_n * a.hkv * a.tiles;
+    if (a.hkv * a.tiles > 65535) return qd_attn::launch_generic(k, 256);
+    const cudaStream_t s = (cudaStream_t)k->stream;
+    // Chunks: CLUSTER at most, no more than fill the multiprocessors once
+    // (one block each) and none under MIN_GROUPS groups a warp.
+    long long split = CLUSTER;
+    const long long fill = gqa_sm_count() / groups, min_keys = (long long)MIN_GROUPS * W * 16;
+    if (split > fill) split = fill;
+    if (split > (a.len + min_keys - 1) / min_keys) split = (a.len + min_keys - 1) / min_keys;
+    int c = 1;
+    while (c * 2 <= split)
+        c *= 2;
+    c = cluster_fit<W, KPI>(c, dim3(1, (unsigned)(a.hkv * a.tiles), (unsigned)b_n), s);
+    long long chunk = (a.len + c - 1) / c;
+    chunk = (chunk + 15) / 16 * 16; // whole groups
+    a.chunk = (int)chunk;
+    a.split = c; // a chunk past the cache holds no row: its partial is empty
+    dim3 grid((unsigned)c, (unsigned)(a.hkv * a.tiles), (unsigned)b_n);
+    qd::launch_cfg cfg(grid, dim3(W * 32), 0, s, PDL);
+    if (c > 1) cfg.add_cluster((unsigned)c);
+    return (int)cudaLaunchKernelEx(&cfg.cfg, cluster_attn<W, KPI>, a);
+}
+
+} // namespace qc
+
+extern "C" int kv_launch(const kv_launch_args *a)
+{
+    return qc::launch(a);
+}
+// EVOLVE-BLOCK-END
