@@ -58,6 +58,8 @@ POINTS = {
             {"NR": 1, "WARPS": 8, "PDL": 1, "RING": 8, "DOWN_RING": 8},
             {"NR": 2, "RING": 8, "DOWN_RING": 8},
             {"NR": 1, "WARPS": 8, "RING": 16, "DOWN_RING": 16},
+            # m14b_t1's best of 2026-12-07 (193 us), a tune child no sweep listed
+            {"NR": 2, "WARPS": 8, "DOWN_UNROLL": 2, "RING": 16, "DOWN_RING": 16},
             {"NR": 1, "PDL": 1, "RING": 16, "DOWN_WARPS": 8, "DOWN_KS": 4, "DOWN_RING": 8},
             {"NR": 2, "WARPS": 8, "PDL": 1, "RING": 4, "DOWN_RING": 4},
             {"WARPS": 8, "PDL": 1, **ONE_PASS_DOWN}],
