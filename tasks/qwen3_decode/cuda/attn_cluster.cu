@@ -23,7 +23,8 @@
 //   PIPE        1: the next step loaded while this one folds
 //   CLUSTER     the most chunks (blocks of a cluster) a group of rows is
 //               split into; fewer where the rows or the multiprocessors
-//               ask for fewer, or where the card cannot hold the cluster
+//               ask for fewer, or where the card cannot hold every group's
+//               cluster at once
 //   MIN_GROUPS  groups per warp a chunk holds at the least
 //   EARLY       1: the first step's loads before the written length
 //   PDL         1: programmatic dependent launch (decode_gemv.cuh)
@@ -232,30 +233,31 @@ template <int W, int KPI> __global__ void __launch_bounds__(W * 32, 1) cluster_a
     cl.sync(); // no block's shared memory goes while another reads it
 }
 
-// The largest cluster of at most WANT blocks the card can hold at least
-// one of (16 asks for the non-portable size), cached per size.
-template <int W, int KPI> static int cluster_fit(int want, dim3 grid_hint, cudaStream_t s)
+// The largest cluster of at most WANT blocks of which the card holds
+// GROUPS at once (16 asks for the non-portable size): where it holds fewer
+// the clusters run in waves, slower than half the size in one (CLUSTER 16
+// against 8 on an H100, 2026-12-07). Each size's count cached.
+template <int W, int KPI> static int cluster_fit(int want, long long groups, cudaStream_t s)
 {
-    static int fits[MAX_CLUSTER + 1]; // 0 unknown, 1 fits, -1 not
+    static int active[MAX_CLUSTER + 1]; // 0 unknown, -1 none, else clusters held at once
     for (int c = want; c > 1; c /= 2) {
-        if (!fits[c]) {
+        if (!active[c]) {
+            active[c] = -1;
             if (c > 8 && cudaFuncSetAttribute(cluster_attn<W, KPI>,
                                               cudaFuncAttributeNonPortableClusterSizeAllowed,
                                               1) != cudaSuccess) {
                 (void)cudaGetLastError();
-                fits[c] = -1;
                 continue;
             }
-            qd::launch_cfg cfg(dim3((unsigned)c, grid_hint.y, grid_hint.z), dim3(W * 32), 0, s,
-                               false);
+            qd::launch_cfg cfg(dim3((unsigned)c), dim3(W * 32), 0, s, false);
             cfg.add_cluster((unsigned)c);
             int n = 0;
-            const cudaError_t e =
-                cudaOccupancyMaxActiveClusters(&n, cluster_attn<W, KPI>, &cfg.cfg);
-            if (e != cudaSuccess) (void)cudaGetLastError();
-            fits[c] = e == cudaSuccess && n >= 1 ? 1 : -1;
+            if (cudaOccupancyMaxActiveClusters(&n, cluster_attn<W, KPI>, &cfg.cfg) != cudaSuccess)
+                (void)cudaGetLastError();
+            else if (n >= 1)
+                active[c] = n;
         }
-        if (fits[c] > 0) return c;
+        if (active[c] >= groups) return c;
     }
     return 1;
 }
@@ -290,7 +292,7 @@ static int launch(const kv_launch_args *k)
     int c = 1;
     while (c * 2 <= split)
         c *= 2;
-    c = cluster_fit<W, KPI>(c, dim3(1, (unsigned)(a.hkv * a.tiles), (unsigned)b_n), s);
+    c = cluster_fit<W, KPI>(c, groups, s);
     long long chunk = (a.len + c - 1) / c;
     chunk = (chunk + 15) / 16 * 16; // whole groups
     a.chunk = (int)chunk;
