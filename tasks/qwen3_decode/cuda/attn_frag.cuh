@@ -1,5 +1,5 @@
 // The tensor-core fragments of qwen3_decode_attn's mma seeds (attn_mma.cu,
-// attn_cluster.cu): a group of 16 cache rows loaded as lane (g, t) of the
+// attn_cluster.cu, attn_pipe.cu): a group of 16 cache rows loaded as lane (g, t) of the
 // m16n8k16 needs them, straight from global memory, and folded into the
 // lane's online softmax and O^T accumulators; a tile's 8 query rows are the
 // mma's 8 columns. Outside the seeds' evolve blocks: the maths the seeds

@@ -24,6 +24,7 @@
 //               launch overlapping the end of the kernel before it
 #include <kevolve/task.h>
 #include <gqa_attention/cuda/gqa_common.cuh>
+#include <qwen3_decode/cuda/attn_frag.cuh>
 #include <qwen3_decode/cuda/attn_generic.cuh>
 #include <qwen3_decode/cuda/decode_gemv.cuh>
 
@@ -37,7 +38,8 @@
 
 namespace qp {
 
-constexpr int D = GQA_D, COLS = 8, PART = GQA_PART, MAX_SPLIT = 256, PIECES = D / 8;
+using namespace qd_frag;
+constexpr int PART = GQA_PART, MAX_SPLIT = 256, PIECES = D / 8;
 constexpr int ROW_BYTES = D * 2;
 // The ring's stages: STAGES, fewer where WARPS x 16 rows of K and V a
 // stage would take more than 200 KB.
@@ -54,84 +56,6 @@ struct args {
     unsigned *done;
     int q_len, hq, hkv, g, tiles, split, chunk, len;
 };
-
-__device__ __forceinline__ unsigned word(const uint4 &u, int i)
-{
-    return i == 0 ? u.x : i == 1 ? u.y : i == 2 ? u.z : u.w;
-}
-
-// 2^(a - m), 0 where m is -inf (a row that has seen no key yet).
-__device__ __forceinline__ float wexp2(float a, float m)
-{
-    return m == -INFINITY ? 0.0f : gqa_exp2(a - m);
-}
-
-// One group of 16 keys as lane (g, t) needs them (attn_mma.cu's layout):
-// K rows g and g+8, pieces 4*kq+t; V rows 2t, +1 and 8+2t, +1, pieces g
-// and g+8.
-struct keys16 {
-    uint4 ka[4], kb[4], v[8];
-};
-
-// Folds one group into this lane's online softmax (m, l: rows 2t, 2t+1,
-// log2 units) and O^T accumulators; END[hd]: row 2t+hd sees keys < END.
-__device__ __forceinline__ void fold_group(const keys16 &G_, const uint4 *qb, int base,
-                                           const int *end, int g, float sl2, float *m, float *l,
-                                           float (*oacc)[4])
-{
-    float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f}; // S^T[key g | g+8][row 2t | 2t+1]
-#pragma unroll
-    for (int kq = 0; kq < 4; kq++)
-#pragma unroll
-        for (int hh = 0; hh < 2; hh++) {
-            const unsigned a[4] = {word(G_.ka[kq], 2 * hh), word(G_.kb[kq], 2 * hh),
-                                   word(G_.ka[kq], 2 * hh + 1), word(G_.kb[kq], 2 * hh + 1)};
-            gqa_mma_bf16(sc, a, word(qb[kq], 2 * hh), word(qb[kq], 2 * hh + 1));
-        }
-    sc[0] = base + g < end[0] ? sc[0] * sl2 : -INFINITY;
-    sc[1] = base + g < end[1] ? sc[1] * sl2 : -INFINITY;
-    sc[2] = base + g + 8 < end[0] ? sc[2] * sl2 : -INFINITY;
-    sc[3] = base + g + 8 < end[1] ? sc[3] * sl2 : -INFINITY;
-#pragma unroll
-    for (int hd = 0; hd < 2; hd++) { // row 2t + hd: keys g and g+8 here, the rest across g
-        float mx = fmaxf(sc[hd], sc[2 + hd]);
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
-        const float mn = fmaxf(m[hd], mx);
-        const float alpha = wexp2(m[hd], mn);
-        m[hd] = mn;
-        sc[hd] = wexp2(sc[hd], mn);
-        sc[2 + hd] = wexp2(sc[2 + hd], mn);
-        l[hd] = l[hd] * alpha + sc[hd] + sc[2 + hd];
-#pragma unroll
-        for (int mt = 0; mt < 8; mt++) {
-            oacc[mt][hd] *= alpha;
-            oacc[mt][2 + hd] *= alpha;
-        }
-    }
-    // P^T (keys x rows) in accumulator layout -> P^T as the B operand
-    const unsigned b0 = gqa_movt(gqa_pack_bf2(sc[0], sc[1]));
-    const unsigned b1 = gqa_movt(gqa_pack_bf2(sc[2], sc[3]));
-#pragma unroll
-    for (int mt = 0; mt < 8; mt++) { // O^T rows 8g+mt and 64+8g+mt
-        const unsigned sel = (mt & 1) ? 0x7632u : 0x5410u;
-        const int w = mt >> 1;
-        const unsigned a[4] = {__byte_perm(word(G_.v[0], w), word(G_.v[1], w), sel),
-                               __byte_perm(word(G_.v[2], w), word(G_.v[3], w), sel),
-                               __byte_perm(word(G_.v[4], w), word(G_.v[5], w), sel),
-                               __byte_perm(word(G_.v[6], w), word(G_.v[7], w), sel)};
-        gqa_mma_bf16(oacc[mt], a, b0, b1);
-    }
-}
-
-// Where row COL of the tile lives in q and o ([batch, q_len, q_heads, D]).
-__device__ __forceinline__ long long row_of(const args &a, int b, int kvh, int tile, int col)
-{
-    const int rr = tile * COLS + col;
-    return ((long long)b * a.q_len + rr / a.g) * a.hq + (long long)kvh * a.g + rr % a.g;
-}
-
 
 // Where piece P of row R of a tile sits: the low three bits of P XOR a
 // function of R's low three bits, so that the K reads (rows g, g + 1 of a
