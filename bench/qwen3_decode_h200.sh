@@ -30,7 +30,7 @@
 # Usage: bench/qwen3_decode_h200.sh   (OUT; PARTS (eval,evolve,export,attn_sdpa,model; ncu),
 #        BLOCKS (qkv attn o mlp: those evolve and export take),
 #        SWEEP, LIMIT (75 s a task), ATTN_LIMIT (LIMIT), MODEL (0.6B), LAYERS_14B (40), CONTEXTS
-#        (1024,8192,32768), BATCHES (1,8), COMPILE (default,max-autotune-no-cudagraphs;
+#        (1024,8192,32768), BATCHES (1,8), SHAPES (CTXxB,...: instead of CONTEXTS x BATCHES), COMPILE (default,max-autotune-no-cudagraphs;
 #        empty: none), PREFILL (512,2048,8192), DEADLINE (360 s for the model
 #        part), PROFILE (none), QUICK (eval --quick), SEEDS (eval: BLOCK:FILE ...), NCU_MODEL, NCU_RANGES, EXPORTS;
 #        .dev carried)
@@ -145,7 +145,7 @@ if part model; then
     timeout 560 python3 bench/qwen3_decode_model.py "$W/model.json" \
         --decode "$E/lib_qkv" "$E/lib_o" "$E/lib_mlp" $([ -s "$E/lib_attn/manifest.json" ] && echo "$E/lib_attn") --model "${MODEL:-0.6B}" \
         --layers-14b "${LAYERS_14B:-40}" --contexts "${CONTEXTS:-1024,8192,32768}" \
-        --batches "${BATCHES:-1,8}" --compile "${COMPILE-default,max-autotune-no-cudagraphs}" \
+        --batches "${BATCHES:-1,8}" --shapes "${SHAPES:-}" --compile "${COMPILE-default,max-autotune-no-cudagraphs}" \
         --prefill "${PREFILL-512,2048,8192}" --deadline "${DEADLINE:-360}" --profile "${PROFILE:-}" \
         2>"$W/model.err" | tee "$W/model.log"
     tail -5 "$W/model.err"

@@ -32,7 +32,7 @@ check of the script, not a measurement.
 
 Usage: python3 bench/qwen3_decode_model.py RESULT.json --decode QKV O MLP [ATTN]
        [--ops DIR ...] [--gqa DIR] [--model 0.6B|14B] [--layers-14b N]
-       [--contexts 1024,8192,32768] [--batches 1,8]
+       [--contexts 1024,8192,32768] [--batches 1,8] [--shapes 8192x8,32768x1]
        [--compile default,max-autotune-no-cudagraphs] [--prefill 512,2048,8192]
        [--greedy 32] [--profile 1024x1,8192x1] [--deadline SECONDS] [--tiny]"""
 import argparse
@@ -54,6 +54,8 @@ ap.add_argument("--model", default="0.6B")
 ap.add_argument("--layers-14b", type=int, default=40)
 ap.add_argument("--contexts", default="1024,8192,32768")
 ap.add_argument("--batches", default="1,8")
+ap.add_argument("--shapes", default="", help="CTXxBATCH,...: these decode shapes, in this order, "
+                "instead of every context with every batch")
 ap.add_argument("--compile", default="default,max-autotune-no-cudagraphs")
 ap.add_argument("--prefill", default="512,2048,8192")
 ap.add_argument("--greedy", type=int, default=32)
@@ -225,7 +227,8 @@ def main():
     print(f"  greedy: identical {g['identical']} "
           f"{'' if g['identical'] else json.dumps(g['divergence'])} calls {json.dumps(g['calls'])}", flush=True)
     rows = []
-    shapes = [(c, b) for c in map(int, args.contexts.split(",")) for b in map(int, args.batches.split(","))]
+    shapes = ([tuple(map(int, s.split("x"))) for s in args.shapes.split(",")] if args.shapes else
+              [(c, b) for c in map(int, args.contexts.split(",")) for b in map(int, args.batches.split(","))])
     for ctx, batch in shapes:
         if late():
             print(f"  ctx {ctx} batch {batch}: skipped (deadline)", flush=True)

@@ -36,8 +36,12 @@ POINTS = {
     # attn_cluster.cu (a group's chunks merged in one cluster) at its seed
     # and the axes that move its fixed costs, then the bests of 2026-12-06
     # (attn_mma's MIN_GROUPS 1 at 32,768 rows, attn_pipe's at 1,024).
-    "attn": [{}, {"PDL": 1, "PREFETCH": 1}, {"CLUSTER": 4}, {"MIN_GROUPS": 1},
-             {"GROUPS": 2, "PIPE": 0}, {"WARPS": 4},
+    # SPAN first (2026-12-07: a group's rows over several clusters, so the
+    # chunks fill the multiprocessors; CLUSTER 8 alone used 64 of 132).
+    "attn": [{"SPAN": 16}, {}, {"SPAN": 16, "MIN_GROUPS": 1},
+             {"SPAN": 16, "WARPS": 4, "MIN_GROUPS": 1}, {"SPAN": 4},
+             {"SPAN": 16, "PDL": 1, "PREFETCH": 1}, {"PDL": 1, "PREFETCH": 1}, {"CLUSTER": 4},
+             {"MIN_GROUPS": 1}, {"GROUPS": 2, "PIPE": 0}, {"WARPS": 4},
              {"SEED": "attn_mma.cu", "MIN_GROUPS": 1},
              {"SEED": "attn_pipe.cu", "STAGES": 3, "MIN_GROUPS": 1}],
     # XREG (the one-token path) is on in the seeds: each block's best

@@ -15,16 +15,22 @@
 //     inside the cache, whatever is written; the V rows past the written
 //     ones are zeroed in registers when it is, and their scores are -inf);
 //   - PIPE: the next step's loads go out before the current step is folded
-//     (two register buffers), so a warp always has rows in flight.
+//     (two register buffers), so a warp always has rows in flight;
+//   - SPAN: a group's rows may span several clusters, so that the chunks
+//     fill every multiprocessor (8 KV heads in clusters of 8 use 64 of an
+//     H100's 132, and it holds 15 such clusters, not 16: 2026-12-07). Each
+//     cluster's merged partial goes to global memory and the group's last
+//     block merges those few (attn_mma's merge, over SPAN partials, not
+//     over every chunk).
 // Head sizes other than 128 go to attn_generic.cuh. Axes, each value a
 // correct kernel:
 //   WARPS       warps per block
 //   GROUPS      16-row groups a warp loads a step
 //   PIPE        1: the next step loaded while this one folds
-//   CLUSTER     the most chunks (blocks of a cluster) a group of rows is
-//               split into; fewer where the rows or the multiprocessors
-//               ask for fewer, or where the card cannot hold every group's
-//               cluster at once
+//   CLUSTER     the most chunks (blocks of a cluster) a cluster holds;
+//               fewer where the rows or the multiprocessors ask for fewer,
+//               or where the card cannot hold every cluster at once
+//   SPAN        the most clusters a group of rows spans
 //   MIN_GROUPS  groups per warp a chunk holds at the least
 //   EARLY       1: the first step's loads before the written length
 //   PDL         1: programmatic dependent launch (decode_gemv.cuh)
@@ -42,6 +48,7 @@
 #define GROUPS 1     // kevolve: tune 1 2
 #define PIPE 1       // kevolve: tune 0 1
 #define CLUSTER 8    // kevolve: tune 2 4 8 16
+#define SPAN 1       // kevolve: tune 1 2 4 8 16
 #define MIN_GROUPS 2 // kevolve: tune 1 2 4 8
 #define EARLY 1      // kevolve: tune 0 1
 #define PDL 0        // kevolve: tune 0 1
@@ -52,13 +59,15 @@ namespace qc
 
 namespace cg = cooperative_groups;
 using namespace qd_frag;
-constexpr int MAX_CLUSTER = 16;
+constexpr int MAX_CLUSTER = 16, MAX_SPAN = 16, PART = GQA_PART;
 
 struct args {
     const bf16_t *q, *k, *v;
     const int *free_rows;
     bf16_t *o;
-    int q_len, hq, hkv, g, tiles, split, chunk, len;
+    float *part;    // SPAN > 1: each cluster's merged partial, as gqa_merge_rows_to reads it
+    unsigned *done; // SPAN > 1: the group's blocks done
+    int q_len, hq, hkv, g, tiles, split, span, chunk, len;
 };
 
 // V rows at or past J1 as zeros: loaded before the written length was
@@ -90,6 +99,30 @@ __device__ __forceinline__ void fold_step(const keys16 *buf, const uint4 *qb, in
         if (f + u * 16 < j1) fold_group(buf[u], qb, f + u * 16, end, g, sl2, m, l, oacc);
 }
 
+// Partial S of the group's output row COL, column C: unnormalised sum A,
+// its max M (log2 units) and sum of exp2 L (written with column 0).
+__device__ __forceinline__ void put_part(const args &a, long long group, int col, int s, int c,
+                                         float A, float M, float L)
+{
+    float *pp = a.part + ((group * COLS + col) * a.span + s) * PART;
+    pp[c] = A;
+    if (c == 0) {
+        pp[D] = M;
+        pp[D + 1] = L;
+    }
+}
+
+// The group's last block to finish merges its clusters' partials.
+template <int NT>
+__device__ __forceinline__ void merge_span(const args &a, long long group, int b, int kvh, int tile,
+                                           int nr, float *sm_w, int *sm_last)
+{
+    if (gqa_last_block<NT>(a.done + group, a.split * a.span, sm_last))
+        gqa_merge_rows_to<NT>(
+            a.part, [&](int col) { return a.o + row_of(a, b, kvh, tile, col) * D; }, group * COLS,
+            nr, a.span, sm_w);
+}
+
 template <int W, int KPI> __global__ void __launch_bounds__(W * 32, 1) cluster_attn(args a)
 {
     constexpr int NT = W * 32, STEP = W * KPI * 16;
@@ -97,10 +130,13 @@ template <int W, int KPI> __global__ void __launch_bounds__(W * 32, 1) cluster_a
     __shared__ float sm_ml[W][COLS][2];
     __shared__ float sm_p[COLS][D]; // this block's partial: the chunk's sums, unnormalised
     __shared__ float sm_pml[COLS][2];
+    __shared__ float sm_w[COLS * MAX_SPAN];
+    __shared__ int sm_last;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int sp = blockIdx.x, b = blockIdx.z, kvh = blockIdx.y / a.tiles,
               tile = blockIdx.y % a.tiles;
     const int nr = min(COLS, a.g * a.q_len - tile * COLS); // rows of this tile
+    const long long group = ((long long)b * a.hkv + kvh) * a.tiles + tile;
     const int j0 = sp * a.chunk, cend = min(a.len, j0 + a.chunk);
     const bf16_t *kg = a.k + ((long long)b * a.hkv + kvh) * a.len * D;
     const bf16_t *vg = a.v + ((long long)b * a.hkv + kvh) * a.len * D;
@@ -195,23 +231,29 @@ template <int W, int KPI> __global__ void __launch_bounds__(W * 32, 1) cluster_a
             S += sm_ml[w][col][1] * wt;
             A_ += sm_o[w][col][c] * wt;
         }
-        if (a.split == 1) {
-            a.o[row_of(a, b, kvh, tile, col) * D + c] = gqa_bf16(A_ / S);
-        } else {
+        if (a.split > 1) {
             sm_p[col][c] = A_;
             if (c == 0) {
                 sm_pml[col][0] = M;
                 sm_pml[col][1] = S;
             }
+        } else if (a.span == 1) {
+            a.o[row_of(a, b, kvh, tile, col) * D + c] = gqa_bf16(A_ / S);
+        } else {
+            put_part(a, group, col, sp, c, A_, M, S);
         }
     }
-    if (a.split == 1) return;
+    if (a.split == 1) {
+        if (a.span > 1) merge_span<NT>(a, group, b, kvh, tile, nr, sm_w, &sm_last);
+        return;
+    }
 
     // The cluster's blocks are the group's chunks: block r merges outputs
     // r*NT + tid, stepping split*NT, from every block's shared memory.
     cg::cluster_group cl = cg::this_cluster();
+    const int rank = (int)cl.block_rank();
     cl.sync();
-    for (int i = sp * NT + tid; i < nr * D; i += a.split * NT) {
+    for (int i = rank * NT + tid; i < nr * D; i += a.split * NT) {
         const int col = i / D, c = i % D;
         float ms[MAX_CLUSTER], M = -INFINITY;
 #pragma unroll
@@ -228,38 +270,61 @@ template <int W, int KPI> __global__ void __launch_bounds__(W * 32, 1) cluster_a
                 S += cl.map_shared_rank(&sm_pml[col][1], s)[0] * wt;
                 A_ += cl.map_shared_rank(&sm_p[col][c], s)[0] * wt;
             }
-        a.o[row_of(a, b, kvh, tile, col) * D + c] = gqa_bf16(A_ / S);
+        if (a.span == 1)
+            a.o[row_of(a, b, kvh, tile, col) * D + c] = gqa_bf16(A_ / S);
+        else
+            put_part(a, group, col, sp / a.split, c, A_, M, S);
     }
     cl.sync(); // no block's shared memory goes while another reads it
+    if (a.span > 1) merge_span<NT>(a, group, b, kvh, tile, nr, sm_w, &sm_last);
 }
 
-// The largest cluster of at most WANT blocks of which the card holds
-// GROUPS at once (16 asks for the non-portable size): where it holds fewer
-// the clusters run in waves, slower than half the size in one (CLUSTER 16
-// against 8 on an H100, 2026-12-07). Each size's count cached.
-template <int W, int KPI> static int cluster_fit(int want, long long groups, cudaStream_t s)
+// Clusters the card holds at once of C blocks (0: none); each size asked
+// once (16 asks for the non-portable size).
+template <int W, int KPI> static int clusters_held(int c, cudaStream_t s)
 {
-    static int active[MAX_CLUSTER + 1]; // 0 unknown, -1 none, else clusters held at once
-    for (int c = want; c > 1; c /= 2) {
-        if (!active[c]) {
-            active[c] = -1;
-            if (c > 8 && cudaFuncSetAttribute(cluster_attn<W, KPI>,
-                                              cudaFuncAttributeNonPortableClusterSizeAllowed,
-                                              1) != cudaSuccess) {
-                (void)cudaGetLastError();
-                continue;
-            }
-            qd::launch_cfg cfg(dim3((unsigned)c), dim3(W * 32), 0, s, false);
-            cfg.add_cluster((unsigned)c);
-            int n = 0;
-            if (cudaOccupancyMaxActiveClusters(&n, cluster_attn<W, KPI>, &cfg.cfg) != cudaSuccess)
-                (void)cudaGetLastError();
-            else if (n >= 1)
-                active[c] = n;
+    static int held[MAX_CLUSTER + 1]; // 0 unknown, -1 none, else clusters held at once
+    if (!held[c]) {
+        held[c] = -1;
+        if (c > 8 && cudaFuncSetAttribute(cluster_attn<W, KPI>,
+                                          cudaFuncAttributeNonPortableClusterSizeAllowed,
+                                          1) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return 0;
         }
-        if (active[c] >= groups) return c;
+        qd::launch_cfg cfg(dim3((unsigned)c), dim3(W * 32), 0, s, false);
+        cfg.add_cluster((unsigned)c);
+        int n = 0;
+        if (cudaOccupancyMaxActiveClusters(&n, cluster_attn<W, KPI>, &cfg.cfg) != cudaSuccess)
+            (void)cudaGetLastError();
+        else if (n >= 1)
+            held[c] = n;
     }
-    return 1;
+    return held[c] > 0 ? held[c] : 0;
+}
+
+// The cluster size C (a power of two, at most CLUSTER) and the clusters a
+// group spans (at most SPAN) for WANT chunks a group: the most chunks in
+// all, C * span <= WANT, with every group's clusters held at once (where
+// the card holds fewer they run in waves, slower than half the size in
+// one: CLUSTER 16 against 8 on an H100, 2026-12-07); at a tie the larger
+// cluster, whose merge stays in shared memory.
+template <int W, int KPI>
+static void cluster_fit(long long want, long long groups, cudaStream_t s, int *c_out, int *span_out)
+{
+    int best_c = 1, best_span = (int)(want < SPAN ? want : SPAN);
+    for (int c = 2; c <= CLUSTER && c <= want; c *= 2) {
+        long long span = want / c;
+        if (span > SPAN) span = SPAN;
+        const long long fit = clusters_held<W, KPI>(c, s) / groups;
+        if (span > fit) span = fit;
+        if (span >= 1 && c * span >= (long long)best_c * best_span) {
+            best_c = c;
+            best_span = (int)span;
+        }
+    }
+    *c_out = best_c;
+    *span_out = best_span < 1 ? 1 : best_span;
 }
 
 static int launch(const kv_launch_args *k)
@@ -283,21 +348,26 @@ static int launch(const kv_launch_args *k)
     const long long groups = b_n * a.hkv * a.tiles;
     if (a.hkv * a.tiles > 65535) return qd_attn::launch_generic(k, 256);
     const cudaStream_t s = (cudaStream_t)k->stream;
-    // Chunks: CLUSTER at most, no more than fill the multiprocessors once
-    // (one block each) and none under MIN_GROUPS groups a warp.
-    long long split = CLUSTER;
-    const long long fill = gqa_sm_count() / groups, min_keys = (long long)MIN_GROUPS * W * 16;
-    if (split > fill) split = fill;
-    if (split > (a.len + min_keys - 1) / min_keys) split = (a.len + min_keys - 1) / min_keys;
-    int c = 1;
-    while (c * 2 <= split)
-        c *= 2;
-    c = cluster_fit<W, KPI>(c, groups, s);
-    long long chunk = (a.len + c - 1) / c;
+    // Chunks: no more than fill the multiprocessors once (one block each)
+    // and none under MIN_GROUPS groups a warp.
+    long long want = gqa_sm_count() / groups;
+    const long long min_keys = (long long)MIN_GROUPS * W * 16;
+    if (want > (a.len + min_keys - 1) / min_keys) want = (a.len + min_keys - 1) / min_keys;
+    if (want < 1) want = 1;
+    int c = 1, span = 1;
+    cluster_fit<W, KPI>(want, groups, s, &c, &span);
+    while (span > 1 && groups * COLS * span * PART > GQA_SCRATCH_FLOATS)
+        span /= 2;
+    if (span > 1 && groups > GQA_MAX_COUNTERS) span = 1;
+    a.part = gqa_scratch_ptr();
+    a.done = gqa_done_ptr();
+    if (span > 1 && (!a.part || !a.done)) return (int)cudaErrorInvalidSymbol;
+    long long chunk = (a.len + (long long)c * span - 1) / ((long long)c * span);
     chunk = (chunk + 15) / 16 * 16; // whole groups
     a.chunk = (int)chunk;
     a.split = c; // a chunk past the cache holds no row: its partial is empty
-    dim3 grid((unsigned)c, (unsigned)(a.hkv * a.tiles), (unsigned)b_n);
+    a.span = span;
+    dim3 grid((unsigned)(c * span), (unsigned)(a.hkv * a.tiles), (unsigned)b_n);
     qd::launch_cfg cfg(grid, dim3(W * 32), 0, s, PDL);
     if (c > 1) cfg.add_cluster((unsigned)c);
     return (int)cudaLaunchKernelEx(&cfg.cfg, cluster_attn<W, KPI>, a);
