@@ -32,7 +32,7 @@
 #        SWEEP, LIMIT (75 s a task), ATTN_LIMIT (LIMIT), MODEL (0.6B), LAYERS_14B (40), CONTEXTS
 #        (1024,8192,32768), BATCHES (1,8), SHAPES (CTXxB,...: instead of CONTEXTS x BATCHES), COMPILE (default,max-autotune-no-cudagraphs;
 #        empty: none), PREFILL (512,2048,8192), DEADLINE (360 s for the model
-#        part), PROFILE (none), QUICK (eval --quick), SEEDS (eval: BLOCK:FILE ...), NCU_MODEL, NCU_RANGES, EXPORTS;
+#        part), PROFILE (none), QUICK (eval --quick), SEEDS (eval: BLOCK:FILE ...), NCU_MODEL, NCU_RANGES, NCU_SECTIONS (ncu's section options; "--set full": all, with the stall sampling), EXPORTS;
 #        .dev carried)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -119,7 +119,7 @@ PY
 case ",$PARTS," in *,ncu,* | *,attn_sdpa,* | *,model,*) prebuild ;; esac
 if part ncu; then
     S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats"
-    S="$S --section WarpStateStats --section SchedulerStats"
+    S=${NCU_SECTIONS:-"$S --section WarpStateStats --section SchedulerStats"}
     R=""
     for r in ${NCU_RANGES:-qkv o mlp attn_l1024 attn_l8192 attn_l32768 cudnn_l1024 cudnn_l8192 cudnn_l32768}; do
         R="$R --nvtx-include ${r}_1/"
