@@ -1,4 +1,4 @@
-// Helpers of the gqa_attention CUDA bench program (gqa_flagship.cu): error
+// Helpers of the CUDA bench programs (gqa_flagship.cu, stream_floor.cu): error
 // checks, bf16 conversions on the host, random bf16 inputs drawn on the GPU,
 // and the timing of a CUDA graph of calls the way bench/gqa_sdpa.py times
 // PyTorch.

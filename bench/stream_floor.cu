@@ -9,27 +9,13 @@
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o stream_floor bench/stream_floor.cu
 //   ./stream_floor          (prints a table: bytes, launch shape, us, share)
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));     \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "gqa_bench.cuh" // CK, graph_median_us
 
 // Each thread keeps UNROLL independent 16-byte loads in flight and folds
 // them into one word, written per block so the loads are not dead.
 template <int UNROLL>
-__global__ void __launch_bounds__(256) read_all(const uint4 *__restrict__ src, size_t n,
-                                                unsigned *__restrict__ sink)
+__global__ void __launch_bounds__(256)
+    read_all(const uint4 *__restrict__ src, size_t n, unsigned *__restrict__ sink)
 {
     unsigned acc = 0;
     size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -37,9 +23,11 @@ __global__ void __launch_bounds__(256) read_all(const uint4 *__restrict__ src, s
     for (; i + (UNROLL - 1) * stride < n; i += UNROLL * stride) {
         uint4 v[UNROLL];
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) v[u] = __ldcs(src + i + u * stride);
+        for (int u = 0; u < UNROLL; u++)
+            v[u] = __ldcs(src + i + u * stride);
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+        for (int u = 0; u < UNROLL; u++)
+            acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
     }
     for (; i < n; i += stride) {
         uint4 v = __ldcs(src + i);
@@ -51,8 +39,8 @@ __global__ void __launch_bounds__(256) read_all(const uint4 *__restrict__ src, s
 // The same, each block reading one contiguous chunk (as a split decode's
 // block reads its keys), in clusters of CLUSTER blocks when CLUSTER > 1.
 template <int UNROLL>
-__global__ void __launch_bounds__(256) read_chunks(const uint4 *__restrict__ src, size_t n,
-                                                   unsigned *__restrict__ sink)
+__global__ void __launch_bounds__(256)
+    read_chunks(const uint4 *__restrict__ src, size_t n, unsigned *__restrict__ sink)
 {
     size_t per = (n + gridDim.x - 1) / gridDim.x;
     size_t lo = per * blockIdx.x, hi = lo + per < n ? lo + per : n;
@@ -61,9 +49,11 @@ __global__ void __launch_bounds__(256) read_chunks(const uint4 *__restrict__ src
     for (; i + (UNROLL - 1) * 256 < hi; i += UNROLL * 256) {
         uint4 v[UNROLL];
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) v[u] = __ldcs(src + i + u * 256);
+        for (int u = 0; u < UNROLL; u++)
+            v[u] = __ldcs(src + i + u * 256);
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+        for (int u = 0; u < UNROLL; u++)
+            acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
     }
     for (; i < hi; i += 256) {
         uint4 v = __ldcs(src + i);
@@ -95,61 +85,49 @@ static void launch(const shape &s, const uint4 *src, size_t n, unsigned *sink, c
         c.attrs = a;
         c.numAttrs = 1;
     }
-    CHECK(cudaLaunchKernelEx(&c, s.k, src, n, sink));
+    CK(cudaLaunchKernelEx(&c, s.k, src, n, sink));
 }
 
 // Median microseconds of one call: a graph of one call per input set.
 static double timed(const shape &s, const std::vector<uint4 *> &sets, size_t n, unsigned *sink)
 {
     cudaStream_t st;
-    CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-    for (int w = 0; w < 3; w++) launch(s, sets[w % sets.size()], n, sink, st);
-    CHECK(cudaStreamSynchronize(st));
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    for (int w = 0; w < 3; w++)
+        launch(s, sets[w % sets.size()], n, sink, st);
+    CK(cudaStreamSynchronize(st));
     cudaGraph_t g;
     cudaGraphExec_t ge;
-    CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    for (auto *p : sets) launch(s, p, n, sink, st);
-    CHECK(cudaStreamEndCapture(st, &g));
-    CHECK(cudaGraphInstantiate(&ge, g, 0));
-    CHECK(cudaGraphLaunch(ge, st));
-    CHECK(cudaStreamSynchronize(st));
-    cudaEvent_t a, b;
-    CHECK(cudaEventCreate(&a));
-    CHECK(cudaEventCreate(&b));
-    std::vector<double> t;
-    const int replays = 20;
-    for (int r = 0; r < 7; r++) {
-        CHECK(cudaEventRecord(a, st));
-        for (int i = 0; i < replays; i++) CHECK(cudaGraphLaunch(ge, st));
-        CHECK(cudaEventRecord(b, st));
-        CHECK(cudaEventSynchronize(b));
-        float ms;
-        CHECK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms * 1e3 / (replays * sets.size()));
-    }
-    std::sort(t.begin(), t.end());
-    CHECK(cudaGraphExecDestroy(ge));
-    CHECK(cudaGraphDestroy(g));
-    CHECK(cudaStreamDestroy(st));
-    return t[t.size() / 2];
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    for (auto *p : sets)
+        launch(s, p, n, sink, st);
+    CK(cudaStreamEndCapture(st, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    CK(cudaGraphLaunch(ge, st));
+    CK(cudaStreamSynchronize(st));
+    const double us = graph_median_us(ge, st, (int)sets.size(), 20);
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+    CK(cudaStreamDestroy(st));
+    return us;
 }
 
 int main()
 {
     int dev = 0, clk = 0, width = 0, sms = 0, l2 = 0;
-    CHECK(cudaDeviceGetAttribute(&clk, cudaDevAttrMemoryClockRate, dev));
-    CHECK(cudaDeviceGetAttribute(&width, cudaDevAttrGlobalMemoryBusWidth, dev));
-    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    CK(cudaDeviceGetAttribute(&clk, cudaDevAttrMemoryClockRate, dev));
+    CK(cudaDeviceGetAttribute(&width, cudaDevAttrGlobalMemoryBusWidth, dev));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
     cudaDeviceProp p;
-    CHECK(cudaGetDeviceProperties(&p, dev));
+    CK(cudaGetDeviceProperties(&p, dev));
     double theory = 2.0 * clk * 1e3 * width / 8.0 / 1e9; // GB/s, as the judge's roofline
     printf("%s, %d SMs, L2 %d MB, theoretical %.0f GB/s\n", p.name, sms, l2 >> 20, theory);
     const int big = 160 << 10; // forces one block an SM, as the attention seeds' shared memory
     for (kern k : {(kern)read_chunks<4>, (kern)read_chunks<8>})
-        CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, big));
+        CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, big));
     unsigned *sink;
-    CHECK(cudaMalloc(&sink, 1 << 20));
+    CK(cudaMalloc(&sink, 1 << 20));
     // A KV cache of 8 heads x 128 dims x bf16, K and V: 4 KB a key.
     const size_t keys[] = {1024, 8192, 32768};
     printf("%-34s %8s %10s %8s %8s\n", "launch", "keys", "MB", "us", "share");
@@ -158,8 +136,8 @@ int main()
         int nsets = (int)std::max<size_t>(2, std::min<size_t>(48, (4 * (size_t)l2) / bytes + 1));
         std::vector<uint4 *> sets(nsets);
         for (auto &s : sets) {
-            CHECK(cudaMalloc(&s, bytes));
-            CHECK(cudaMemset(s, 1, bytes));
+            CK(cudaMalloc(&s, bytes));
+            CK(cudaMemset(s, 1, bytes));
         }
         const shape shapes[] = {
             {"grid-stride 4x SMs, unroll 4", read_all<4>, 4 * sms, 1, 0},
@@ -176,8 +154,9 @@ int main()
             printf("%-34s %8zu %10.1f %8.2f %7.1f%%\n", s.name, kk, bytes / 1e6, us,
                    100.0 * bytes / (us * 1e-6) / (theory * 1e9));
         }
-        for (auto *s : sets) CHECK(cudaFree(s));
+        for (auto *s : sets)
+            CK(cudaFree(s));
     }
-    CHECK(cudaFree(sink));
+    CK(cudaFree(sink));
     return 0;
 }

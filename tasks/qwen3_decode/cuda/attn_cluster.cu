@@ -99,19 +99,6 @@ __device__ __forceinline__ void fold_step(const keys16 *buf, const uint4 *qb, in
         if (f + u * 16 < j1) fold_group(buf[u], qb, f + u * 16, end, g, sl2, m, l, oacc);
 }
 
-// Partial S of the group's output row COL, column C: unnormalised sum A,
-// its max M (log2 units) and sum of exp2 L (written with column 0).
-__device__ __forceinline__ void put_part(const args &a, long long group, int col, int s, int c,
-                                         float A, float M, float L)
-{
-    float *pp = a.part + ((group * COLS + col) * a.span + s) * PART;
-    pp[c] = A;
-    if (c == 0) {
-        pp[D] = M;
-        pp[D + 1] = L;
-    }
-}
-
 // The group's last block to finish merges its clusters' partials.
 template <int NT>
 __device__ __forceinline__ void merge_span(const args &a, long long group, int b, int kvh, int tile,
@@ -161,26 +148,12 @@ template <int W, int KPI> __global__ void __launch_bounds__(W * 32, 1) cluster_a
         load_step<KPI>(A, kg, vg, f, j1, g, t);
     }
 
-    // Q^T as the B operand (row g, pieces 4*kq+t), as it is: the scale
-    // goes on the fp32 scores.
     uint4 qb[4];
-    const bf16_t *qr = a.q + row_of(a, b, kvh, tile, g < nr ? g : 0) * D;
-#pragma unroll
-    for (int kq = 0; kq < 4; kq++)
-        qb[kq] = g < nr ? *reinterpret_cast<const uint4 *>(qr + (4 * kq + t) * 8)
-                        : make_uint4(0, 0, 0, 0);
-    int end[2]; // row 2t+hd sees keys < end[hd] of this chunk
-#pragma unroll
-    for (int hd = 0; hd < 2; hd++) {
-        const int col = 2 * t + hd;
-        end[hd] = col < nr ? min(j1, first + (tile * COLS + col) / a.g + 1) : 0;
-    }
+    load_qt(qb, a, b, kvh, tile, nr, g, t);
+    int end[2];
+    causal_ends(end, a, first, j1, tile, nr, t);
     float oacc[8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int mt = 0; mt < 8; mt++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            oacc[mt][e] = 0.0f;
+    clear_acc(oacc);
 
     // Warp w takes groups (it*W + w)*KPI .. +KPI-1 of the chunk; A holds
     // the step at F, B the next one where PIPE is on.
@@ -201,36 +174,12 @@ template <int W, int KPI> __global__ void __launch_bounds__(W * 32, 1) cluster_a
     }
 
     // The block's warps merged into its partial (sm_p, sm_pml).
-#pragma unroll
-    for (int hd = 0; hd < 2; hd++) {
-        float ls = l[hd];
-        ls += __shfl_xor_sync(0xffffffffu, ls, 4);
-        ls += __shfl_xor_sync(0xffffffffu, ls, 8);
-        ls += __shfl_xor_sync(0xffffffffu, ls, 16);
-        const int col = 2 * t + hd;
-#pragma unroll
-        for (int mt = 0; mt < 8; mt++) {
-            sm_o[warp][col][8 * g + mt] = oacc[mt][hd];
-            sm_o[warp][col][64 + 8 * g + mt] = oacc[mt][2 + hd];
-        }
-        if (g == 0) {
-            sm_ml[warp][col][0] = m[hd];
-            sm_ml[warp][col][1] = ls;
-        }
-    }
+    stage_warp(sm_o, sm_ml, warp, g, t, oacc, m, l);
     __syncthreads();
     for (int i = tid; i < nr * D; i += NT) {
         const int col = i / D, c = i % D;
-        float M = -INFINITY, S = 0.0f, A_ = 0.0f;
-#pragma unroll
-        for (int w = 0; w < W; w++)
-            M = fmaxf(M, sm_ml[w][col][0]);
-#pragma unroll
-        for (int w = 0; w < W; w++) {
-            const float wt = wexp2(sm_ml[w][col][0], M);
-            S += sm_ml[w][col][1] * wt;
-            A_ += sm_o[w][col][c] * wt;
-        }
+        float M, S, A_;
+        merge_warps<W>(sm_o, sm_ml, col, c, M, S, A_);
         if (a.split > 1) {
             sm_p[col][c] = A_;
             if (c == 0) {
@@ -240,7 +189,7 @@ template <int W, int KPI> __global__ void __launch_bounds__(W * 32, 1) cluster_a
         } else if (a.span == 1) {
             a.o[row_of(a, b, kvh, tile, col) * D + c] = gqa_bf16(A_ / S);
         } else {
-            put_part(a, group, col, sp, c, A_, M, S);
+            put_part(a.part, group, col, a.span, sp, c, A_, M, S);
         }
     }
     if (a.split == 1) {
@@ -273,7 +222,7 @@ template <int W, int KPI> __global__ void __launch_bounds__(W * 32, 1) cluster_a
         if (a.span == 1)
             a.o[row_of(a, b, kvh, tile, col) * D + c] = gqa_bf16(A_ / S);
         else
-            put_part(a, group, col, sp / a.split, c, A_, M, S);
+            put_part(a.part, group, col, a.span, sp / a.split, c, A_, M, S);
     }
     cl.sync(); // no block's shared memory goes while another reads it
     if (a.span > 1) merge_span<NT>(a, group, b, kvh, tile, nr, sm_w, &sm_last);

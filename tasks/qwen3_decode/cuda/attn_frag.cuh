@@ -2,7 +2,9 @@
 // attn_cluster.cu, attn_pipe.cu): a group of 16 cache rows loaded as lane (g, t) of the
 // m16n8k16 needs them, straight from global memory, and folded into the
 // lane's online softmax and O^T accumulators; a tile's 8 query rows are the
-// mma's 8 columns. Outside the seeds' evolve blocks: the maths the seeds
+// mma's 8 columns. Then the prologue and epilogue they share: the tile's
+// Q^T, its causal ends, the warps' partials staged, merged and written
+// for gqa_merge_rows_to. Outside the seeds' evolve blocks: the maths the seeds
 // share, which the mutators leave as it is.
 #ifndef QWEN3_DECODE_ATTN_FRAG_CUH
 #define QWEN3_DECODE_ATTN_FRAG_CUH
@@ -110,6 +112,101 @@ __device__ __forceinline__ long long row_of(const Args &a, int b, int kvh, int t
 {
     const int rr = tile * COLS + col;
     return ((long long)b * a.q_len + rr / a.g) * a.hq + (long long)kvh * a.g + rr % a.g;
+}
+
+// Q^T of the tile as the B operand (row g, pieces 4*kq+t), as it is: the
+// scale goes on the fp32 scores (bf16 q / sqrt(D) would round again).
+template <class Args>
+__device__ __forceinline__ void load_qt(uint4 *qb, const Args &a, int b, int kvh, int tile, int nr,
+                                        int g, int t)
+{
+    const bf16_t *qr = a.q + row_of(a, b, kvh, tile, g < nr ? g : 0) * D;
+#pragma unroll
+    for (int kq = 0; kq < 4; kq++)
+        qb[kq] = g < nr ? *reinterpret_cast<const uint4 *>(qr + (4 * kq + t) * 8)
+                        : make_uint4(0, 0, 0, 0);
+}
+
+// Row 2t+hd of the tile sees keys < end[hd] of a chunk that ends at J1
+// (FIRST: the cache row of the step's token 0).
+template <class Args>
+__device__ __forceinline__ void causal_ends(int *end, const Args &a, int first, int j1, int tile,
+                                            int nr, int t)
+{
+#pragma unroll
+    for (int hd = 0; hd < 2; hd++) {
+        const int col = 2 * t + hd;
+        end[hd] = col < nr ? min(j1, first + (tile * COLS + col) / a.g + 1) : 0;
+    }
+}
+
+__device__ __forceinline__ void clear_acc(float (*oacc)[4])
+{
+#pragma unroll
+    for (int mt = 0; mt < 8; mt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            oacc[mt][e] = 0.0f;
+}
+
+// The warp's partial in shared memory: its O^T sums, and per column its
+// max and its row sum (summed over the column's lanes).
+__device__ __forceinline__ void stage_warp(float (*sm_o)[COLS][D], float (*sm_ml)[COLS][2],
+                                           int warp, int g, int t, const float (*oacc)[4],
+                                           const float *m, const float *l)
+{
+#pragma unroll
+    for (int hd = 0; hd < 2; hd++) {
+        float ls = l[hd];
+        ls += __shfl_xor_sync(0xffffffffu, ls, 4);
+        ls += __shfl_xor_sync(0xffffffffu, ls, 8);
+        ls += __shfl_xor_sync(0xffffffffu, ls, 16);
+        const int col = 2 * t + hd;
+#pragma unroll
+        for (int mt = 0; mt < 8; mt++) {
+            sm_o[warp][col][8 * g + mt] = oacc[mt][hd];
+            sm_o[warp][col][64 + 8 * g + mt] = oacc[mt][2 + hd];
+        }
+        if (g == 0) {
+            sm_ml[warp][col][0] = m[hd];
+            sm_ml[warp][col][1] = ls;
+        }
+    }
+}
+
+// Output (COL, C) over the block's W staged warps: the max M, the sum of
+// exp2 S and the unnormalised sum A.
+template <int W>
+__device__ __forceinline__ void merge_warps(const float (*sm_o)[COLS][D],
+                                            const float (*sm_ml)[COLS][2], int col, int c, float &M,
+                                            float &S, float &A)
+{
+    M = -INFINITY;
+    S = 0.0f;
+    A = 0.0f;
+#pragma unroll
+    for (int w = 0; w < W; w++)
+        M = fmaxf(M, sm_ml[w][col][0]);
+#pragma unroll
+    for (int w = 0; w < W; w++) {
+        const float wt = wexp2(sm_ml[w][col][0], M);
+        S += sm_ml[w][col][1] * wt;
+        A += sm_o[w][col][c] * wt;
+    }
+}
+
+// Partial S (of SPLIT) of output row COL of GROUP, column C, where
+// gqa_merge_rows_to reads it: the unnormalised sum A, and with column 0
+// the max M (log2 units) and the sum of exp2 L.
+__device__ __forceinline__ void put_part(float *part, long long group, int col, int split, int s,
+                                         int c, float A, float M, float L)
+{
+    float *pp = part + ((group * COLS + col) * split + s) * GQA_PART;
+    pp[c] = A;
+    if (c == 0) {
+        pp[D] = M;
+        pp[D + 1] = L;
+    }
 }
 
 } // namespace qd_frag

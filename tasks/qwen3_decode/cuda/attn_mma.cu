@@ -87,26 +87,12 @@ template <int W, int KPI> __global__ void __launch_bounds__(W * 32) mma_attn(arg
     const int j1 = min(first + a.q_len, j0 + a.chunk);
     const float sl2 = rsqrtf((float)D) * GQA_LOG2E; // scores in log2 units
 
-    // Q^T as the B operand (row g, pieces 4*kq+t), as it is: the scale
-    // goes on the fp32 scores (bf16 q / sqrt(D) would round again).
     uint4 qb[4];
-    const bf16_t *qr = a.q + row_of(a, b, kvh, tile, g < nr ? g : 0) * D;
-#pragma unroll
-    for (int kq = 0; kq < 4; kq++)
-        qb[kq] = g < nr ? *reinterpret_cast<const uint4 *>(qr + (4 * kq + t) * 8)
-                        : make_uint4(0, 0, 0, 0);
-    int end[2]; // row 2t+hd sees keys < end[hd] of this chunk
-#pragma unroll
-    for (int hd = 0; hd < 2; hd++) {
-        const int col = 2 * t + hd;
-        end[hd] = col < nr ? min(j1, first + (tile * COLS + col) / a.g + 1) : 0;
-    }
+    load_qt(qb, a, b, kvh, tile, nr, g, t);
+    int end[2];
+    causal_ends(end, a, first, j1, tile, nr, t);
     float oacc[8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int mt = 0; mt < 8; mt++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            oacc[mt][e] = 0.0f;
+    clear_acc(oacc);
 
     // Warp w takes groups (it*W + w)*KPI .. +KPI-1 of the chunk.
     for (int f0 = j0 + warp * KPI * 16; f0 < j1; f0 += W * KPI * 16) {
@@ -121,47 +107,17 @@ template <int W, int KPI> __global__ void __launch_bounds__(W * 32) mma_attn(arg
 
     // Merge the block's warps: each stages its rows, then thread (row,
     // column) combines them.
-#pragma unroll
-    for (int hd = 0; hd < 2; hd++) {
-        float ls = l[hd];
-        ls += __shfl_xor_sync(0xffffffffu, ls, 4);
-        ls += __shfl_xor_sync(0xffffffffu, ls, 8);
-        ls += __shfl_xor_sync(0xffffffffu, ls, 16);
-        const int col = 2 * t + hd;
-#pragma unroll
-        for (int mt = 0; mt < 8; mt++) {
-            sm_o[warp][col][8 * g + mt] = oacc[mt][hd];
-            sm_o[warp][col][64 + 8 * g + mt] = oacc[mt][2 + hd];
-        }
-        if (g == 0) {
-            sm_ml[warp][col][0] = m[hd];
-            sm_ml[warp][col][1] = ls;
-        }
-    }
+    stage_warp(sm_o, sm_ml, warp, g, t, oacc, m, l);
     __syncthreads();
     const long long group = ((long long)b * a.hkv + kvh) * a.tiles + tile;
     for (int i = tid; i < nr * D; i += NT) {
         const int col = i / D, c = i % D;
-        float M = -INFINITY, S = 0.0f, A = 0.0f;
-#pragma unroll
-        for (int w = 0; w < W; w++)
-            M = fmaxf(M, sm_ml[w][col][0]);
-#pragma unroll
-        for (int w = 0; w < W; w++) {
-            const float wt = wexp2(sm_ml[w][col][0], M);
-            S += sm_ml[w][col][1] * wt;
-            A += sm_o[w][col][c] * wt;
-        }
+        float M, S, A;
+        merge_warps<W>(sm_o, sm_ml, col, c, M, S, A);
         if (a.split == 1) {
             a.o[row_of(a, b, kvh, tile, col) * D + c] = gqa_bf16(A / S);
         } else {
-            float *pp =
-                a.part + ((group * COLS + col) * a.split + sp) * PART; // gqa_merge_rows_to's
-            pp[c] = A;
-            if (c == 0) {
-                pp[D] = M;
-                pp[D + 1] = S;
-            }
+            put_part(a.part, group, col, a.split, sp, c, A, M, S);
         }
     }
     if (a.split == 1) return;
