@@ -32,7 +32,7 @@
 #        SWEEP, LIMIT (75 s a task), ATTN_LIMIT (LIMIT), MODEL (0.6B), LAYERS_14B (40), CONTEXTS
 #        (1024,8192,32768), BATCHES (1,8), SHAPES (CTXxB,...: instead of CONTEXTS x BATCHES), COMPILE (default,max-autotune-no-cudagraphs;
 #        empty: none), PREFILL (512,2048,8192), DEADLINE (360 s for the model
-#        part), PROFILE (none), L2 (1: kevolve also with patch_qwen3's l2_prefetch), QUICK (eval --quick), SEEDS (eval: BLOCK:FILE ...), NCU_MODEL, NCU_RANGES, NCU_SECTIONS (ncu's section options; "--set full": all, with the stall sampling), EXPORTS;
+#        part), PROFILE (none), QUICK (eval --quick), SEEDS (eval: BLOCK:FILE ...), NCU_MODEL, NCU_RANGES, NCU_SECTIONS (ncu's section options; "--set full": all, with the stall sampling), EXPORTS;
 #        .dev carried)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -146,7 +146,7 @@ if part model; then
         --decode "$E/lib_qkv" "$E/lib_o" "$E/lib_mlp" $([ -s "$E/lib_attn/manifest.json" ] && echo "$E/lib_attn") --model "${MODEL:-0.6B}" \
         --layers-14b "${LAYERS_14B:-40}" --contexts "${CONTEXTS:-1024,8192,32768}" \
         --batches "${BATCHES:-1,8}" --shapes "${SHAPES:-}" --compile "${COMPILE-default,max-autotune-no-cudagraphs}" \
-        --prefill "${PREFILL-512,2048,8192}" --deadline "${DEADLINE:-360}" --profile "${PROFILE:-}" ${L2:+--l2-prefetch} \
+        --prefill "${PREFILL-512,2048,8192}" --deadline "${DEADLINE:-360}" --profile "${PROFILE:-}" \
         2>"$W/model.err" | tee "$W/model.log"
     tail -5 "$W/model.err"
 fi

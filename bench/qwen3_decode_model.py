@@ -13,10 +13,7 @@ beside stock PyTorch and torch.compile, side by side in one process
       batch, captured in a CUDA graph and replayed (bench/qwen3_common.py),
       for stock PyTorch (SDPA), kevolve's exports, and torch.compile of the
       stock model in each mode of --compile (captured the same way); the
-      share of decoder-layer calls the exports served; --l2-prefetch:
-      kevolve's exports again with patch_qwen3's l2_prefetch (the weights
-      of the blocks that come next asked of L2 on a branch of the step),
-      and its greedy tokens too;
+      share of decoder-layer calls the exports served;
   (c) prefill: one forward of each --prefill length, stock against the
       patched model (whose prefill goes to the layers' own forward, with
       the attention export of --gqa when given: transformers'
@@ -37,7 +34,7 @@ Usage: python3 bench/qwen3_decode_model.py RESULT.json --decode QKV O MLP [ATTN]
        [--ops DIR ...] [--gqa DIR] [--model 0.6B|14B] [--layers-14b N]
        [--contexts 1024,8192,32768] [--batches 1,8] [--shapes 8192x8,32768x1]
        [--compile default,max-autotune-no-cudagraphs] [--prefill 512,2048,8192]
-       [--greedy 32] [--profile 1024x1,8192x1] [--deadline SECONDS] [--tiny] [--l2-prefetch]"""
+       [--greedy 32] [--profile 1024x1,8192x1] [--deadline SECONDS] [--tiny]"""
 import argparse
 import json
 import os
@@ -65,8 +62,6 @@ ap.add_argument("--greedy", type=int, default=32)
 ap.add_argument("--profile", default="", help="CTXxBATCH,...: the kernels of those decode steps")
 ap.add_argument("--deadline", type=float, default=500.0)
 ap.add_argument("--tiny", action="store_true")
-ap.add_argument("--l2-prefetch", action="store_true",
-                help="kevolve's exports timed again with patch_qwen3's l2_prefetch, beside them")
 args = ap.parse_args()
 if len(args.decode) not in (3, 4):
     ap.error("--decode takes the qkv, o and mlp exports, and the attn export optionally")
@@ -99,12 +94,11 @@ class RoomLayer(common.FixedLayer):
 class Patched:
     """MODEL served by kevolve's exports inside the block."""
 
-    def __init__(self, model, l2_prefetch=False):
+    def __init__(self, model):
         self.model = model
-        self.l2_prefetch = l2_prefetch
 
     def __enter__(self):
-        self.patch = kq.patch_qwen3(self.model, EXPORTS, l2_prefetch=self.l2_prefetch)
+        self.patch = kq.patch_qwen3(self.model, EXPORTS)
         if GQA is not None:
             self.model.set_attn_implementation("kevolve")
         kq.stats(reset=True)
@@ -118,8 +112,6 @@ class Patched:
                for op in kq.OPS if s[op]["served"] or s[op]["fallback"]}
         if GQA is not None:
             out["attention"] = GQA.stats()
-        if self.l2_prefetch:
-            out["l2_prefetch"] = s["l2_prefetch"]
         return out
 
     def __exit__(self, *exc):
@@ -179,12 +171,6 @@ def greedy(model, cfg):
             calls = p.served()
     a, b = stock.sequences[0, 32:], fused.sequences[0, 32:]
     rec = {"tokens": int(a.numel()), "identical": bool(torch.equal(a, b)), "calls": calls}
-    if args.l2_prefetch:
-        try:
-            with torch.no_grad(), Patched(model, l2_prefetch=True):
-                rec["identical_l2_prefetch"] = bool(torch.equal(a, model.generate(ids, **kw).sequences[0, 32:]))
-        except (RuntimeError, ValueError) as err:
-            rec["identical_l2_prefetch"] = f"failed: {str(err)[:400]}"
     if not rec["identical"]:
         t = int((a != b).nonzero()[0])
         prefix = stock.sequences[:, :32 + t]
@@ -238,7 +224,7 @@ def main():
     print(f"Qwen3-{result['about']['model']}: {cfg.num_hidden_layers} layers on {result['about']['device']}",
           flush=True)
     result["greedy"] = g = greedy(model, cfg)
-    print(f"  greedy: identical {g['identical']} (with l2_prefetch: {g.get('identical_l2_prefetch', '-')}) "
+    print(f"  greedy: identical {g['identical']} "
           f"{'' if g['identical'] else json.dumps(g['divergence'])} calls {json.dumps(g['calls'])}", flush=True)
     rows = []
     shapes = ([tuple(map(int, s.split("x"))) for s in args.shapes.split(",")] if args.shapes else
@@ -253,19 +239,6 @@ def main():
             row["kevolve_ms"] = step_ms(model, cfg, batch, ctx, layer=RoomLayer, profile_as="profile_kevolve",
                                         row=row)
             row["kevolve_calls"] = p.served()
-        if args.l2_prefetch:
-            try:
-                with Patched(model, l2_prefetch=True) as p:
-                    row["kevolve_l2_ms"] = step_ms(model, cfg, batch, ctx, layer=RoomLayer,
-                                                   profile_as="profile_kevolve_l2", row=row)
-                    row["kevolve_l2_calls"] = p.served()
-            except (RuntimeError, ValueError) as err:  # said, and the other rows still measured
-                row["kevolve_l2_ms"], row["kevolve_l2_error"] = None, str(err)[:400]
-                print(f"  ctx {ctx:5d} batch {batch}: kevolve with l2_prefetch failed: {err}", flush=True)
-        if row.get("kevolve_l2_ms"):
-            print(f"  ctx {ctx:5d} batch {batch}: kevolve with l2_prefetch {row['kevolve_l2_ms']:.3f} ms "
-                  f"(x{row['kevolve_ms'] / row['kevolve_l2_ms']:.3f}) branches "
-                  f"{json.dumps(row['kevolve_l2_calls'].get('l2_prefetch'))}", flush=True)
         rows.append(row)
         calls = row["kevolve_calls"]
         share = calls.get("decode", {}).get("served_share")
@@ -292,18 +265,15 @@ def main():
         del compiled
         torch._dynamo.reset()
     modes = [m for m in args.compile.split(",") if m]
-    l2 = " kevolve with l2_prefetch |" if args.l2_prefetch else ""
     print("\n| ctx | batch | pytorch | " + "".join(f"compile {m} | " for m in modes) +
-          f"kevolve |{l2} kevolve vs the faster compile |")
+          "kevolve | kevolve vs the faster compile |")
     for row in rows:
         comp = [row.get(f"compile_{m}_ms") for m in modes]
         best = min([c for c in comp if c], default=None)
         cells = "".join(f"{c:.3f} | " if c else "- | " for c in comp)
-        ours = min(row["kevolve_ms"], row.get("kevolve_l2_ms") or row["kevolve_ms"])
-        vs = f"x{best / ours:.2f}" if best else "-"
-        l2 = (f" {row['kevolve_l2_ms']:.3f} |" if row.get("kevolve_l2_ms") else " - |") if args.l2_prefetch else ""
+        vs = f"x{best / row['kevolve_ms']:.2f}" if best else "-"
         print(f"| {row['context']} | {row['batch']} | {row['pytorch_ms']:.3f} | {cells}"
-              f"{row['kevolve_ms']:.3f} |{l2} {vs} |")
+              f"{row['kevolve_ms']:.3f} | {vs} |")
     json.dump(result, open(args.result, "w"), indent=2)
 
 

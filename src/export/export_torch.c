@@ -12,9 +12,7 @@
  * the task's own tensors (op.cpp from generic_op.cpp, spec.h written from
  * the task, __init__.py from generic.py) and the Qwen3 helpers
  * (torch/kevolve_qwen3.py), which put the rmsnorm, swiglu and rope
- * exports and the fused decode blocks into a transformers Qwen3 model,
- * with the L2 prefetch of its decode steps (torch/kevolve_l2_prefetch.py
- * and its kernel, kevolve_l2_prefetch.cu, built on first use). */
+ * exports into a transformers Qwen3 model. */
 #include "export/export_internal.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -90,11 +88,7 @@ int kvx_write_torch(const kvx_plan *p, const char *dir, char **err)
                        put(dir, init, "src/export/torch/generic.py", NULL, err) ||
                        put(dir, spec_rel, NULL, spec, err) ||
                        put(dir, "torch/kevolve_build.py", "src/export/torch/build.py", NULL, err) ||
-                       put(dir, "torch/kevolve_qwen3.py", "src/export/torch/qwen3.py", NULL, err) ||
-                       put(dir, "torch/kevolve_l2_prefetch.py", "src/export/torch/l2_prefetch.py",
-                           NULL, err) ||
-                       put(dir, "torch/kevolve_l2_prefetch.cu", "src/export/torch/l2_prefetch.cu",
-                           NULL, err);
+                       put(dir, "torch/kevolve_qwen3.py", "src/export/torch/qwen3.py", NULL, err);
     free(spec);
     free(spec_rel);
     free(init);

@@ -242,8 +242,6 @@ for root in sys.argv[1:]:
     assert '#include "spec.h"' in open(os.path.join(pkg, "op.cpp")).read()
     assert "def unsupported" in open(os.path.join(pkg, "__init__.py")).read()
     assert "def patch_qwen3" in open(os.path.join(root, "torch", "kevolve_qwen3.py")).read()
-    assert "class Prefetcher" in open(os.path.join(root, "torch", "kevolve_l2_prefetch.py")).read()
-    assert "kvx_l2_prefetch(" in open(os.path.join(root, "torch", "kevolve_l2_prefetch.cu")).read()
     assert "def build" in open(os.path.join(root, "torch", "kevolve_build.py")).read()
     assert not os.path.exists(os.path.join(root, "torch", "against_standard.py"))
 PY
@@ -326,12 +324,6 @@ assert m["check"]["compile_only"] is True
 PY
     expect_exit 2 "$KV" export "$WORK/curun.db" -o "$WORK/x5" --compile-only
     grep -q "needs --arch" "$WORK/err.txt" || fail "$(cat "$WORK/err.txt")"
-    # The decode steps' L2 prefetch (kevolve_qwen3's l2_prefetch), as
-    # kevolve_l2_prefetch.py builds it on the GPU machine.
-    nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -gencode arch=compute_90a,code=sm_90a \
-        -o "$WORK/libl2.so" -x cu "$WORK/rmslib/torch/kevolve_l2_prefetch.cu" >"$WORK/l2.txt" 2>&1 ||
-        fail "kevolve_l2_prefetch.cu: $(tail -5 "$WORK/l2.txt")"
-    nm -D "$WORK/libl2.so" | grep -q " T kvx_l2_prefetch$" || fail "libl2.so has no kvx_l2_prefetch"
 else
     echo "(no nvcc: the CUDA half skipped)"
 fi

@@ -10,8 +10,7 @@ on, checked on the export's device with a small random Qwen3
   - a prefill of more than 8 tokens, a cache without room for the new rows
     (transformers' DynamicCache) and a float32 model go to the layer's own
     forward, counted with their reasons;
-  - patching with only some of the three is refused, naming them, and so
-    is the L2 prefetch on the CPU;
+  - patching with only some of the three is refused, naming them;
   - restore() gives the layers their own forward back;
   - with ATTN_EXPORT (qwen3_decode_attn) as well, the attention of every
     decode step of a static cache with the plain causal mask is the
@@ -90,15 +89,6 @@ try:
     check("patching with two of the three decode blocks was accepted", False)
 except ValueError as e:
     check(f"the refusal of two decode blocks names the third: {e}", "qwen3_decode_mlp" in str(e))
-
-if device == "cpu":  # the L2 prefetch is a CUDA kernel: refused, saying so
-    try:
-        kq.patch_qwen3(model, roots, l2_prefetch=True)
-        check("l2_prefetch on the CPU was accepted", False)
-    except ValueError as e:
-        check(f"the refusal of l2_prefetch on the CPU names the device: {e}", "device cpu" in str(e))
-    check("a refused l2_prefetch left the layers patched",
-          all("forward" not in layer.__dict__ for layer in model.model.layers))
 
 with torch.no_grad():
     stock = model.generate(ids, **kw)

@@ -51,15 +51,6 @@ and with them, optionally, the attention block (of qwen3_decode_attn):
            masks are plain); any other mask goes to SDPA, counted
            ("decode_attention" in stats()).
 
-patch_qwen3(model, exports, l2_prefetch=True), with the decode blocks on
-a GPU of compute capability 9.0 or later: each decode step also asks the
-L2 cache for the weights of the blocks that come next, on a branch of the
-step of its own stream (kevolve_l2_prefetch.py; its kernel is built with
-nvcc on first use): this layer's o and MLP weights before its qkv block
-(where they fit in L2 beside the layer's cache, else the MLP's before the
-o block), the next layer's qkv weights before the MLP. stats()
-["l2_prefetch"] counts the branches and those skipped, with the reasons.
-
 A call an export cannot take (a dtype other than bf16, another device, a
 layout or shape it does not support, an eps other than the task's 1e-6, an
 activation other than SiLU, autograd) goes to PyTorch's own code, counted
@@ -92,9 +83,6 @@ SIGNATURES = {
              ("cos", "bf16", "in", [4, 3]), ("sin", "bf16", "in", [4, 3]), ("pos", "i32", "in", [0])],
 }
 _stats = {op: {"served": 0, "fallback": 0, "reasons": {}} for op in OPS}
-# The L2 prefetch's branches (patch_qwen3's l2_prefetch): forked, or skipped
-# with the reason.
-_l2_stats = {"forks": 0, "skipped": 0, "reasons": {}}
 _said = set()
 _rope = {"holders": 0, "original": None, "package": None}
 # The masks transformers made while a patch with the attention block holds
@@ -120,20 +108,6 @@ def load(export_dir):
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
-
-
-def _l2_prefetcher(device):
-    """kevolve_l2_prefetch's Prefetcher on DEVICE (beside this file), or
-    ValueError saying why there is none."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    spec = importlib.util.spec_from_file_location("kevolve_l2_prefetch",
-                                                  os.path.join(here, "kevolve_l2_prefetch.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    pf = mod.Prefetcher(device)
-    if pf.lib is None:
-        raise ValueError(f"patch_qwen3: no l2_prefetch: {pf.why}")
-    return pf
 
 
 def _which(pkg):
@@ -177,7 +151,6 @@ class Patch:
 
     def __init__(self):
         self.ops = []
-        self.l2 = None  # the L2 prefetch's Prefetcher (l2_prefetch)
         self._undo = []
 
     def _set(self, obj, name, value):
@@ -419,24 +392,9 @@ def _watch_masks(model, patch):
     patch._undo.append(release)
 
 
-def _l2_fork(l2, tensors, beside=0):
-    """A prefetch branch of the step (kevolve_l2_prefetch), counted; returns
-    why it was skipped, or None."""
-    why = l2.fork(tensors, beside)
-    s = _l2_stats
-    if why:
-        s["skipped"] += 1
-        s["reasons"][why] = s["reasons"].get(why, 0) + 1
-    else:
-        s["forks"] += 1
-    return why
-
-
-def _patch_decode(layer, pkgs, patch, returns_tuple, following=None):
+def _patch_decode(layer, pkgs, patch, returns_tuple):
     """LAYER's forward: decode steps through the blocks, the attention the attention
-    block's where it can take the step, else SDPA's; with the patch's L2
-    prefetch (patch.l2), the weights of the blocks that come next (FOLLOWING:
-    the next decoder layer) asked of L2 on a branch of the step."""
+    block's where it can take the step, else SDPA's."""
     original = layer.forward
     at, mlp = layer.self_attn, layer.mlp
     qkv, o, mm = (pkgs[t] for t in DECODE_TASKS)
@@ -464,11 +422,6 @@ def _patch_decode(layer, pkgs, patch, returns_tuple, following=None):
         # The rows the cache itself counts (left padding shifts position_ids, not them).
         written = getattr(cl, "cumulative_length", None)
         start = _start_rows(written if isinstance(written, torch.Tensor) else where, b)
-        l2 = patch.l2
-        early_skipped = None
-        if l2 is not None:  # this layer's o and MLP weights while qkv and the attention run
-            early_skipped = _l2_fork(l2, (at.o_proj.weight, mlp.gate_proj.weight, mlp.up_proj.weight,
-                                          mlp.down_proj.weight), keys.nbytes + values.nbytes)
         q = qkv.op(x, layer.input_layernorm.weight, at.q_proj.weight.view(nq, d, hid),
                    at.k_proj.weight.view(nkv, d, hid), at.v_proj.weight.view(nkv, d, hid),
                    at.q_norm.weight, at.k_norm.weight, cos.expand(b, q_len, d).contiguous(),
@@ -488,35 +441,22 @@ def _patch_decode(layer, pkgs, patch, returns_tuple, following=None):
                 q.transpose(1, 2), keys[:, :, :length], values[:, :, :length], attn_mask=attention_mask,
                 is_causal=attention_mask is None and q_len > 1, scale=at.scaling, enable_gqa=True)
             attn = attn.transpose(1, 2).reshape(b * q_len, nq * d).contiguous()
-        if l2 is not None:
-            l2.join()
-            if early_skipped:  # too much beside the cache: the MLP's weights while o runs
-                _l2_fork(l2, (mlp.gate_proj.weight, mlp.up_proj.weight, mlp.down_proj.weight))
         h = o.op(attn, at.o_proj.weight, x.view(b * q_len, hid))
-        if l2 is not None and following is not None:  # the next layer's qkv weights while the MLP runs
-            nat = following.self_attn
-            _l2_fork(l2, (following.input_layernorm.weight, nat.q_proj.weight, nat.k_proj.weight,
-                          nat.v_proj.weight, nat.q_norm.weight, nat.k_norm.weight))
         _, out = mm.op(h, layer.post_attention_layernorm.weight, mlp.gate_proj.weight,
                        mlp.up_proj.weight, mlp.down_proj.weight)
-        if l2 is not None:
-            l2.join()
         out = out.view(b, q_len, hid)
         return (out,) if returns_tuple else out
 
     patch._set(layer, "forward", forward)
 
 
-def patch_qwen3(model, exports, l2_prefetch=False):
+def patch_qwen3(model, exports):
     """Serves MODEL's (a transformers Qwen3) RMSNorm, MLP activation and
     rotary embedding, and its decoder layers' decode steps, with the
     exports in EXPORTS (folders of kevolve export --torch of the rmsnorm,
     swiglu and rope tasks, any subset, and of the three qwen3_decode tasks,
-    all three or none, with qwen3_decode_attn's or not). L2_PREFETCH (with
-    the decode blocks, on a CUDA device of compute capability 9.0 or later;
-    refused elsewhere): each decode step asks L2 for the weights of the
-    blocks that come next on a branch of the step (kevolve_l2_prefetch).
-    Returns a Patch (its ops; restore())."""
+    all three or none, with qwen3_decode_attn's or not). Returns a Patch
+    (its ops; restore())."""
     from transformers.models.qwen3 import modeling_qwen3 as mq
 
     if isinstance(exports, (str, os.PathLike)):
@@ -537,10 +477,6 @@ def patch_qwen3(model, exports, l2_prefetch=False):
         raise ValueError(f"patch_qwen3: the attention block ({ATTN_TASK}) serves the decode blocks' steps: "
                          f"give it with {', '.join(DECODE_TASKS)}")
     patch = Patch()
-    if l2_prefetch:
-        if not blocks:
-            raise ValueError("patch_qwen3: l2_prefetch serves the decode blocks: give their three exports")
-        patch.l2 = _l2_prefetcher(next(model.parameters()).device)
     patch.ops = sorted(op for op in pkgs if op not in DECODE_TASKS and op != ATTN_TASK) + \
         (["decode"] if blocks else []) + (["decode_attention"] if ATTN_TASK in pkgs else [])
     found = {"rmsnorm": 0, "swiglu": 0, "decode": 0, "decode_attention": 0}
@@ -548,11 +484,11 @@ def patch_qwen3(model, exports, l2_prefetch=False):
         _watch_masks(model, patch)
     if blocks:
         ann = str(inspect.signature(mq.Qwen3DecoderLayer.forward).return_annotation).lower()
-        layers = [m for m in model.modules() if isinstance(m, mq.Qwen3DecoderLayer)]
-        for i, m in enumerate(layers):
-            _patch_decode(m, pkgs, patch, "tuple" in ann, layers[i + 1] if i + 1 < len(layers) else None)
-            found["decode"] += 1
-            found["decode_attention"] += ATTN_TASK in pkgs
+        for m in model.modules():
+            if isinstance(m, mq.Qwen3DecoderLayer):
+                _patch_decode(m, pkgs, patch, "tuple" in ann)
+                found["decode"] += 1
+                found["decode_attention"] += ATTN_TASK in pkgs
     for m in model.modules():
         if "rmsnorm" in pkgs and isinstance(m, mq.Qwen3RMSNorm):
             _patch_norm(m, pkgs["rmsnorm"], patch)
@@ -579,9 +515,7 @@ def stats(reset=False):
     served = sum(s["served"] for s in _stats.values())
     total = served + sum(s["fallback"] for s in _stats.values())
     out["served_share"] = served / total if total else None
-    out["l2_prefetch"] = dict(_l2_stats, reasons=dict(_l2_stats["reasons"]))
     if reset:
         for s in _stats.values():
             s.update(served=0, fallback=0, reasons={})
-        _l2_stats.update(forks=0, skipped=0, reasons={})
     return out
