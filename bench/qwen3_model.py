@@ -13,7 +13,8 @@ given over "sdpa" and over the fastest standard kernel of the three.
   (a) greedy: 64 tokens from the same prompt ids with each implementation,
       which must be identical; at a first divergence, the logits of both
       against a float32 model say whether it is a near tie;
-  (b) prefill: one forward of 512, 2048 and 8192 tokens (eager, CUDA events);
+  (b) prefill: one forward of 512, 2048 and 8192 tokens (eager, CUDA events),
+      every attention once a round, the median of 9 rounds;
   (c) decode: one step at context 1024, 8192 and 32768, batch 1, 8 and 32,
       over a preallocated KV cache (its keys and values random; the step
       writes its new token in place), captured in a CUDA graph and replayed
@@ -160,28 +161,36 @@ def greedy(model, cfg, n_new=64):
 
 
 def prefill(model, cfg, lengths):
+    """Each length's prefill under every attention of IMPLS, timed in
+    interleaved rounds (one forward of each a round, the median over the
+    rounds): an eager prefill of a small model is bound by the host's
+    launches, and drifts of a few percent between back-to-back blocks of
+    one kind would read as differences between the kinds."""
     rows = []
+    rounds = 2 if args.tiny else 9
     for s in lengths:
         ids = torch.randint(0, cfg.vocab_size, (1, s), device=DEV)
         row = {"tokens": s}
-        for impl in IMPLS:
-            use(model, impl)
+        times = {}
+        with torch.no_grad():
+            for impl in IMPLS:  # a warm-up each, and the backends that cannot take the call
+                use(model, impl)
+                try:
+                    model(ids, use_cache=False)
+                    times[impl] = []
+                except RuntimeError as err:
+                    row[impl + "_error"] = str(err).splitlines()[0][:200]
+                    row[impl + "_ms"] = None
             kx.stats(reset=True)
-            times = []
-            try:
-                with torch.no_grad():
-                    for i in range(5 if not args.tiny else 2):
-                        t0 = clock()
-                        model(ids, use_cache=False)
-                        if i:
-                            times.append((clock() - t0) * 1e3)
-            except RuntimeError as err:  # a forced backend that cannot take the call
-                row[impl + "_error"] = str(err).splitlines()[0][:200]
-                row[impl + "_ms"] = None
-                continue
-            row[impl + "_ms"] = statistics.median(times)
-            if impl == "kevolve":
-                row["evolved_share"] = kx.stats()["evolved_share"]
+            for _ in range(rounds):
+                for impl in times:
+                    use(model, impl)
+                    t0 = clock()
+                    model(ids, use_cache=False)
+                    times[impl].append((clock() - t0) * 1e3)
+        for impl, t in times.items():
+            row[impl + "_ms"] = statistics.median(t)
+        row["evolved_share"] = kx.stats()["evolved_share"]
         rows.append(row)
         print(f"  prefill {s:6d}: " + summarize(row, "it"), flush=True)
         del ids

@@ -88,6 +88,20 @@ if Qwen3ForCausalLM is not None:
           s["fallback"] == 1 and "dtype torch.float32" in s["reasons"] and s["evolved"] == 0)
     check(f"the fallback's output has the wrong shape {tuple(out.shape)}",
           tuple(out.shape) == (1, 4, 16, D))
+    kx.attention(Module(), qf, kf, kf, None, scaling=D**-0.5)  # the same kind again: its route kept
+    s = kx.stats(reset=True)
+    check(f"a second float32 call of the same kind was not counted as sent to SDPA: {s}",
+          s["fallback"] == 1 and s["reasons"].get("dtype torch.float32") == 1)
+    # A chunked prefill SDPA takes: the queries end where the keys end (the
+    # causal mask aligned to the bottom right, which mask() leaves to None).
+    qc, kc, vc = torch.randn(1, 16, 3, D), torch.randn(1, 8, 5, D), torch.randn(1, 8, 5, D)
+    out, _ = kx.attention(Module(), qc, kc, vc, None, scaling=D**-0.5)
+    allowed = torch.ones(3, 5, dtype=torch.bool).tril(2)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        qc, kc.repeat_interleave(2, 1), vc.repeat_interleave(2, 1), attn_mask=allowed).transpose(1, 2)
+    check(f"a chunked float32 call sent to SDPA is not causal from the bottom right: "
+          f"{float((out - ref).abs().max())}", torch.allclose(out, ref, atol=1e-5))
+    kx.stats(reset=True)
 
     cfg = Qwen3Config(vocab_size=2048, hidden_size=1024, intermediate_size=1024,
                       num_hidden_layers=2, num_attention_heads=16, num_key_value_heads=8,

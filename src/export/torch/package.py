@@ -19,7 +19,9 @@ it, and it launches on the current stream, so a CUDA graph can capture it.
 
 For each shape the export's manifest says which kernel to call: the
 evolved one, or PyTorch's scaled_dot_product_attention where that was
-measured faster (kevolve export --against-standard). A call the library
+measured faster (kevolve export --against-standard; in a model, a causal
+prefill the manifest gives the standard kernel is SDPA exactly as
+transformers calls it, each kind of call routed once). A call the library
 cannot take (another head_dim, a mask other than the causal one, another
 dtype or device, dropout, a sliding window, a scaling other than
 1/sqrt(head_dim)) goes to SDPA, counted in stats() with its reason, and
@@ -152,23 +154,73 @@ def _unsupported(module, query, key, value, attention_mask, scaling, dropout, sl
     return None
 
 
+_routes = {}  # a call's kind (shapes, dtype, device, options) -> its route (_route)
+
+
+def _route(module, query, key, value, attention_mask, scaling, dropout, sliding_window):
+    """Where a transformers call goes: ("evolved",), ("standard", BACKEND)
+    (the manifest's choice), or ("fallback", why the library cannot take
+    it)."""
+    why = _unsupported(module, query, key, value, attention_mask, scaling, dropout, sliding_window)
+    if why:
+        return ("fallback", why)
+    s = scenario(query.shape[0], query.shape[1], key.shape[1], query.shape[2], key.shape[2],
+                 query.shape[3])
+    return ("standard", s.get("standard_backend")) if s.get("use") == "standard" else ("evolved",)
+
+
+def _causal_bottom_right(query, key):
+    """The boolean mask of queries aligned to the bottom right of the keys
+    (what transformers' is_causal, aligned to the top left, is not)."""
+    sq, l = query.shape[2], key.shape[2]
+    return torch.ones(sq, l, dtype=torch.bool, device=query.device).tril(l - sq)[None, None]
+
+
 def attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0,
               sliding_window=None, **kwargs):
     """transformers' attention interface: query (batch, heads, queries,
     head_dim), key and value (batch, kv_heads, keys, head_dim); returns
-    (batch, queries, heads, head_dim) and no weights."""
-    why = _unsupported(module, query, key, value, attention_mask, scaling, dropout, sliding_window)
-    if why:
-        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    (batch, queries, heads, head_dim) and no weights.
 
+    Each kind of call is routed once (a dictionary lookup after the
+    first): an eager prefill is bound by the host's launches, so the
+    choice must cost nothing there. Where the manifest says the standard
+    kernel for a causal prefill (as many queries as keys), the call is
+    SDPA exactly as transformers makes it (its own backend choice): a
+    forced backend (cuDNN's, say) costs more on the host than it saves on
+    the GPU at these sizes (bench/NOTES.md, "qwen3-l2-prefetch")."""
+    training = bool(dropout) and getattr(module, "training", False)
+    if torch.compiler.is_compiling():  # shapes may be symbolic: no cache
+        route = _route(module, query, key, value, attention_mask, scaling, dropout, sliding_window)
+    else:
+        kind = (query.shape, key.shape, value.shape, query.dtype, key.dtype, query.device,
+                attention_mask is None, scaling, sliding_window, training)
+        route = _routes.get(kind)
+        if route is None:
+            route = _routes[kind] = _route(module, query, key, value, attention_mask, scaling, dropout,
+                                           sliding_window)
+    sq, l = query.shape[2], key.shape[2]
+    if route[0] == "evolved":
+        _stats["evolved"] += 1
+        o = attention_op(query.contiguous(), key.contiguous(), value.contiguous())
+        return o.transpose(1, 2).contiguous(), None
+    if route[0] == "standard":
+        _stats["standard"] += 1
+        if sq == 1 or sq != l:  # decode, chunked prefill: the backend measured fastest, bottom-right causal
+            return _standard(query, key, value, route[1]).transpose(1, 2).contiguous(), None
+    else:
+        why = route[1]
         _stats["fallback"] += 1
         _stats["reasons"][why] = _stats["reasons"].get(why, 0) + 1
         if why not in _said:
             _said.add(why)
             log.warning("kevolve: a call went to SDPA (%s); counted in stats()", why)
-        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling,
-                                      dropout=dropout, sliding_window=sliding_window, **kwargs)
-    return gqa(query, key, value).transpose(1, 2).contiguous(), None
+        if attention_mask is None and 1 < sq < l:  # mask() said causal, bottom right
+            attention_mask = _causal_bottom_right(query, key)
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling,
+                                  dropout=dropout, sliding_window=sliding_window, **kwargs)
 
 
 def mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask_function=None,
