@@ -162,7 +162,7 @@ static void show_progress(kv_controller *c, int final)
     kv_progress_counts n = {.iterations_done = c->iterations_done,
                             .last_iteration = c->last_iteration,
                             .best_fitness = c->best_fitness,
-                            .n_session = c->n_session,
+                            .n_this_process = c->n_this_process,
                             .n_failed = c->n_failed,
                             .n_rejected = c->n_rejected,
                             .n_duplicates = c->n_duplicates,
@@ -541,7 +541,7 @@ static int commit_child(kv_controller *c, kv_program *child, kv_llm_trace *trace
     kv_u64map_put(&c->code_ids, code_key(child->code_hash), child->id);
     count_program(c, child);
     iteration_done(c, child->iteration);
-    c->n_session++;
+    c->n_this_process++;
     if (child->status == KV_STATUS_OK) {
         if (!isnan(child->fitness)) {
             int64_t old_best = c->best_id;

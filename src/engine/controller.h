@@ -58,9 +58,9 @@ typedef struct kv_controller {
                              convergence_threshold (OpenEvolve's event-based stop) */
     kv_progress progress; /* the display: on a terminal or as log lines */
     /* Counters for the progress line and the summary, over the whole run
-     * (a resume counts the stored programs again); n_session counts the
+     * (a resume counts the stored programs again); n_this_process counts the
      * evaluations of this process, for the rate. */
-    int64_t n_evaluated, n_failed, n_rejected, n_duplicates, n_migrants, n_session;
+    int64_t n_evaluated, n_failed, n_rejected, n_duplicates, n_migrants, n_this_process;
     kv_reason_tally failures; /* failed and timed-out children by reason code */
     const char *stop_reason;
 } kv_controller;

@@ -74,7 +74,7 @@ static void format_line(const kv_progress *p, const kv_progress_counts *c, char 
              "iteration %lld/%lld  best %.6g  %.1f eval/s  failed %lld%s  rejected %lld  "
              "duplicates %lld",
              (long long)c->iterations_done, (long long)c->last_iteration, c->best_fitness,
-             elapsed > 0 ? (double)c->n_session / elapsed : 0.0, (long long)c->n_failed,
+             elapsed > 0 ? (double)c->n_this_process / elapsed : 0.0, (long long)c->n_failed,
              reasons.data, (long long)c->n_rejected, (long long)c->n_duplicates);
     kv_buf_free(&reasons);
 }

@@ -24,7 +24,7 @@ void kv_reason_tally_free(kv_reason_tally *t);
 typedef struct kv_progress_counts {
     int64_t iterations_done, last_iteration;
     double best_fitness;                        /* NAN until an OK program exists */
-    int64_t n_session;                          /* evaluations of this process: the rate */
+    int64_t n_this_process;                     /* evaluations of this process: the rate */
     int64_t n_failed, n_rejected, n_duplicates; /* over the whole run */
     const kv_reason_tally *failures;            /* failed children by reason code */
 } kv_progress_counts;
