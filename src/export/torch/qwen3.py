@@ -405,7 +405,9 @@ def _patch_decode(layer, pkgs, patch, returns_tuple):
     def forward(hidden_states, attention_mask=None, position_ids=None, past_key_values=None,
                 use_cache=False, cache_position=None, position_embeddings=None, **kw):
         where = cache_position if cache_position is not None else position_ids
-        why = _decode_unsupported(layer, qkv, hidden_states, attention_mask, past_key_values,
+        # transformers from 5.2x hands the cache as `cache` (past_key_values deprecated).
+        past = past_key_values if past_key_values is not None else kw.get("cache")
+        why = _decode_unsupported(layer, qkv, hidden_states, attention_mask, past,
                                   position_embeddings, where, kw)
         if why:
             _fallback("decode", why)
@@ -415,7 +417,7 @@ def _patch_decode(layer, pkgs, patch, returns_tuple):
                             **kw)
         _stats["decode"]["served"] += 1
         b, q_len, _ = hidden_states.shape
-        cl = past_key_values.layers[at.layer_idx]
+        cl = past.layers[at.layer_idx]
         keys, values = cl.keys, cl.values
         cos, sin = position_embeddings
         x = hidden_states.contiguous()
