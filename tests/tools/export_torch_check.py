@@ -101,6 +101,25 @@ if Qwen3ForCausalLM is not None:
         qc, kc.repeat_interleave(2, 1), vc.repeat_interleave(2, 1), attn_mask=allowed).transpose(1, 2)
     check(f"a chunked float32 call sent to SDPA is not causal from the bottom right: "
           f"{float((out - ref).abs().max())}", torch.allclose(out, ref, atol=1e-5))
+    # A causal prefill the manifest gives the standard kernel: SDPA exactly
+    # as transformers calls it (no forced backend), counted as standard.
+    import transformers.integrations.sdpa_attention as tsdpa
+
+    qp, kp = torch.randn(1, 16, 6, D, dtype=torch.bfloat16), torch.randn(1, 8, 6, D, dtype=torch.bfloat16)
+    entry = kx.scenario(1, 16, 8, 6, 6, D)
+    saved, stock, seen = dict(entry), tsdpa.sdpa_attention_forward, []
+    entry.update(use="standard", standard_backend="cudnn")
+    tsdpa.sdpa_attention_forward = lambda *a, **kw: seen.append(1) or stock(*a, **kw)
+    try:
+        kx.stats(reset=True)
+        kx.attention(Module(), qp, kp, kp, None, scaling=D**-0.5)
+        s = kx.stats(reset=True)
+    finally:
+        tsdpa.sdpa_attention_forward = stock
+        entry.clear()
+        entry.update(saved)
+    check(f"a causal prefill given the standard kernel was not SDPA as transformers calls it: "
+          f"{s}, {len(seen)} call(s)", seen == [1] and s["standard"] == 1 and s["evolved"] == 0)
     kx.stats(reset=True)
 
     cfg = Qwen3Config(vocab_size=2048, hidden_size=1024, intermediate_size=1024,
