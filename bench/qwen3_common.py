@@ -4,12 +4,17 @@ of them with random bf16 weights (nothing downloaded), a preallocated KV
 cache for decode steps, a decode step's time (captured in a CUDA graph and
 replayed, or eager), and what a greedy divergence was (a near tie or not)."""
 import copy
+import inspect
 import statistics
 import time
 
 import torch
 from transformers import Qwen3Config, Qwen3ForCausalLM
 from transformers.cache_utils import Cache, CacheLayerMixin
+
+# The cache's keyword: `cache` from transformers 5.2x (past_key_values
+# deprecated there), past_key_values before.
+CACHE_KW = "cache" if "cache" in inspect.signature(Qwen3ForCausalLM.forward).parameters else "past_key_values"
 
 
 def config(name, tiny=False, layers_14b=8):
@@ -93,7 +98,7 @@ def decode_step_ms(model, cfg, batch, ctx, dev, graph=True, layer=FixedLayer, af
     pos = torch.full((batch, 1), ctx, device=dev, dtype=torch.long)
 
     def step():
-        return model(input_ids=ids, past_key_values=state["cache"], position_ids=pos, use_cache=True).logits
+        return model(input_ids=ids, position_ids=pos, use_cache=True, **{CACHE_KW: state["cache"]}).logits
 
     with torch.no_grad():
         if dev == "cpu":

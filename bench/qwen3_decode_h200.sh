@@ -29,7 +29,7 @@
 # earlier call's archive unpacked at DIR, carried, for PARTS=model).
 # Usage: bench/qwen3_decode_h200.sh   (OUT; PARTS (eval,evolve,export,attn_sdpa,model; ncu),
 #        BLOCKS (qkv attn o mlp: those evolve and export take),
-#        SWEEP, LIMIT (75 s a task), ATTN_LIMIT (LIMIT), MODEL (0.6B), LAYERS_14B (40), CONTEXTS
+#        SWEEP, LIMIT (75 s a task), ATTN_LIMIT (LIMIT), MODEL (0.6B; 0.6B,14B: both, in one process), LAYERS_14B (40), CONTEXTS
 #        (1024,8192,32768), BATCHES (1,8), SHAPES (CTXxB,...: instead of CONTEXTS x BATCHES), COMPILE (default,max-autotune-no-cudagraphs;
 #        empty: none), PREFILL (512,2048,8192), DEADLINE (360 s for the model
 #        part), PROFILE (none), QUICK (eval --quick), SEEDS (eval: BLOCK:FILE ...), NCU_MODEL, NCU_RANGES, NCU_SECTIONS (ncu's section options; "--set full": all, with the stall sampling), EXPORTS;

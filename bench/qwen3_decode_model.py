@@ -24,6 +24,10 @@ beside stock PyTorch and torch.compile, side by side in one process
       over the same graph's replays; with PDL a kernel's time includes its
       wait for the one before).
 
+--model 0.6B,14B measures both models in turn in this one process (item
+5: one bench in one call), the first freed before the second is built;
+RESULT holds each under its name beside "about".
+
 Optional exports: --ops (rmsnorm, swiglu, rope: they serve what the
 decode blocks leave, the final norm and prefill) and --gqa (an export of
 a gqa_attention task). Every row of a table is measured in this process.
@@ -31,7 +35,7 @@ a gqa_attention task). Every row of a table is measured in this process.
 check of the script, not a measurement.
 
 Usage: python3 bench/qwen3_decode_model.py RESULT.json --decode QKV O MLP [ATTN]
-       [--ops DIR ...] [--gqa DIR] [--model 0.6B|14B] [--layers-14b N]
+       [--ops DIR ...] [--gqa DIR] [--model 0.6B|14B|0.6B,14B] [--layers-14b N]
        [--contexts 1024,8192,32768] [--batches 1,8] [--shapes 8192x8,32768x1]
        [--compile default,max-autotune-no-cudagraphs] [--prefill 512,2048,8192]
        [--greedy 32] [--profile 1024x1,8192x1] [--deadline SECONDS] [--tiny]"""
@@ -74,6 +78,10 @@ import qwen3_common as common  # noqa: E402
 EXPORTS = list(args.decode) + list(args.ops)
 DEV = kq.load(args.decode[0]).DEVICE
 GQA = kq.load(args.gqa) if args.gqa else None
+DEVICE_NAME = torch.cuda.get_device_name() if DEV == "cuda" else DEV
+MODELS = [m for m in args.model.split(",") if m]
+if not MODELS or any(m not in ("0.6B", "14B") for m in MODELS):
+    ap.error(f"--model takes 0.6B, 14B or both (0.6B,14B), not {args.model!r}")
 if GQA is not None:
     GQA.register("kevolve")
 
@@ -214,15 +222,12 @@ def prefill(model, cfg, lengths):
     return rows
 
 
-def main():
-    cfg = common.config(args.model, tiny=args.tiny, layers_14b=args.layers_14b)
+def measure(name, result, save):
+    """Model NAME's rows into RESULT (SAVE() writes the whole file)."""
+    cfg = common.config(name, tiny=args.tiny, layers_14b=args.layers_14b)
     model = common.build(cfg, DEV)
-    result = {"about": {"torch": torch.__version__, "transformers": __import__("transformers").__version__,
-                        "device": torch.cuda.get_device_name() if DEV == "cuda" else DEV,
-                        "model": "tiny" if args.tiny else args.model, "layers": cfg.num_hidden_layers,
-                        "exports": EXPORTS + ([args.gqa] if args.gqa else [])}}
-    print(f"Qwen3-{result['about']['model']}: {cfg.num_hidden_layers} layers on {result['about']['device']}",
-          flush=True)
+    result.update(model="tiny " + name if args.tiny else name, layers=cfg.num_hidden_layers)
+    print(f"Qwen3-{result['model']}: {cfg.num_hidden_layers} layers on {DEVICE_NAME}", flush=True)
     result["greedy"] = g = greedy(model, cfg)
     print(f"  greedy: identical {g['identical']} "
           f"{'' if g['identical'] else json.dumps(g['divergence'])} calls {json.dumps(g['calls'])}", flush=True)
@@ -247,7 +252,7 @@ def main():
               f"  decode calls served {share}, their attention {attn}", flush=True)
     result["decode"] = rows
     result["prefill"] = prefill(model, cfg, [int(s) for s in args.prefill.split(",") if s])
-    json.dump(result, open(args.result, "w"), indent=2)
+    save()
     for mode in [m for m in args.compile.split(",") if m]:
         compiled = torch.compile(model, mode=mode)
         for row in rows:
@@ -261,7 +266,7 @@ def main():
                                                 profile_as=f"profile_compile_{mode}", row=row)
             print(f"  ctx {row['context']:5d} batch {row['batch']}: torch.compile {mode} "
                   f"{row[f'compile_{mode}_ms']:.3f} ms (with its compile: {time.time() - t:.0f} s)", flush=True)
-            json.dump(result, open(args.result, "w"), indent=2)
+            save()
         del compiled
         torch._dynamo.reset()
     modes = [m for m in args.compile.split(",") if m]
@@ -274,7 +279,25 @@ def main():
         vs = f"x{best / row['kevolve_ms']:.2f}" if best else "-"
         print(f"| {row['context']} | {row['batch']} | {row['pytorch_ms']:.3f} | {cells}"
               f"{row['kevolve_ms']:.3f} | {vs} |")
-    json.dump(result, open(args.result, "w"), indent=2)
+    save()
+    del model
+    if DEV == "cuda":
+        torch.cuda.empty_cache()  # the next model's room
+
+
+def main():
+    """Each model of --model in turn, in this process: {"about", NAME: rows}."""
+    result = {"about": {"torch": torch.__version__, "transformers": __import__("transformers").__version__,
+                        "device": DEVICE_NAME, "exports": EXPORTS + ([args.gqa] if args.gqa else [])}}
+
+    def save():
+        json.dump(result, open(args.result, "w"), indent=2)
+
+    for i, name in enumerate(MODELS):
+        if i:
+            print(flush=True)
+        result[name] = {}
+        measure(name, result[name], save)
 
 
 main()

@@ -119,6 +119,18 @@ with torch.no_grad():
     check("restore() did not give the layers their forward back",
           all("forward" not in layer.__dict__ for layer in model.model.layers) and
           [layer.forward for layer in model.model.layers] == originals)
+    # A layer made unlike the kernels (its norm's eps) is read when it is
+    # patched: its steps go to PyTorch with the reason, the other layer's
+    # to the blocks.
+    norm = model.model.layers[0].input_layernorm
+    norm.variance_epsilon = 1e-5
+    patch = kq.patch_qwen3(model, roots)
+    model.generate(ids, **dict(kw, max_new_tokens=3, min_new_tokens=3))
+    s = kq.stats(reset=True)["decode"]
+    check(f"a layer of another eps was served, or the other layer not: {s}",
+          s["served"] == 2 and s["reasons"].get("eps 1e-05") == 2)
+    patch.restore()
+    norm.variance_epsilon = cfg.rms_norm_eps
 
 if attn_root:
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS

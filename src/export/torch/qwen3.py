@@ -284,17 +284,11 @@ def _start_rows(where, b):
     return held[2]
 
 
-def _decode_unsupported(layer, pkg, x, mask, past, pos_emb, where, kw):
+def _layer_unsupported(layer):
+    """Why LAYER's make (biases, activation, eps, window) keeps the blocks
+    from it, or None: read once, when the layer is patched, not at every
+    step of every layer."""
     at, mlp = layer.self_attn, layer.mlp
-    if x.dim() != 3 or x.shape[1] > MAX_DECODE_TOKENS:
-        return f"prefill (q_len > {MAX_DECODE_TOKENS})" if x.dim() == 3 else f"input {tuple(x.shape)}"
-    why = _where(pkg, x, at.q_proj.weight, mlp.down_proj.weight)
-    if why:
-        return why
-    if kw.get("output_attentions"):
-        return "output_attentions"
-    if past is None or pos_emb is None or where is None:
-        return "no cache, rotary rows or positions"
     if any(lin.bias is not None for lin in (at.q_proj, at.k_proj, at.v_proj, at.o_proj, mlp.gate_proj,
                                             mlp.up_proj, mlp.down_proj)):
         return "a projection with a bias"
@@ -305,6 +299,24 @@ def _decode_unsupported(layer, pkg, x, mask, past, pos_emb, where, kw):
             return f"eps {n.variance_epsilon}"
     if getattr(at, "sliding_window", None):
         return "a sliding window"
+    return None
+
+
+def _decode_unsupported(layer, made, pkg, x, mask, past, pos_emb, where, kw):
+    """Why this call cannot go to the blocks, or None; MADE is
+    _layer_unsupported(layer)."""
+    at, mlp = layer.self_attn, layer.mlp
+    if x.dim() != 3 or x.shape[1] > MAX_DECODE_TOKENS:
+        return f"prefill (q_len > {MAX_DECODE_TOKENS})" if x.dim() == 3 else f"input {tuple(x.shape)}"
+    why = _where(pkg, x, at.q_proj.weight, mlp.down_proj.weight)
+    if why:
+        return why
+    if kw.get("output_attentions"):
+        return "output_attentions"
+    if past is None or pos_emb is None or where is None:
+        return "no cache, rotary rows or positions"
+    if made:
+        return made
     layers = getattr(past, "layers", None)
     cl = layers[at.layer_idx] if layers is not None and at.layer_idx < len(layers) else None
     keys = getattr(cl, "keys", None)
@@ -401,20 +413,22 @@ def _patch_decode(layer, pkgs, patch, returns_tuple):
     ab = pkgs.get(ATTN_TASK)
     nq, nkv, d = at.config.num_attention_heads, at.config.num_key_value_heads, at.head_dim
     hid = at.q_proj.in_features
+    made = _layer_unsupported(layer)
 
     def forward(hidden_states, attention_mask=None, position_ids=None, past_key_values=None,
                 use_cache=False, cache_position=None, position_embeddings=None, **kw):
         where = cache_position if cache_position is not None else position_ids
         # transformers from 5.2x hands the cache as `cache` (past_key_values deprecated).
         past = past_key_values if past_key_values is not None else kw.get("cache")
-        why = _decode_unsupported(layer, qkv, hidden_states, attention_mask, past,
+        why = _decode_unsupported(layer, made, qkv, hidden_states, attention_mask, past,
                                   position_embeddings, where, kw)
         if why:
             _fallback("decode", why)
+            if past_key_values is not None:  # else not named: 5.2x warns when both names come
+                kw["past_key_values"] = past_key_values
             return original(hidden_states, attention_mask=attention_mask, position_ids=position_ids,
-                            past_key_values=past_key_values, use_cache=use_cache,
-                            cache_position=cache_position, position_embeddings=position_embeddings,
-                            **kw)
+                            use_cache=use_cache, cache_position=cache_position,
+                            position_embeddings=position_embeddings, **kw)
         _stats["decode"]["served"] += 1
         b, q_len, _ = hidden_states.shape
         cl = past.layers[at.layer_idx]
