@@ -2,7 +2,11 @@
  * float64 reference): one design each, with only its own axes, small
  * enough for an LLM prompt, and each compiling for Hopper (sm_90a) through
  * the harness's own compile path, with the task headers on the include
- * path, at its seed point and with every axis at its last listed value.
+ * path, at its seed point, and with every axis at its last listed value:
+ * a baseline alone, a design in each of its crossed pairings (a design
+ * seed's other block is a one-line call to the fixed kernels, without
+ * axes, so the pairings hold every design's axes; one nvcc call fewer a
+ * design keeps the suite inside its time on two cores).
  * The design seeds (all but the naive baselines) share their text outside
  * a decode and a prefill block, so that crossover gives a child one seed's
  * decode and another's prefill; every such child compiles, and no macro of
@@ -248,12 +252,30 @@ static void compile_or_fail(const char *what, const char *src)
     kv_compiled_clear(&c);
 }
 
-static void every_seed_compiles_for_hopper_at_its_seed_point_and_far_corner(void **state)
+/* Every axis of a design lies in its design's block: the other block of a
+ * design seed declares none, so that the crossed pairings at their last
+ * values compile every design's far corner. */
+static void a_design_seeds_other_block_declares_no_axes(void **state)
+{
+    (void)state;
+    const char *kinds[2] = {"decode_", "prefill_"};
+    for (size_t k = 0; k < 2; k++)
+        for (const char **d = designs(kinds[k]); *d; d++) {
+            kv_block other = design_block(*d, 1 - k);
+            char *text = kv_strndup(kv_embedded_text(*d) + other.start, other.end - other.start);
+            if (strstr(text, "kevolve: tune"))
+                fail_msg("%s declares tune axes in its %s block", *d, k ? "decode" : "prefill");
+            free(text);
+        }
+}
+
+static void every_seed_compiles_for_hopper_at_its_seed_point(void **state)
 {
     (void)state;
     skip_without_nvcc("the gqa seeds");
     for (const char **n = seed_names(); *n; n++) {
         compile_or_fail(*n, kv_embedded_text(*n));
+        if (is_design(*n)) continue; /* its far corner: in its pairings */
         char *far = tune_corner(kv_embedded_text(*n), 1);
         char *what = kv_asprintf("%s (every axis at its last value)", *n);
         compile_or_fail(what, far);
@@ -262,15 +284,18 @@ static void every_seed_compiles_for_hopper_at_its_seed_point_and_far_corner(void
     }
 }
 
-static void every_crossed_pairing_compiles_for_hopper(void **state)
+static void every_crossed_pairing_compiles_for_hopper_at_its_last_values(void **state)
 {
     (void)state;
     skip_without_nvcc("the crossed gqa seeds");
     for (const char **d = designs("decode_"); *d; d++)
         for (const char **p = designs("prefill_"); *p; p++) {
-            char *src = pairing(*d, *p);
-            char *what = kv_asprintf("%s's decode with %s's prefill", *d, *p);
+            char *pair = pairing(*d, *p);
+            char *src = tune_corner(pair, 1);
+            char *what =
+                kv_asprintf("%s's decode with %s's prefill, every axis at its last value", *d, *p);
             compile_or_fail(what, src);
+            free(pair);
             free(what);
             free(src);
         }
@@ -296,8 +321,9 @@ int main(void)
         cmocka_unit_test(every_seed_declares_its_axes_in_prompt_sized_mutable_text),
         cmocka_unit_test(crossover_pairs_every_decode_design_with_every_prefill_design),
         cmocka_unit_test(no_macro_of_one_kind_is_a_name_in_the_other),
-        cmocka_unit_test(every_seed_compiles_for_hopper_at_its_seed_point_and_far_corner),
-        cmocka_unit_test(every_crossed_pairing_compiles_for_hopper),
+        cmocka_unit_test(a_design_seeds_other_block_declares_no_axes),
+        cmocka_unit_test(every_seed_compiles_for_hopper_at_its_seed_point),
+        cmocka_unit_test(every_crossed_pairing_compiles_for_hopper_at_its_last_values),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
