@@ -6,9 +6,10 @@
 # about 8 s of one core at the long held-out decode) compiles and is judged
 # correct by `kevolve eval --stage 1` (held-out shapes included); while the
 # task's baselines stay the naive kernels, without axes. The OpenCL half
-# skips when no OpenCL platform is found. About two minutes on two cores. The kernel
-# timeout is raised: PoCL compiles a kernel at its first launch, which on a
-# loaded machine can take longer than the harness's 5 s default.
+# skips when no OpenCL platform is found. About two and a half minutes on
+# two cores. The kernel timeout is raised: PoCL compiles a kernel at its
+# first launch, which on a loaded machine can take longer than the
+# harness's 5 s default.
 . "$(dirname "$0")/lib.sh"
 
 tasks=$KV_SOURCE_DIR/tasks/gqa_attention
