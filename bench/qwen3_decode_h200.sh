@@ -2,10 +2,11 @@
 # Qwen3's fused decode blocks on the GPU machine (issue 43), from the seeds
 # to the model, in one device call:
 #  1. eval: `kevolve eval` judges each fast seed (qkv_cluster.cu,
-#     attn_split.cu, attn_mma.cu, attn_pipe.cu, attn_cluster.cu, o_fused.cu, mlp_fused.cu; its naive start
+#     attn_split.cu, attn_mma.cu, attn_pipe.cu, attn_cluster.cu, o_fused.cu, mlp_fused.cu,
+#     post_grid.cu; its naive start
 #     timed beside it as the baseline): a line a seed with its verdict, then
 #     each scenario's time, roofline share and tolerance used;
-#  2. evolve: examples/qwen3_decode's four evolutions (built-in mutators,
+#  2. evolve: examples/qwen3_decode's five evolutions (built-in mutators,
 #     from the naive start and the fast seeds; SWEEP=1: from
 #     bench/qwen3_decode_sweep.py's variants of the fast seed instead),
 #     LIMIT seconds each (attn: ATTN_LIMIT, its first child judged after a
@@ -21,6 +22,7 @@
 #     SDPA's cuDNN and flash on each of its scenarios (item 3);
 #  6. model: bench/qwen3_decode_model.py: Qwen3 (MODEL) with the four
 #     exports (three where attn's failed) put in by kevolve_qwen3.patch_qwen3, beside stock PyTorch and
+#     (where post's export is there) qkv, post and attn, o and the MLP as one block,
 #     torch.compile (COMPILE's modes), decode at CONTEXTS x BATCHES and
 #     prefill at PREFILL, the greedy-token check and the calls served;
 #     at PROFILE's shapes (CTXxB,...) the kernels of each captured step.
@@ -28,8 +30,8 @@
 # stores and the exports in it: EXPORTS=DIR takes the exports from an
 # earlier call's archive unpacked at DIR, carried, for PARTS=model).
 # Usage: bench/qwen3_decode_h200.sh   (OUT; PARTS (eval,evolve,export,attn_sdpa,model; ncu),
-#        BLOCKS (qkv attn o mlp: those evolve and export take),
-#        SWEEP, LIMIT (75 s a task), ATTN_LIMIT (LIMIT), MODEL (0.6B; 0.6B,14B: both, in one process), LAYERS_14B (40), CONTEXTS
+#        BLOCKS (qkv attn o mlp post: those evolve and export take),
+#        SWEEP, LIMIT (75 s a task), ATTN_LIMIT (LIMIT), MLP_LIMIT and POST_LIMIT (LIMIT), MODEL (0.6B; 0.6B,14B: both, in one process), LAYERS_14B (40), CONTEXTS
 #        (1024,8192,32768), BATCHES (1,8), SHAPES (CTXxB,...: instead of CONTEXTS x BATCHES), COMPILE (default,max-autotune-no-cudagraphs;
 #        empty: none), PREFILL (512,2048,8192), DEADLINE (360 s for the model
 #        part), PROFILE (none), QUICK (eval --quick), SEEDS (eval: BLOCK:FILE ...), NCU_MODEL, NCU_RANGES, NCU_SECTIONS (ncu's section options; "--set full": all, with the stall sampling), EXPORTS;
@@ -51,8 +53,8 @@ part() { case ",$PARTS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 archive() {
     tar -C "$W" --exclude=./cache --exclude="./lib_*/torch/build" -czf "$OUT/qwen3_decode.tgz" .
 }
-BLOCKS=${BLOCKS:-qkv attn o mlp}
-SEEDS=${SEEDS:-"qkv:qkv_cluster attn:attn_split attn:attn_mma attn:attn_pipe attn:attn_cluster o:o_fused mlp:mlp_fused"}
+BLOCKS=${BLOCKS:-qkv attn o mlp post}
+SEEDS=${SEEDS:-"qkv:qkv_cluster attn:attn_split attn:attn_mma attn:attn_pipe attn:attn_cluster o:o_fused mlp:mlp_fused post:post_grid"}
 echo "== $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(git rev-parse --short HEAD 2>/dev/null), $(date -u +%FT%TZ)"
 if part eval; then
     for s in $SEEDS; do
@@ -78,6 +80,8 @@ if part evolve; then
     for t in $BLOCKS; do
         t0=$(date +%s) limit=${LIMIT:-75}
         [ "$t" = attn ] && limit=${ATTN_LIMIT:-$limit}
+        [ "$t" = mlp ] && limit=${MLP_LIMIT:-$limit}
+        [ "$t" = post ] && limit=${POST_LIMIT:-$limit}
         cfg=examples/qwen3_decode/${t}_cuda.yaml
         [ -n "${SWEEP:-}" ] && cfg=$(python3 bench/qwen3_decode_sweep.py config "$t" "$W/sweep_$t")
         timeout --foreground --signal=INT --kill-after=25 "$limit" "$KV" run \
@@ -144,6 +148,7 @@ fi
 if part model; then
     timeout 560 python3 bench/qwen3_decode_model.py "$W/model.json" \
         --decode "$E/lib_qkv" "$E/lib_o" "$E/lib_mlp" $([ -s "$E/lib_attn/manifest.json" ] && echo "$E/lib_attn") --model "${MODEL:-0.6B}" \
+        $([ -s "$E/lib_post/manifest.json" ] && echo "--post $E/lib_post") \
         --layers-14b "${LAYERS_14B:-40}" --contexts "${CONTEXTS:-1024,8192,32768}" \
         --batches "${BATCHES:-1,8}" --shapes "${SHAPES:-}" --compile "${COMPILE-default,max-autotune-no-cudagraphs}" \
         --prefill "${PREFILL-512,2048,8192}" --deadline "${DEADLINE:-360}" --profile "${PROFILE:-}" \

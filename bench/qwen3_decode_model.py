@@ -24,6 +24,10 @@ beside stock PyTorch and torch.compile, side by side in one process
       over the same graph's replays; with PDL a kernel's time includes its
       wait for the one before).
 
+--post DIR (an export of qwen3_decode_post: o and the MLP as one block)
+adds a second kevolve row, the qkv export, POST and the attn export in
+the model instead of o and mlp, with its own greedy check.
+
 --model 0.6B,14B measures both models in turn in this one process (item
 5: one bench in one call), the first freed before the second is built;
 RESULT holds each under its name beside "about".
@@ -34,7 +38,7 @@ a gqa_attention task). Every row of a table is measured in this process.
 --tiny: a two-layer model on the export's device (the CPU included), a
 check of the script, not a measurement.
 
-Usage: python3 bench/qwen3_decode_model.py RESULT.json --decode QKV O MLP [ATTN]
+Usage: python3 bench/qwen3_decode_model.py RESULT.json --decode QKV O MLP [ATTN] [--post DIR]
        [--ops DIR ...] [--gqa DIR] [--model 0.6B|14B|0.6B,14B] [--layers-14b N]
        [--contexts 1024,8192,32768] [--batches 1,8] [--shapes 8192x8,32768x1]
        [--compile default,max-autotune-no-cudagraphs] [--prefill 512,2048,8192]
@@ -52,6 +56,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("result")
 ap.add_argument("--decode", nargs="+", required=True, metavar="DIR",
                 help="the exports of qwen3_decode_qkv, _o and _mlp, and of _attn (optional)")
+ap.add_argument("--post", help="an export of qwen3_decode_post: a second kevolve row with it")
 ap.add_argument("--ops", nargs="*", default=[])
 ap.add_argument("--gqa")
 ap.add_argument("--model", default="0.6B")
@@ -76,6 +81,8 @@ import kevolve_qwen3 as kq  # noqa: E402
 import qwen3_common as common  # noqa: E402
 
 EXPORTS = list(args.decode) + list(args.ops)
+# qkv, post and attn (where given) in place of qkv, o, mlp and attn
+POST_EXPORTS = [args.decode[0], args.post] + list(args.decode[3:]) + list(args.ops) if args.post else None
 DEV = kq.load(args.decode[0]).DEVICE
 GQA = kq.load(args.gqa) if args.gqa else None
 DEVICE_NAME = torch.cuda.get_device_name() if DEV == "cuda" else DEV
@@ -102,11 +109,12 @@ class RoomLayer(common.FixedLayer):
 class Patched:
     """MODEL served by kevolve's exports inside the block."""
 
-    def __init__(self, model):
+    def __init__(self, model, exports=None):
         self.model = model
+        self.exports = exports or EXPORTS
 
     def __enter__(self):
-        self.patch = kq.patch_qwen3(self.model, EXPORTS)
+        self.patch = kq.patch_qwen3(self.model, self.exports)
         if GQA is not None:
             self.model.set_attn_implementation("kevolve")
         kq.stats(reset=True)
@@ -166,7 +174,7 @@ def step_ms(model, cfg, batch, ctx, layer=common.FixedLayer, profile_as=None, ro
     return common.decode_step_ms(model, cfg, batch, ctx, DEV, layer=layer, after=after)
 
 
-def greedy(model, cfg):
+def greedy(model, cfg, exports=None):
     torch.manual_seed(1)
     ids = torch.randint(0, cfg.vocab_size, (1, 32), device=DEV)
     n = args.greedy
@@ -174,7 +182,7 @@ def greedy(model, cfg):
               disable_compile=True, output_logits=True, return_dict_in_generate=True)
     with torch.no_grad():
         stock = model.generate(ids, **kw)
-        with Patched(model) as p:
+        with Patched(model, exports) as p:
             fused = model.generate(ids, **kw)
             calls = p.served()
     a, b = stock.sequences[0, 32:], fused.sequences[0, 32:]
@@ -231,6 +239,11 @@ def measure(name, result, save):
     result["greedy"] = g = greedy(model, cfg)
     print(f"  greedy: identical {g['identical']} "
           f"{'' if g['identical'] else json.dumps(g['divergence'])} calls {json.dumps(g['calls'])}", flush=True)
+    if POST_EXPORTS:
+        result["greedy_post"] = g = greedy(model, cfg, POST_EXPORTS)
+        print(f"  greedy with post: identical {g['identical']} "
+              f"{'' if g['identical'] else json.dumps(g['divergence'])} calls {json.dumps(g['calls'])}",
+              flush=True)
     rows = []
     shapes = ([tuple(map(int, s.split("x"))) for s in args.shapes.split(",")] if args.shapes else
               [(c, b) for c in map(int, args.contexts.split(",")) for b in map(int, args.batches.split(","))])
@@ -244,12 +257,18 @@ def measure(name, result, save):
             row["kevolve_ms"] = step_ms(model, cfg, batch, ctx, layer=RoomLayer, profile_as="profile_kevolve",
                                         row=row)
             row["kevolve_calls"] = p.served()
+        if POST_EXPORTS:
+            with Patched(model, POST_EXPORTS) as p:
+                row["kevolve_post_ms"] = step_ms(model, cfg, batch, ctx, layer=RoomLayer,
+                                                 profile_as="profile_kevolve_post", row=row)
+                row["kevolve_post_calls"] = p.served()
         rows.append(row)
         calls = row["kevolve_calls"]
         share = calls.get("decode", {}).get("served_share")
         attn = calls.get("decode_attention", {}).get("served_share")
         print(f"  ctx {ctx:5d} batch {batch}: pytorch {row['pytorch_ms']:.3f} ms  kevolve {row['kevolve_ms']:.3f} ms"
-              f"  decode calls served {share}, their attention {attn}", flush=True)
+              f"  decode calls served {share}, their attention {attn}"
+              + (f"  kevolve with post {row['kevolve_post_ms']:.3f} ms" if POST_EXPORTS else ""), flush=True)
     result["decode"] = rows
     result["prefill"] = prefill(model, cfg, [int(s) for s in args.prefill.split(",") if s])
     save()
@@ -270,15 +289,20 @@ def measure(name, result, save):
         del compiled
         torch._dynamo.reset()
     modes = [m for m in args.compile.split(",") if m]
+    post = " kevolve with post | post vs the faster compile |" if POST_EXPORTS else ""
     print("\n| ctx | batch | pytorch | " + "".join(f"compile {m} | " for m in modes) +
-          "kevolve | kevolve vs the faster compile |")
+          "kevolve | kevolve vs the faster compile |" + post)
     for row in rows:
         comp = [row.get(f"compile_{m}_ms") for m in modes]
         best = min([c for c in comp if c], default=None)
         cells = "".join(f"{c:.3f} | " if c else "- | " for c in comp)
         vs = f"x{best / row['kevolve_ms']:.2f}" if best else "-"
+        pc = ""
+        if POST_EXPORTS:
+            pm = row["kevolve_post_ms"]
+            pc = f" {pm:.3f} | " + (f"x{best / pm:.2f} |" if best else "- |")
         print(f"| {row['context']} | {row['batch']} | {row['pytorch_ms']:.3f} | {cells}"
-              f"{row['kevolve_ms']:.3f} | {vs} |")
+              f"{row['kevolve_ms']:.3f} | {vs} |{pc}")
     save()
     del model
     if DEV == "cuda":
@@ -288,7 +312,8 @@ def measure(name, result, save):
 def main():
     """Each model of --model in turn, in this process: {"about", NAME: rows}."""
     result = {"about": {"torch": torch.__version__, "transformers": __import__("transformers").__version__,
-                        "device": DEVICE_NAME, "exports": EXPORTS + ([args.gqa] if args.gqa else [])}}
+                        "device": DEVICE_NAME, "exports": EXPORTS + ([args.gqa] if args.gqa else []),
+                        "post_exports": POST_EXPORTS}}
 
     def save():
         json.dump(result, open(args.result, "w"), indent=2)

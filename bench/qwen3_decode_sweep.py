@@ -28,7 +28,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Each block's fast seed; a point's SEED names another.
-SEEDS = {"attn": "attn_cluster.cu", "qkv": "qkv_cluster.cu", "o": "o_fused.cu", "mlp": "mlp_fused.cu"}
+SEEDS = {"attn": "attn_cluster.cu", "qkv": "qkv_cluster.cu", "o": "o_fused.cu", "mlp": "mlp_fused.cu",
+         "post": "post_grid.cu"}
 # Qwen3-0.6B's down projection (3,072 columns, 384 chunks of 8) in one
 # round of loads: each of 8 warps takes a row pair's chunks c and c + 256.
 ONE_PASS_DOWN = {"DOWN_NR": 2, "DOWN_UNROLL": 2, "DOWN_WARPS": 8, "DOWN_KS": 8}
@@ -58,15 +59,29 @@ POINTS = {
           {"NR": 2, "WARPS": 8, "KS": 4, "PDL": 1, "RING": 8}, {"NR": 2, "RING": 8},
           {"NR": 4, "KS": 2, "RING": 8}, {"NR": 2, "KS": 2, "PDL": 1, "RING": 16},
           {"NR": 1, "UNROLL": 8, "WARPS": 4, "KS": 4, "PDL": 1}, {}],
-    "mlp": [{"NR": 1, "WARPS": 8, "PDL": 1}, {"NR": 1, "WARPS": 4, "PDL": 1}, {"PDL": 1, "XREG": 0},
+    # The two-kernel bests first (2026-12-07, m06b_t1 10.03 us on the H200),
+    # then GRID 1 (2026-12-08: both as one kernel apart by a grid-wide
+    # barrier; 15.55 us on an H100 at its best point, the one below).
+    "mlp": [{"NR": 1, "WARPS": 8, "PDL": 1}, {"PDL": 1, "XREG": 0},
             {"NR": 1, "WARPS": 8, "PDL": 1, "RING": 8, "DOWN_RING": 8},
-            {"NR": 2, "RING": 8, "DOWN_RING": 8},
+            {"GRID": 1, "NR": 1, "WARPS": 8, "PDL": 1, "DOWN_NR": 1, "DOWN_KS": 8, "DOWN_UNROLL": 2},
+            {"NR": 1, "WARPS": 4, "PDL": 1}, {"NR": 2, "RING": 8, "DOWN_RING": 8},
             {"NR": 1, "WARPS": 8, "RING": 16, "DOWN_RING": 16},
             # m14b_t1's best of 2026-12-07 (193 us), a tune child no sweep listed
             {"NR": 2, "WARPS": 8, "DOWN_UNROLL": 2, "RING": 16, "DOWN_RING": 16},
             {"NR": 1, "PDL": 1, "RING": 16, "DOWN_WARPS": 8, "DOWN_KS": 4, "DOWN_RING": 8},
             {"NR": 2, "WARPS": 8, "PDL": 1, "RING": 4, "DOWN_RING": 4},
             {"WARPS": 8, "PDL": 1, **ONE_PASS_DOWN}],
+    # post_grid.cu (2026-12-08: o and the MLP as one kernel, three stages
+    # apart by grid barriers): its best point on an H100 (20.92 us at
+    # p06b_t1, PREFETCH 0), then fewer blocks a multiprocessor (OCC: fewer
+    # arrivals at each barrier), the seed point, and for 14B's wide rows
+    # fewer warps a row and more rows a warp.
+    "post": [{"PREFETCH": 0}, {"OCC": 1, "WARPS": 16, "PREFETCH": 0}, {"OCC": 1, "PREFETCH": 0},
+             {"OCC": 2, "PREFETCH": 0}, {"OCC": 1, "WARPS": 16, "O_KS": 4, "DOWN_KS": 4, "PREFETCH": 0},
+             {}, {"WARPS": 4, "O_KS": 4, "DOWN_KS": 4, "DOWN_NR": 2},
+             {"NR": 2, "O_NR": 2, "O_KS": 2, "O_UNROLL": 4, "DOWN_NR": 2, "DOWN_KS": 2,
+              "DOWN_UNROLL": 4}],
 }
 AXIS = re.compile(r"^#define ([A-Z_]+) +(-?[0-9]+)( +// kevolve: tune ([-0-9 ]+))$", re.M)
 

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Runs one of examples/qwen3_decode's evolutions: BLOCK is qkv, attn, o or mlp
-# (default o). With an NVIDIA GPU and nvcc: the CUDA config (BLOCK_cuda.yaml,
+# Runs one of examples/qwen3_decode's evolutions: BLOCK is qkv, attn, o, mlp or
+# post (o and mlp as one block; default o). With an NVIDIA GPU and nvcc: the CUDA config (BLOCK_cuda.yaml,
 # from BLOCK_naive.cu and the fused seed). Otherwise the same config on the
 # cpu backend from the task's C start (cpu/BLOCK_naive.c), which exercises
 # the plumbing only (the 14B shapes take a naive C start tens of seconds a
@@ -12,8 +12,8 @@ KV=${KV:-kevolve}
 block=${1:-o}
 [ $# -gt 0 ] && shift
 case $block in
-qkv | attn | o | mlp) ;;
-*) echo "usage: $0 [qkv|attn|o|mlp] [kevolve run options]" >&2; exit 2 ;;
+qkv | attn | o | mlp | post) ;;
+*) echo "usage: $0 [qkv|attn|o|mlp|post] [kevolve run options]" >&2; exit 2 ;;
 esac
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 &&
     { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; }; then

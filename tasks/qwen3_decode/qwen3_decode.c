@@ -10,6 +10,12 @@
  *                     projections, SwiGLU, the down projection and the
  *                     residual add.
  *
+ * and a fourth that is two of them as one block, so that a decode step
+ * can run them as one kernel (a kernel boundary costs as much as a small
+ * projection takes):
+ *
+ *   qwen3_decode_post qwen3_decode_o, then qwen3_decode_mlp on its sum.
+ *
  * At decode the weights dominate what moves (each read once a step), so a
  * block's roofline is its weights plus activations read once. References
  * are exact (float64, no rounding); the tolerances admit the roundings of
@@ -228,19 +234,22 @@ static double silu_moved(double g, double dg)
     return m;
 }
 
-/* tensors: x [tokens, hidden], ln_w, w_gate [inter, hidden], w_up, w_down
- * [hidden, inter], act [tokens, inter], out [tokens, hidden] */
-static void mlp_run(const int64_t *s, double *const *t, double *const *scale)
+/* The MLP of TOK tokens: X [tok, hid] normalised with LN, the gate WG and
+ * up WU [inter, hid], ACT [tok, inter], the down WD [hid, inter] and the
+ * residual into OUT [tok, hid]; the error scales of act and out into SA
+ * and SO (both NULL: not wanted). */
+static void mlp_rows(int64_t tok, int64_t hid, int64_t inter, const double *x, const double *ln,
+                     const double *wg, const double *wu, const double *wd, double *act, double *out,
+                     double *sa, double *so)
 {
-    int64_t tok = s[0], hid = s[1], inter = s[2];
     double *h = malloc((size_t)(hid + 2 * inter) * sizeof *h), *ea = h + hid, *term = ea + inter;
     if (!h) abort();
     for (int64_t r = 0; r < tok; r++) {
-        norm_into(t[0] + r * hid, t[1], hid, h);
-        double *a = t[5] + r * inter;
+        norm_into(x + r * hid, ln, hid, h);
+        double *a = act + r * inter;
         for (int64_t j = 0; j < inter; j++) {
-            double rg, ru, g = dot_row(t[2] + j * hid, hid, h, &rg);
-            double u = dot_row(t[3] + j * hid, hid, h, &ru);
+            double rg, ru, g = dot_row(wg + j * hid, hid, h, &rg);
+            double u = dot_row(wu + j * hid, hid, h, &ru);
             a[j] = silu(g) * u;
             /* the gate's and the up's errors (each up to DECODE_STOL of its
              * scale) carried through silu(g) * u, in units of DECODE_STOL,
@@ -248,20 +257,28 @@ static void mlp_run(const int64_t *s, double *const *t, double *const *scale)
             double sg = silu_moved(g, DECODE_STOL * (rg + fabs(g))) / DECODE_STOL;
             ea[j] = sg * (fabs(u) + DECODE_STOL * (ru + fabs(u))) + fabs(silu(g)) * (ru + fabs(u)) +
                     fabs(a[j]);
-            if (scale) scale[5][r * inter + j] = ea[j];
+            if (sa) sa[r * inter + j] = ea[j];
         }
         for (int64_t n = 0; n < hid; n++) {
-            const double *wd = t[4] + n * inter;
-            double rss, d = dot_row(wd, inter, a, &rss), carried = 0.0;
+            const double *w = wd + n * inter;
+            double rss, d = dot_row(w, inter, a, &rss), carried = 0.0;
             for (int64_t j = 0; j < inter; j++) {
-                term[j] = wd[j] * ea[j];
+                term[j] = w[j] * ea[j];
                 carried += term[j] * term[j];
             }
-            t[6][r * hid + n] = t[0][r * hid + n] + d;
-            if (scale) scale[6][r * hid + n] = sqrt(carried) + rss + fabs(d);
+            out[r * hid + n] = x[r * hid + n] + d;
+            if (so) so[r * hid + n] = sqrt(carried) + rss + fabs(d);
         }
     }
     free(h);
+}
+
+/* tensors: x [tokens, hidden], ln_w, w_gate [inter, hidden], w_up, w_down
+ * [hidden, inter], act [tokens, inter], out [tokens, hidden] */
+static void mlp_run(const int64_t *s, double *const *t, double *const *scale)
+{
+    mlp_rows(s[0], s[1], s[2], t[0], t[1], t[2], t[3], t[4], t[5], t[6], scale ? scale[5] : NULL,
+             scale ? scale[6] : NULL);
 }
 
 static void mlp_reference(const int64_t *s, double *const *t)
@@ -298,6 +315,65 @@ static const kv_shape mlp_held_out[] = {
     {.name = "t1_768x1000", .syms = {1, 768, 1000}}, /* the one-token path */
 };
 
+/* ---- qwen3_decode_post: qwen3_decode_o and qwen3_decode_mlp as one block ---- */
+
+enum { P_ATTN, P_WO, P_RES, P_LN, P_WG, P_WU, P_WD, P_MID, P_ACT, P_OUT };
+
+/* mid = residual + wo . attn, then the MLP on mid. The kernel's mid is
+ * rounded to bf16 (as PyTorch's residual sum) and carries its projection's
+ * errors into out = mid + down: out's scale adds mid's (its sum's and its
+ * own magnitude, whose rounding stol covers). */
+static void post_run(const int64_t *s, double *const *t, double *const *scale)
+{
+    int64_t tok = s[0], inner = s[1], hid = s[2], inter = s[3];
+    for (int64_t r = 0; r < tok; r++)
+        for (int64_t n = 0; n < hid; n++) {
+            double rss, p = dot_row(t[P_WO] + n * inner, inner, t[P_ATTN] + r * inner, &rss);
+            t[P_MID][r * hid + n] = t[P_RES][r * hid + n] + p;
+            if (scale) scale[P_MID][r * hid + n] = rss + fabs(p);
+        }
+    mlp_rows(tok, hid, inter, t[P_MID], t[P_LN], t[P_WG], t[P_WU], t[P_WD], t[P_ACT], t[P_OUT],
+             scale ? scale[P_ACT] : NULL, scale ? scale[P_OUT] : NULL);
+    if (scale)
+        for (int64_t i = 0; i < tok * hid; i++)
+            scale[P_OUT][i] += scale[P_MID][i] + fabs(t[P_MID][i]);
+}
+
+static void post_reference(const int64_t *s, double *const *t)
+{
+    post_run(s, t, NULL);
+}
+
+static void post_reference_scale(const int64_t *s, double *const *t, double *const *scale)
+{
+    post_run(s, t, scale);
+}
+
+/* The four weights read once; attn and the residual read, mid, act and
+ * out written. */
+static kv_roofline post_roofline(const int64_t *s)
+{
+    double tok = (double)s[0], inner = (double)s[1], hid = (double)s[2], inter = (double)s[3];
+    double weights = hid * inner + 3.0 * hid * inter + hid;
+    return (kv_roofline){.bytes = 2.0 * (weights + tok * (inner + 3.0 * hid + inter)),
+                         .flops = 2.0 * tok * hid * inner + 6.0 * tok * hid * inter};
+}
+
+/* Qwen3-0.6B (inner 2,048, hidden 1,024, intermediate 3,072) at 1 and 8
+ * tokens, Qwen3-14B (5,120, 5,120, 17,408) at one. */
+static const kv_shape post_scenarios[] = {
+    {.name = "p06b_t1", .syms = {1, 2048, 1024, 3072}, .weight = 1, .tags = "decode"},
+    {.name = "p06b_t8", .syms = {8, 2048, 1024, 3072}, .weight = 1, .tags = "decode"},
+    {.name = "p14b_t1", .syms = {1, 5120, 5120, 17408}, .weight = 1, .tags = "decode"},
+};
+
+static const kv_shape post_held_out[] = {
+    {.name = "odd_3x37x5x11", .syms = {3, 37, 5, 11}},
+    {.name = "t7_1000x130x1000", .syms = {7, 1000, 130, 1000}},
+    {.name = "t2_2056x1031x2056", .syms = {2, 2056, 1031, 2056}},
+    {.name = "t1_2048x768x1000", .syms = {1, 2048, 768, 1000}}, /* the one-token path */
+};
+
 /* bf16's rounding is 2^-9 of a value. PyTorch's model rounds each
  * output's inputs and intermediates a handful of times (the normalised
  * input and its product with the weight, the projection, the norm, the
@@ -320,6 +396,8 @@ static const char *const o_baselines[] = {"qwen3_decode/cpu/o_naive.c",
                                           "qwen3_decode/cuda/o_naive.cu", 0};
 static const char *const mlp_baselines[] = {"qwen3_decode/cpu/mlp_naive.c",
                                             "qwen3_decode/cuda/mlp_naive.cu", 0};
+static const char *const post_baselines[] = {"qwen3_decode/cpu/post_naive.c",
+                                             "qwen3_decode/cuda/post_naive.cu", 0};
 
 const kv_task kv_task_qwen3_decode_qkv = {
     .name = "qwen3_decode_qkv",
@@ -440,4 +518,43 @@ const kv_task kv_task_qwen3_decode_mlp = {
              "w_down . act[t]. fp32 accumulation, bf16 storage (act rounded to bf16 before the "
              "down projection). Layout: dense row-major; w_gate and w_up [inter, hidden] are "
              "gate_proj.weight and up_proj.weight, w_down [hidden, inter] down_proj.weight.",
+};
+
+const kv_task kv_task_qwen3_decode_post = {
+    .name = "qwen3_decode_post",
+    .description =
+        "Qwen3 decode: the output projection and the residual add, then the "
+        "post-attention RMSNorm, gate/up, SwiGLU, the down projection and the residual "
+        "add: qwen3_decode_o and qwen3_decode_mlp as one block (bf16, fp32 accumulation)",
+    .num_syms = 4,
+    .syms = {"tokens", "inner", "hidden", "inter"},
+    .num_tensors = 10,
+    .tensors =
+        {
+            {.name = "attn", .dtype = KV_BF16, .role = KV_IN, .rank = 2, .shape = {0, 1}},
+            {.name = "wo", .dtype = KV_BF16, .role = KV_IN, .rank = 2, .shape = {2, 1}},
+            {.name = "residual", .dtype = KV_BF16, .role = KV_IN, .rank = 2, .shape = {0, 2}},
+            {.name = "ln_w", .dtype = KV_BF16, .role = KV_IN, .rank = 1, .shape = {2}},
+            {.name = "w_gate", .dtype = KV_BF16, .role = KV_IN, .rank = 2, .shape = {3, 2}},
+            {.name = "w_up", .dtype = KV_BF16, .role = KV_IN, .rank = 2, .shape = {3, 2}},
+            {.name = "w_down", .dtype = KV_BF16, .role = KV_IN, .rank = 2, .shape = {2, 3}},
+            {.name = "mid", .dtype = KV_BF16, .role = KV_OUT, .rank = 2, .shape = {0, 2}},
+            {.name = "act", .dtype = KV_BF16, .role = KV_OUT, .rank = 2, .shape = {0, 3}},
+            {.name = "out", .dtype = KV_BF16, .role = KV_OUT, .rank = 2, .shape = {0, 2}},
+        },
+    .num_scenarios = 3,
+    .scenarios = post_scenarios,
+    .num_held_out = 4,
+    .held_out = post_held_out,
+    .tol = DECODE_TOL,
+    .reference = post_reference,
+    .reference_scale = post_reference_scale,
+    .roofline = post_roofline,
+    .baselines = post_baselines,
+    .maths = "For each token t: mid[t,n] = residual[t,n] + sum_k wo[n,k] * attn[t,k] (bf16); h = "
+             "mid[t] / sqrt(mean(mid[t]^2) + 1e-6) * ln_w; g = w_gate . h, u = w_up . h; act[t] = "
+             "silu(g) * u; out[t] = mid[t] + w_down . act[t]. fp32 accumulation, bf16 storage "
+             "(mid and act rounded to bf16 before they are used). Layout: dense row-major; attn "
+             "[tokens, q_heads * head_dim], wo [hidden, inner] o_proj.weight, w_gate and w_up "
+             "[inter, hidden], w_down [hidden, inter].",
 };

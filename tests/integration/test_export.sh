@@ -254,9 +254,10 @@ fi
 # Qwen3's fused decode blocks (issue 43): a symbol no input's shape holds
 # (qkv's starts, the bound of the drawn cache rows) comes from the task's
 # rule; where PyTorch and transformers are, kevolve_qwen3.patch_qwen3
-# serves a small Qwen3's decode steps with the three exports.
+# serves a small Qwen3's decode steps with the three exports (and with qkv
+# and post, o and mlp as one block).
 for b in qkv:q06b_b1,q06b_b8,q06b_q8,q14b_b1,q14b_b8 o:o06b_t1,o06b_t8,o14b_t1,o14b_t8 mlp:m06b_t1,m06b_t8,m14b_t1 \
-    attn:a06b_b1_l1k,a06b_b1_l8k,a06b_b1_l32k,a06b_b8_l8k,a14b_b1_l8k,a14b_b1_l32k,a06b_q8_l8k; do
+    post:p06b_t1,p06b_t8,p14b_t1 attn:a06b_b1_l1k,a06b_b1_l8k,a06b_b1_l32k,a06b_b8_l8k,a14b_b1_l8k,a14b_b1_l32k,a06b_q8_l8k; do
     t=${b%%:*}
     cp "$WORK/crun/run.db" "$WORK/${t}run.db"
     rows "$WORK/${t}run.db" "qwen3_decode_$t" cpu cpu "${b#*:}" "$KV_SOURCE_DIR/tasks/qwen3_decode/cpu/${t}_naive.c"
@@ -267,7 +268,7 @@ grep -qF 's[7] = (s[6] - s[1] + 1);' "$WORK/dec_qkvlib/torch/kevolve_qwen3_decod
 grep -qF '"starts": "s[6] - s[1] + 1"' "$WORK/dec_qkvlib/manifest.json" || fail "qkv's manifest names no rule for starts"
 if "$py" -c 'import torch' 2>/dev/null; then
     "$py" "$KV_SOURCE_DIR/tests/tools/export_decode_check.py" "$WORK/dec_qkvlib" "$WORK/dec_olib" \
-        "$WORK/dec_mlplib" "$WORK/dec_attnlib" >"$WORK/decode.txt" 2>&1 ||
+        "$WORK/dec_mlplib" "$WORK/dec_attnlib" "$WORK/dec_postlib" >"$WORK/decode.txt" 2>&1 ||
         fail "the decode blocks in Qwen3: $(tail -20 "$WORK/decode.txt")"
 else
     echo "(no PyTorch in $py: the decode blocks' use in Qwen3 skipped)"

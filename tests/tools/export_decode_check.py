@@ -17,9 +17,12 @@ on, checked on the export's device with a small random Qwen3
     block's and the greedy tokens are still the stock model's; a step
     whose mask has padding goes to SDPA, counted with its reason; the
     block alone is refused; restore() gives transformers its mask
-    function back.
+    function back;
+  - with POST_EXPORT (qwen3_decode_post: o and mlp as one block) and the
+    qkv export, every decode step is served and the greedy tokens are the
+    stock model's; post beside o and mlp is refused, naming both ways.
 
-Usage: python3 export_decode_check.py QKV_EXPORT O_EXPORT MLP_EXPORT [ATTN_EXPORT]
+Usage: python3 export_decode_check.py QKV_EXPORT O_EXPORT MLP_EXPORT [ATTN_EXPORT [POST_EXPORT]]
 (exits 1 naming what failed)"""
 import os
 import sys
@@ -36,6 +39,7 @@ def check(what, ok):
 
 roots = sys.argv[1:4]
 attn_root = sys.argv[4] if len(sys.argv) > 4 else None
+post_root = sys.argv[5] if len(sys.argv) > 5 else None
 sys.path.insert(0, os.path.join(roots[0], "torch"))
 import kevolve_qwen3 as kq  # noqa: E402
 
@@ -168,6 +172,25 @@ if attn_root:
         check(f"padded greedy tokens differ beyond a near tie: {differ}", differ is None)
     check("restore() did not give transformers its mask function back",
           ALL_MASK_ATTENTION_FUNCTIONS[impl] is before)
+
+if post_root:
+    try:
+        kq.patch_qwen3(model, roots + [post_root])
+        check("post beside o and mlp was accepted", False)
+    except ValueError as e:
+        check(f"the refusal of post beside o and mlp names both ways: {e}",
+              "qwen3_decode_o, qwen3_decode_mlp" in str(e) and "qwen3_decode_post" in str(e))
+    with torch.no_grad():
+        stock = model.generate(ids, **kw)
+        patch = kq.patch_qwen3(model, [roots[0], post_root])
+        check(f"patch.ops with qkv and post is {patch.ops}", patch.ops == ["decode"])
+        kq.stats(reset=True)
+        fused = model.generate(ids, **kw)
+        s = kq.stats(reset=True)["decode"]
+        differ = same_or_near_tie(stock, fused)
+        check(f"greedy tokens with qkv and post differ beyond a near tie: {differ}", differ is None)
+        check(f"decode steps served by qkv and post: {s}", s["served"] == 9 * cfg.num_hidden_layers)
+        patch.restore()
 
 for p in problems:
     print("FAIL:", p, file=sys.stderr)

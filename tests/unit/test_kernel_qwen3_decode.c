@@ -1,15 +1,17 @@
-/* Qwen3's decoder layer for decode steps as three fused tasks (issue 43):
+/* Qwen3's decoder layer for decode steps as fused tasks (issue 43):
  * qwen3_decode_qkv (input RMSNorm, q/k/v projections, q/k norms, rotary,
  * the k/v cache write), qwen3_decode_o (output projection + residual) and
  * qwen3_decode_mlp (post-attention RMSNorm, gate/up, SwiGLU, down +
  * residual), with the attention between them, qwen3_decode_attn (the new
- * tokens over the static cache, the lengths from the device). Their float64 references compute the
- * layer's maths (checked by hand on tiny shapes) and write no cache row but the new tokens'; the
- * tasks carry Qwen3-0.6B's and Qwen3-14B's shapes and odd held-out ones;
- * the naive cpu starts are accepted by the harness (0.6B scenarios and
- * every held-out shape, correctness only); the CUDA seeds declare their
- * tune axes at listed values and compile for Hopper at their seed point
- * and their last values. */
+ * tokens over the static cache, the lengths from the device), and
+ * qwen3_decode_post (o, then the MLP on its sum, as one block). Their
+ * float64 references compute the layer's maths (checked by hand on tiny
+ * shapes) and write no cache row but the new tokens'; the tasks carry
+ * Qwen3-0.6B's and Qwen3-14B's shapes and odd held-out ones; the naive cpu
+ * starts are accepted by the harness (0.6B scenarios and every held-out
+ * shape, correctness only); the CUDA seeds declare their tune axes at
+ * listed values and compile for Hopper at their seed point and their last
+ * values. */
 #include "kernel/compile.h"
 #include "kernel/harness.h"
 #include "judge/tasks.h"
@@ -65,6 +67,41 @@ static void mlp_normalises_then_gates_and_adds_the_residual(void **state)
     double a0 = silu(h0) * (h0 + h1), a1 = silu(h1) * (2 * h0);
     assert_true(fabs(act[0] - a0) < 1e-12 && fabs(act[1] - a1) < 1e-12);
     assert_true(fabs(out[0] - (3 + a0)) < 1e-12 && fabs(out[1] - (4 + a0 - a1)) < 1e-12);
+}
+
+/* qwen3_decode_post is qwen3_decode_o then qwen3_decode_mlp on o's out:
+ * its mid is o's out, its act and out the MLP's on mid, and out's error
+ * scale holds mid's (the residual carried through) beside the MLP's. */
+static void post_is_o_then_the_mlp_on_its_sum(void **state)
+{
+    (void)state;
+    const kv_task *post = kv_task_find("qwen3_decode_post"), *o = kv_task_find("qwen3_decode_o"),
+                  *mlp = kv_task_find("qwen3_decode_mlp");
+    assert_non_null(post);
+    assert_int_equal(post->num_tensors, 10);
+    int64_t sp[KV_MAX_SYMS] = {2, 3, 2, 3}, so[KV_MAX_SYMS] = {2, 3, 2},
+            sm[KV_MAX_SYMS] = {2, 2, 3};
+    double attn[6] = {1, 2, 3, -1, 0, 1}, wo[6] = {1, 0, 0, 0.5, 0.5, 0.5}, res[4] = {1, 2, 3, 4};
+    double ln[2] = {1, 2}, wg[6] = {1, 0, 0, 1, 1, 1}, wu[6] = {1, 1, 2, 0, 0, -1},
+           wd[6] = {1, 0, 1, -1, 0.5, 2};
+    double mid[4], act[6], out[4], sc[10][6], o_out[4], m_act[6], m_out[4], m_sc[2][6];
+    double *tp[10] = {attn, wo, res, ln, wg, wu, wd, mid, act, out};
+    double *scp[10] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, sc[7], sc[8], sc[9]};
+    post->reference_scale(sp, tp, scp);
+    double *to[4] = {attn, wo, res, o_out};
+    o->reference(so, to);
+    double *tm[7] = {o_out, ln, wg, wu, wd, m_act, m_out};
+    double *scm[7] = {NULL, NULL, NULL, NULL, NULL, m_sc[0], m_sc[1]};
+    mlp->reference_scale(sm, tm, scm);
+    for (int i = 0; i < 4; i++) {
+        assert_true(fabs(mid[i] - o_out[i]) < 1e-12 && fabs(out[i] - m_out[i]) < 1e-12);
+        assert_true(sc[9][i] >= m_sc[1][i] + fabs(mid[i]) - 1e-12);
+    }
+    for (int i = 0; i < 6; i++)
+        assert_true(fabs(act[i] - m_act[i]) < 1e-12 && fabs(sc[8][i] - m_sc[0][i]) < 1e-12);
+    /* its roofline is the two blocks' weights: 0.6B's 23 MB */
+    kv_roofline r = post->roofline(post->scenarios[0].syms);
+    assert_true(r.bytes > 2.0 * (2048.0 + 3 * 3072.0) * 1024 && r.bytes < 2.4e7);
 }
 
 /* One token, one q head and one kv head of head_dim 2, hidden 2: q and k
@@ -201,13 +238,15 @@ static void naive_starts_are_correct(void **state)
 {
     (void)state;
     static const char *const tasks[] = {"qwen3_decode_qkv", "qwen3_decode_o", "qwen3_decode_mlp",
-                                        "qwen3_decode_attn"};
-    static const char *const files[] = {"qkv_naive.c", "o_naive.c", "mlp_naive.c", "attn_naive.c"};
+                                        "qwen3_decode_attn", "qwen3_decode_post"};
+    static const char *const files[] = {"qkv_naive.c", "o_naive.c", "mlp_naive.c", "attn_naive.c",
+                                        "post_naive.c"};
     static const char *const scen[][3] = {{"q06b_b1", "q06b_q8", "q06b_b8"},
                                           {"o06b_t1", "o06b_t8", NULL},
                                           {"m06b_t1", "m06b_t8", NULL},
-                                          {"a06b_b1_l1k", NULL, NULL}};
-    for (int k = 0; k < 4; k++) {
+                                          {"a06b_b1_l1k", NULL, NULL},
+                                          {"p06b_t1", NULL, NULL}};
+    for (int k = 0; k < 5; k++) {
         char *path = kv_asprintf("%s/tasks/qwen3_decode/cpu/%s", getenv("KV_SOURCE_DIR"), files[k]);
         kv_job o;
         kv_job_init(&o);
@@ -237,15 +276,16 @@ static void cuda_seeds_declare_their_axes_and_compile_for_hopper(void **state)
 {
     (void)state;
     static const char *const seeds[] = {
-        "qwen3_decode/cuda/qkv_cluster.cu", "qwen3_decode/cuda/o_fused.cu",
-        "qwen3_decode/cuda/mlp_fused.cu",   "qwen3_decode/cuda/attn_split.cu",
-        "qwen3_decode/cuda/attn_mma.cu",    "qwen3_decode/cuda/attn_pipe.cu",
-        "qwen3_decode/cuda/attn_cluster.cu"};
+        "qwen3_decode/cuda/qkv_cluster.cu",  "qwen3_decode/cuda/o_fused.cu",
+        "qwen3_decode/cuda/mlp_fused.cu",    "qwen3_decode/cuda/attn_split.cu",
+        "qwen3_decode/cuda/attn_mma.cu",     "qwen3_decode/cuda/attn_pipe.cu",
+        "qwen3_decode/cuda/attn_cluster.cu", "qwen3_decode/cuda/post_grid.cu"};
     static const char *const naive[] = {
         "qwen3_decode/cuda/qkv_naive.cu", "qwen3_decode/cuda/o_naive.cu",
-        "qwen3_decode/cuda/mlp_naive.cu", "qwen3_decode/cuda/attn_naive.cu"};
-    static const size_t axes[] = {7, 6, 11, 6, 7, 6, 9};
-    for (size_t k = 0; k < 7; k++) {
+        "qwen3_decode/cuda/mlp_naive.cu", "qwen3_decode/cuda/attn_naive.cu",
+        "qwen3_decode/cuda/post_naive.cu"};
+    static const size_t axes[] = {7, 6, 12, 6, 7, 6, 9, 12};
+    for (size_t k = 0; k < 8; k++) {
         const char *src = kv_embedded_text(seeds[k]);
         if (!src) fail_msg("%s is not embedded", seeds[k]);
         assert_axes_at_listed_values(seeds[k], src, axes[k]);
@@ -257,17 +297,17 @@ static void cuda_seeds_declare_their_axes_and_compile_for_hopper(void **state)
     }
     free(nvcc);
     /* The naive starts, then each seed at its point and at its last values. */
-    for (int k = 0; k < 18; k++) {
-        const char *name = k < 4 ? naive[k] : seeds[(k - 4) / 2];
+    for (int k = 0; k < 21; k++) {
+        const char *name = k < 5 ? naive[k] : seeds[(k - 5) / 2];
         const char *src = kv_embedded_text(name);
         assert_non_null(src);
-        char *text = k < 4 || k % 2 == 0 ? kv_strdup(src) : tune_corner(src, 1);
+        char *text = k < 5 || k % 2 == 1 ? kv_strdup(src) : tune_corner(src, 1);
         kv_compiled c = {0};
         char *err = NULL;
         int rc = kv_compile(kv_backend_find("cuda"), text, g_cache, "sm_90a", &c, &err);
         if (rc != 0)
             fail_msg("nvcc failed on %s (%s) (%d): %s %.4000s", name,
-                     k < 4 || k % 2 == 0 ? "as written" : "last values", rc, err ? err : "",
+                     k < 5 || k % 2 == 1 ? "as written" : "last values", rc, err ? err : "",
                      c.log ? c.log : "");
         kv_compiled_clear(&c);
         free(text);
@@ -292,6 +332,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(o_adds_the_residual_to_the_projection),
         cmocka_unit_test(mlp_normalises_then_gates_and_adds_the_residual),
+        cmocka_unit_test(post_is_o_then_the_mlp_on_its_sum),
         cmocka_unit_test(qkv_norms_rotates_and_writes_only_the_tokens_cache_row),
         cmocka_unit_test(attn_sees_its_rows_and_no_free_one),
         cmocka_unit_test(tasks_have_qwen3_shapes_and_odd_held_out_ones),

@@ -102,7 +102,8 @@ CASE(rope_that_leaves_the_keys_as_they_came_is_rejected, .file = "rope_keys_unto
 
 /* Qwen3's fused decode blocks (issue 43): the k/v cache is in place (a row
  * left unwritten, a row it must not touch), the residual is part of the
- * block, and the down projection accumulates in fp32. The naive starts
+ * block (and in post, o and the MLP as one, the MLP's residual is the
+ * sum after the attention), and the down projection accumulates in fp32. The naive starts
  * are the honest controls (test_kernel_qwen3_decode.c). */
 CASE(qkv_that_leaves_the_v_row_unwritten_is_rejected, .file = "qkv_v_cache_unwritten.c",
      .task = "qwen3_decode_qkv", .cls = "in place", .want = RT_REJECT, .reasons = WRONG,
@@ -115,6 +116,9 @@ CASE(o_without_the_residual_is_rejected, .file = "o_residual_dropped.c", .task =
 CASE(mlp_with_a_bf16_down_projection_is_rejected, .file = "tol_mlp_bf16_down.c",
      .task = "qwen3_decode_mlp", .cls = "tolerance", .want = RT_REJECT, .reasons = TOLERANCE,
      .args = STAGE1 " --scenarios m06b_t1")
+CASE(post_whose_last_residual_is_the_input_is_rejected, .file = "post_residual_from_the_input.c",
+     .task = "qwen3_decode_post", .cls = "shortcut", .want = RT_REJECT, .reasons = WRONG,
+     .args = STAGE1 " --scenarios p06b_t1")
 
 /* Qwen3's decode attention over its static cache (issue 43): the rows
  * written come from free[] on the device, never from the shape; the new
@@ -166,6 +170,7 @@ int main(void)
         cmocka_unit_test(qkv_that_clears_a_cache_row_it_must_not_touch_is_rejected),
         cmocka_unit_test(o_without_the_residual_is_rejected),
         cmocka_unit_test(mlp_with_a_bf16_down_projection_is_rejected),
+        cmocka_unit_test(post_whose_last_residual_is_the_input_is_rejected),
         cmocka_unit_test(attn_over_the_free_rows_is_rejected),
         cmocka_unit_test(attn_that_takes_its_length_from_the_shape_is_rejected),
         cmocka_unit_test(attn_whose_new_tokens_see_each_other_is_rejected),

@@ -25,8 +25,10 @@ Any subset of the three exports will do:
            [batch * seq, head_dim] and positions arange(batch * seq).
 
 Or the three fused decode blocks (kevolve export --torch of the
-qwen3_decode_qkv, qwen3_decode_o and qwen3_decode_mlp tasks, all three),
-and with them, optionally, the attention block (of qwen3_decode_attn):
+qwen3_decode_qkv, qwen3_decode_o and qwen3_decode_mlp tasks, all three;
+or qwen3_decode_qkv and qwen3_decode_post, which is o and mlp as one
+block), and with them, optionally, the attention block (of
+qwen3_decode_attn):
 
   decode   every Qwen3DecoderLayer's decode steps (1 to 8 new tokens a
            sequence, a cache with room for them: transformers'
@@ -72,7 +74,8 @@ import torch.nn.functional as F
 log = logging.getLogger("kevolve")
 OPS = ("rmsnorm", "swiglu", "rope", "decode", "decode_attention")
 DECODE_TASKS = ("qwen3_decode_qkv", "qwen3_decode_o", "qwen3_decode_mlp")
-ATTN_TASK = "qwen3_decode_attn"  # optional, with the three
+POST_TASK = "qwen3_decode_post"  # o and mlp as one block: with qkv, instead of the two
+ATTN_TASK = "qwen3_decode_attn"  # optional, with the blocks
 MAX_DECODE_TOKENS = 8  # the decode blocks' q_len
 EPS = 1e-6  # the rmsnorm task's
 # Each op's tensors as its task has them (manifest.json's signature).
@@ -112,7 +115,7 @@ def load(export_dir):
 
 def _which(pkg):
     """The op an export serves, by its tensors (a decode block by its task)."""
-    if pkg.TASK in DECODE_TASKS or pkg.TASK == ATTN_TASK:
+    if pkg.TASK in DECODE_TASKS or pkg.TASK in (POST_TASK, ATTN_TASK):
         return pkg.TASK
     sig = [(t["name"], t["dtype"], t["role"], t["shape"]) for t in pkg.TENSORS]
     for op, want in SIGNATURES.items():
@@ -409,7 +412,8 @@ def _patch_decode(layer, pkgs, patch, returns_tuple):
     block's where it can take the step, else SDPA's."""
     original = layer.forward
     at, mlp = layer.self_attn, layer.mlp
-    qkv, o, mm = (pkgs[t] for t in DECODE_TASKS)
+    qkv, o, mm = (pkgs.get(t) for t in DECODE_TASKS)
+    post = pkgs.get(POST_TASK)
     ab = pkgs.get(ATTN_TASK)
     nq, nkv, d = at.config.num_attention_heads, at.config.num_key_value_heads, at.head_dim
     hid = at.q_proj.in_features
@@ -457,9 +461,14 @@ def _patch_decode(layer, pkgs, patch, returns_tuple):
                 q.transpose(1, 2), keys[:, :, :length], values[:, :, :length], attn_mask=attention_mask,
                 is_causal=attention_mask is None and q_len > 1, scale=at.scaling, enable_gqa=True)
             attn = attn.transpose(1, 2).reshape(b * q_len, nq * d).contiguous()
-        h = o.op(attn, at.o_proj.weight, x.view(b * q_len, hid))
-        _, out = mm.op(h, layer.post_attention_layernorm.weight, mlp.gate_proj.weight,
-                       mlp.up_proj.weight, mlp.down_proj.weight)
+        if post is not None:
+            _, _, out = post.op(attn, at.o_proj.weight, x.view(b * q_len, hid),
+                                layer.post_attention_layernorm.weight, mlp.gate_proj.weight,
+                                mlp.up_proj.weight, mlp.down_proj.weight)
+        else:
+            h = o.op(attn, at.o_proj.weight, x.view(b * q_len, hid))
+            _, out = mm.op(h, layer.post_attention_layernorm.weight, mlp.gate_proj.weight,
+                           mlp.up_proj.weight, mlp.down_proj.weight)
         out = out.view(b, q_len, hid)
         return (out,) if returns_tuple else out
 
@@ -470,8 +479,9 @@ def patch_qwen3(model, exports):
     """Serves MODEL's (a transformers Qwen3) RMSNorm, MLP activation and
     rotary embedding, and its decoder layers' decode steps, with the
     exports in EXPORTS (folders of kevolve export --torch of the rmsnorm,
-    swiglu and rope tasks, any subset, and of the three qwen3_decode tasks,
-    all three or none, with qwen3_decode_attn's or not). Returns a Patch
+    swiglu and rope tasks, any subset, and of the qwen3_decode blocks:
+    qkv, o and mlp, or qkv and post, or none; with qwen3_decode_attn's or
+    not). Returns a Patch
     (its ops; restore())."""
     from transformers.models.qwen3 import modeling_qwen3 as mq
 
@@ -485,15 +495,17 @@ def patch_qwen3(model, exports):
             raise ValueError(f"patch_qwen3: two exports of {op}")
         pkgs[op] = pkg
         pkg._load()  # built before any tracing or capture
-    blocks = [t for t in DECODE_TASKS if t in pkgs]
-    if blocks and len(blocks) != len(DECODE_TASKS):
-        raise ValueError(f"patch_qwen3: the decode blocks come as three exports ({', '.join(DECODE_TASKS)}); "
+    blocks = [t for t in DECODE_TASKS + (POST_TASK,) if t in pkgs]
+    whole = (list(DECODE_TASKS), [DECODE_TASKS[0], POST_TASK])
+    if blocks and blocks not in whole:
+        raise ValueError(f"patch_qwen3: the decode blocks come as {', '.join(DECODE_TASKS)}, or as "
+                         f"{DECODE_TASKS[0]} and {POST_TASK} (o and mlp as one block); "
                          f"given {', '.join(blocks)}")
     if ATTN_TASK in pkgs and not blocks:
         raise ValueError(f"patch_qwen3: the attention block ({ATTN_TASK}) serves the decode blocks' steps: "
-                         f"give it with {', '.join(DECODE_TASKS)}")
+                         f"give it with {', '.join(DECODE_TASKS)} (or {DECODE_TASKS[0]} and {POST_TASK})")
     patch = Patch()
-    patch.ops = sorted(op for op in pkgs if op not in DECODE_TASKS and op != ATTN_TASK) + \
+    patch.ops = sorted(op for op in pkgs if op not in blocks and op != ATTN_TASK) + \
         (["decode"] if blocks else []) + (["decode_attention"] if ATTN_TASK in pkgs else [])
     found = {"rmsnorm": 0, "swiglu": 0, "decode": 0, "decode_attention": 0}
     if ATTN_TASK in pkgs:

@@ -137,6 +137,20 @@ struct launch_cfg {
     }
 };
 
+// A 16-byte (or bf16) load of X, through L2 when CG (data another
+// multiprocessor wrote in this grid, before a grid barrier: decode_grid.cuh;
+// L1 is not kept coherent within a grid).
+template <bool CG> __device__ __forceinline__ uint4 load_x(const bf16 *p)
+{
+    if (CG) return __ldcg((const uint4 *)p);
+    return *(const uint4 *)p;
+}
+template <bool CG> __device__ __forceinline__ bf16 load_x1(const bf16 *p)
+{
+    if (CG) return __ldcg((const unsigned short *)p);
+    return *p;
+}
+
 // Lane partial sums acc[r][t] of ROWS[r] . X[t] (t < T <= TP; X[t] at X +
 // t * XS) over the chunks of K this warp's PART of KS takes. VEC: K % 8 ==
 // 0 and every row, X and XS 16-byte aligned. A NULL row's sums are
@@ -144,7 +158,8 @@ struct launch_cfg {
 // and so are those of tokens T..TP-1 (they read token T-1): the caller
 // writes neither. The loops have no branch, so that every load of an
 // unrolled step is in flight before the first is used; rows warp-uniform.
-template <int NR, int TP, int UNROLL>
+// CG: X read through L2 (load_x).
+template <int NR, int TP, int UNROLL, bool CG = false>
 __device__ __forceinline__ void dot_rows(const bf16 *const (&rows)[NR], int64_t k, const bf16 *x,
                                          int64_t xs, int t_n, int part, int ks, bool vec,
                                          float (&acc)[NR][TP])
@@ -183,7 +198,7 @@ __device__ __forceinline__ void dot_rows(const bf16 *const (&rows)[NR], int64_t 
                 uint4 xv[TP];
 #pragma unroll
                 for (int t = 0; t < TP; t++)
-                    xv[t] = *(const uint4 *)(xp[t] + (c + u * step) * 8);
+                    xv[t] = load_x<CG>(xp[t] + (c + u * step) * 8);
                 float wf[NR][8];
 #pragma unroll
                 for (int r = 0; r < NR; r++)
@@ -208,7 +223,7 @@ __device__ __forceinline__ void dot_rows(const bf16 *const (&rows)[NR], int64_t 
 #pragma unroll
             for (int t = 0; t < TP; t++) {
                 float xf[8];
-                unpack8(*(const uint4 *)(xp[t] + c * 8), xf);
+                unpack8(load_x<CG>(xp[t] + c * 8), xf);
 #pragma unroll
                 for (int r = 0; r < NR; r++)
 #pragma unroll
@@ -224,7 +239,7 @@ __device__ __forceinline__ void dot_rows(const bf16 *const (&rows)[NR], int64_t 
                 wv[r] = f32(rp[r][i]);
 #pragma unroll
             for (int t = 0; t < TP; t++) {
-                const float xv = f32(xp[t][i]);
+                const float xv = f32(load_x1<CG>(xp[t] + i));
 #pragma unroll
                 for (int r = 0; r < NR; r++)
                     acc[r][t] = fmaf(wv[r], xv, acc[r][t]);
@@ -274,7 +289,8 @@ __host__ __device__ constexpr bool smem_opt_in(size_t dynamic, size_t stat)
 // each, its sum of squares and its normalised values from shared memory;
 // with fewer rows than warps (one token), the whole block takes each row,
 // its sum of squares in the warps' parts (another order: within the
-// tolerance, as norm_token_regs).
+// tolerance, as norm_token_regs). CG: X read through L2 (load_x).
+template <bool CG = false>
 __device__ __forceinline__ void norm_rows_to_shared(const bf16 *x, const bf16 *w, int64_t k,
                                                     int t_n, bf16 *h, bf16 *ws)
 {
@@ -287,7 +303,7 @@ __device__ __forceinline__ void norm_rows_to_shared(const bf16 *x, const bf16 *w
 #pragma unroll
             for (int u = 0; u < 4; u++) {
                 const int64_t c = c0 + u * bd;
-                if (c < n) v[u] = c < xc ? ((const uint4 *)x)[c] : ((const uint4 *)w)[c - xc];
+                if (c < n) v[u] = c < xc ? load_x<CG>(x + c * 8) : ((const uint4 *)w)[c - xc];
             }
 #pragma unroll
             for (int u = 0; u < 4; u++) {
@@ -300,7 +316,7 @@ __device__ __forceinline__ void norm_rows_to_shared(const bf16 *x, const bf16 *w
         }
     } else {
         for (int64_t i = threadIdx.x; i < (int64_t)t_n * k; i += blockDim.x)
-            h[i] = x[i];
+            h[i] = load_x1<CG>(x + i);
         for (int64_t i = threadIdx.x; i < k; i += blockDim.x)
             ws[i] = w[i];
     }

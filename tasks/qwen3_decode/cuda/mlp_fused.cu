@@ -8,8 +8,11 @@
 // ring of RING stages in shared memory, asked for before the prologue:
 // decode_ring.cuh); the second is the down projection with the residual
 // add (qd::proj_residual, DOWN_RING its ring). Roundings as PyTorch's bf16
-// Qwen3MLP: g, u, silu(g) and the product each rounded to bf16.
+// Qwen3MLP: g, u, silu(g) and the product each rounded to bf16. GRID 1:
+// both as one kernel instead (mlp_grid), its stages apart by a grid-wide
+// barrier (decode_grid.cuh).
 #include <kevolve/task.h>
+#include <qwen3_decode/cuda/decode_grid.cuh>
 #include <qwen3_decode/cuda/decode_proj.cuh>
 #include <qwen3_decode/cuda/decode_ring.cuh>
 
@@ -25,15 +28,10 @@
 #define XREG 4        // kevolve: tune 0 4 8
 #define RING 0        // kevolve: tune 0 4 8 16
 #define DOWN_RING 0   // kevolve: tune 0 4 8 16
+#define GRID 0        // kevolve: tune 0 1
 
 using qd::bf16;
-
-// act = silu(g) * u from the gate and up sums, rounded as PyTorch's bf16.
-__device__ __forceinline__ bf16 swiglu(float gate_sum, float up_sum)
-{
-    const float g = qd::rnd(gate_sum), u = qd::rnd(up_sum);
-    return qd::to_bf16(qd::rnd(__fdividef(g, 1.0f + __expf(-g))) * u);
-}
+using qd::swiglu; // act = silu(g) * u, rounded as PyTorch's bf16 (decode_grid.cuh)
 
 template <int TP>
 __global__ void __launch_bounds__(WARPS * 32)
@@ -124,10 +122,80 @@ template <int TP> static cudaError_t launch_gate_up(const kv_launch_args *a, siz
                               a->syms[1], inter, (bool)PDL, ring);
 }
 
+// GRID 1: the MLP as one kernel of at most as many blocks as the card holds
+// at once (decode_grid.cuh). Each block takes a contiguous share of the
+// gate/up rows and of the down rows, asks L2 for both shares' weights
+// before anything else (where the three matrices fit in half of a 50 MB
+// L2), normalises the tokens into shared memory, writes its share of act,
+// waits at the grid barrier for every block's act, then takes its down
+// rows (DOWN_KS warps splitting a group of DOWN_NR rows; WARPS warps in
+// both stages) with the residual in the epilogue, act read through L2.
+template <int TP>
+__global__ void __launch_bounds__(WARPS * 32)
+    mlp_grid(const bf16 *__restrict__ x, const bf16 *__restrict__ ln, const bf16 *__restrict__ wg,
+             const bf16 *__restrict__ wu, const bf16 *__restrict__ wd, bf16 *act,
+             bf16 *__restrict__ out, int t_n, int64_t hid, int64_t inter, qd::grid_bar *bar)
+{
+    constexpr int KS = DOWN_KS <= WARPS ? DOWN_KS : WARPS;
+    extern __shared__ __align__(16) unsigned char smem[];
+    bf16 *h = (bf16 *)smem, *ws = qd::norm_weight_slot(h, t_n, hid);
+    int64_t a0, a1, d0, d1;
+    qd::block_share(inter, a0, a1);
+    qd::block_share(hid, d0, d1);
+    const bool vec_a = hid % 8 == 0 && qd::aligned16(wg) && qd::aligned16(wu);
+    const bool vec_d = inter % 8 == 0 && qd::aligned16(wd) && qd::aligned16(act);
+    if (vec_a && vec_d && 3 * hid * inter * (int64_t)sizeof(bf16) <= 25 * 1024 * 1024 &&
+        threadIdx.x == 0) {
+        qd::prefetch_share(wg, hid, a0, a1);
+        qd::prefetch_share(wu, hid, a0, a1);
+        qd::prefetch_share(wd, inter, d0, d1);
+    }
+    qd::pdl_release();
+    qd::pdl_wait();
+    qd::norm_rows_to_shared(x, ln, hid, t_n, h, ws);
+    __syncthreads();
+    qd::gate_up_rows<NR, TP, UNROLL, WARPS>(h, wg, wu, act, t_n, hid, inter, a0, a1, vec_a);
+    qd::grid_sync(bar);
+    qd::proj_rows_residual<DOWN_NR, TP, DOWN_UNROLL, WARPS, KS, true>(act, wd, x, out, t_n, inter,
+                                                                      hid, d0, d1, vec_d);
+}
+
+template <int TP> static cudaError_t launch_grid(const kv_launch_args *a)
+{
+    const int t_n = (int)a->syms[0];
+    const int64_t hid = a->syms[1], inter = a->syms[2];
+    const size_t smem = qd::norm_smem_bytes(t_n, hid);
+    const size_t stat = qd::norm_static_bytes + sizeof(float) * WARPS * DOWN_NR * TP;
+    if (qd::smem_opt_in(smem, stat)) {
+        cudaError_t e = cudaFuncSetAttribute(
+            mlp_grid<TP>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess) return e;
+    }
+    const cudaStream_t s = (cudaStream_t)a->stream;
+    qd::grid_bar *bar = qd::grid_slot(s);
+    const int most = qd::grid_blocks(mlp_grid<TP>, WARPS * 32, smem);
+    if (!bar || most <= 0) return cudaErrorLaunchOutOfResources;
+    constexpr int ks = DOWN_KS <= WARPS ? DOWN_KS : WARPS;
+    const int64_t up_groups = (inter + WARPS * NR - 1) / (WARPS * NR);
+    const int64_t down_groups = (hid + (WARPS / ks) * DOWN_NR - 1) / ((WARPS / ks) * DOWN_NR);
+    const int64_t want = up_groups > down_groups ? up_groups : down_groups;
+    const unsigned grid = (unsigned)(want < most ? (want > 0 ? want : 1) : most);
+    qd::launch_cfg c(dim3(grid), dim3(WARPS * 32), smem, s, PDL);
+    return cudaLaunchKernelEx(&c.cfg, mlp_grid<TP>, (const bf16 *)a->tensors[0],
+                              (const bf16 *)a->tensors[1], (const bf16 *)a->tensors[2],
+                              (const bf16 *)a->tensors[3], (const bf16 *)a->tensors[4],
+                              (bf16 *)a->tensors[5], (bf16 *)a->tensors[6], t_n, hid, inter, bar);
+}
+
 extern "C" int kv_launch(const kv_launch_args *a)
 {
     const int t_n = (int)a->syms[0];
     const int64_t hid = a->syms[1], inter = a->syms[2];
+    if (GRID)
+        return (int)(t_n <= 1   ? launch_grid<1>(a)
+                     : t_n <= 2 ? launch_grid<2>(a)
+                     : t_n <= 4 ? launch_grid<4>(a)
+                                : launch_grid<8>(a));
     const size_t smem = qd::norm_smem_bytes(t_n, hid);
     cudaError_t e = t_n <= 1   ? launch_gate_up<1>(a, smem)
                     : t_n <= 2 ? launch_gate_up<2>(a, smem)
