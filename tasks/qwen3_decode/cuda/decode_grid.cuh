@@ -1,8 +1,11 @@
 // A grid-wide barrier for the qwen3_decode seeds' one-kernel paths (the MLP
-// seed's GRID axis): stages of a block that need every block's output of
-// the stage before (the down projection needs all of act) run in one
-// kernel, with a barrier of about a microsecond instead of a kernel
-// boundary (a launch, a ramp and a wait on the edge before it).
+// seed's GRID axis, post_grid.cu): stages of a block that need every
+// block's output of the stage before (the down projection needs all of
+// act) run in one kernel, with a barrier instead of a kernel boundary (a
+// launch, a ramp and a wait on the edge before it). On an H100 the barrier
+// cost more than the boundary it replaced, with programmatic dependent
+// launch (2026-12-08, bench/NOTES.md "qwen3-decode-grid"; bench/
+// grid_barrier.cu measures it alone).
 //
 // Every block of the grid must be resident at once, or the barrier never
 // opens: grid_blocks gives the most a kernel may launch (the card's
@@ -14,7 +17,9 @@
 // The barrier's state lives in device memory, one slot per stream that
 // launches such a kernel (grid_slot), so that grids on two streams never
 // share a counter; a grid leaves its slot as it found it (the last block
-// to arrive resets the count and advances the generation).
+// to arrive resets the count and advances the generation). Two such grids
+// running at once on two streams could each hold part of the card and
+// wait for the rest: launch them on one stream, as a model's step does.
 #ifndef QWEN3_DECODE_GRID_CUH
 #define QWEN3_DECODE_GRID_CUH
 
