@@ -25,7 +25,7 @@
 
 #include <mutex>
 
-#include <qwen3_decode/cuda/decode_gemv.cuh>
+#include <qwen3_decode/cuda/decode_proj.cuh>
 
 namespace qd
 {
@@ -70,15 +70,18 @@ inline grid_bar *grid_slot(cudaStream_t s)
 {
     static std::mutex lock;
     static cudaStream_t owner[GRID_SLOTS];
+    static grid_bar *slot[GRID_SLOTS]; // on the stream's device, looked up once
     static int used;
     std::lock_guard<std::mutex> hold(lock);
     int i = 0;
     while (i < used && owner[i] != s)
         i++;
+    if (i < used) return slot[i];
     if (i == GRID_SLOTS) return nullptr;
-    if (i == used) owner[used++] = s;
     grid_bar *base = nullptr;
     if (cudaGetSymbolAddress((void **)&base, grid_bars) != cudaSuccess) return nullptr;
+    owner[used] = s;
+    slot[used++] = base + i;
     return base + i;
 }
 
@@ -94,6 +97,18 @@ template <typename K> inline int grid_blocks(K kernel, int threads, size_t smem,
             cudaSuccess)
         return 0;
     return sms * (per_sm_cap > 0 && per_sm_cap < per_sm ? per_sm_cap : per_sm);
+}
+
+// The blocks a grid launches: WANT (at least 1), no more than MOST.
+inline unsigned grid_size(int64_t want, int most)
+{
+    return (unsigned)(want < most ? (want > 0 ? want : 1) : most);
+}
+
+// Groups of PER that cover N.
+__host__ __device__ constexpr int64_t groups_of(int64_t n, int64_t per)
+{
+    return (n + per - 1) / per;
 }
 
 // The contiguous share [LO, HI) of N rows that this block takes: every
@@ -156,8 +171,7 @@ __device__ __forceinline__ void proj_rows_residual(const bf16 *x, const bf16 *w,
 {
     constexpr int GROUPS = WARPS / KS;
     __shared__ float part_sum[WARPS][NR][TP];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int group = warp / KS, part = warp % KS;
+    const int warp = threadIdx.x >> 5, group = warp / KS, part = warp % KS;
     for (int64_t base = lo; base < hi; base += (int64_t)GROUPS * NR) {
         const int64_t n0 = base + (int64_t)group * NR;
         const bf16 *rows[NR];
@@ -168,32 +182,8 @@ __device__ __forceinline__ void proj_rows_residual(const bf16 *x, const bf16 *w,
             const int tn = min(TP, t_n - t0);
             float acc[NR][TP];
             dot_rows<NR, TP, UNROLL, CG>(rows, k, x + t0 * k, k, tn, part, KS, vec, acc);
-            if (KS > 1) {
-                if (lane == 0)
-#pragma unroll
-                    for (int r = 0; r < NR; r++)
-#pragma unroll
-                        for (int t = 0; t < TP; t++)
-                            part_sum[warp][r][t] = acc[r][t];
-                __syncthreads();
-                if (part == 0)
-#pragma unroll
-                    for (int r = 0; r < NR; r++)
-#pragma unroll
-                        for (int t = 0; t < TP; t++)
-                            for (int p = 1; p < KS; p++)
-                                acc[r][t] += part_sum[warp + p][r][t];
-                __syncthreads();
-            }
-            if (part == 0)
-#pragma unroll
-                for (int r = 0; r < NR; r++)
-#pragma unroll
-                    for (int t = 0; t < TP; t++)
-                        if (((r * TP + t) & 31) == lane && t < tn && rows[r]) {
-                            const int64_t o = (int64_t)(t0 + t) * n_rows + n0 + r;
-                            out[o] = to_bf16(f32(load_x1<CG>(res + o)) + rnd(acc[r][t]));
-                        }
+            sum_parts_add_residual<NR, TP, KS, CG>(acc, part_sum, rows, res, out, t0, tn, n0,
+                                                   n_rows);
         }
     }
 }

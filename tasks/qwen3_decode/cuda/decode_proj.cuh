@@ -23,6 +23,48 @@ __host__ __device__ constexpr size_t proj_ring_bytes()
                : WARPS * ring_warp_bytes(NR + TP, RING);
 }
 
+// The epilogue of a projection whose row group's K is split over KS warps
+// (warp % KS its part): the parts' sums of ACC met in PART_SUM (every warp
+// of the block calls it: block barriers), then out[o] = bf16(res[o] +
+// bf16(sum)) for rows ROWS (n0 + r) and tokens t0 + t, t < TN (res through
+// L2 when CG, decode_gemv.cuh's load_x).
+template <int NR, int TP, int KS, bool CG, int WARPS>
+__device__ __forceinline__ void
+sum_parts_add_residual(float (&acc)[NR][TP], float (&part_sum)[WARPS][NR][TP],
+                       const bf16 *const (&rows)[NR], const bf16 *res, bf16 *out, int t0, int tn,
+                       int64_t n0, int64_t n_rows)
+{
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, part = warp % KS;
+    if (KS > 1) {
+        if (lane == 0)
+#pragma unroll
+            for (int r = 0; r < NR; r++)
+#pragma unroll
+                for (int t = 0; t < TP; t++)
+                    part_sum[warp][r][t] = acc[r][t];
+        __syncthreads();
+        if (part == 0)
+#pragma unroll
+            for (int r = 0; r < NR; r++)
+#pragma unroll
+                for (int t = 0; t < TP; t++)
+                    for (int p = 1; p < KS; p++)
+                        acc[r][t] += part_sum[warp + p][r][t];
+        __syncthreads();
+    }
+    if (part == 0) {
+        // lane (r * TP + t) % 32 writes output (r, t): every lane holds every sum
+#pragma unroll
+        for (int r = 0; r < NR; r++)
+#pragma unroll
+            for (int t = 0; t < TP; t++)
+                if (((r * TP + t) & 31) == lane && t < tn && rows[r]) {
+                    const int64_t o = (int64_t)(t0 + t) * n_rows + n0 + r;
+                    out[o] = to_bf16(f32(load_x1<CG>(res + o)) + rnd(acc[r][t]));
+                }
+    }
+}
+
 // out[t][n] = bf16(residual[t][n] + bf16(W[n] . x[t])) for the rows of this
 // block: WARPS / KS row groups of NR rows, each group's K split over KS
 // warps. PDL: launched with programmatic dependent launch (its weights
@@ -59,34 +101,8 @@ __global__ void __launch_bounds__(WARPS * 32)
         } else {
             dot_rows<NR, TP, UNROLL>(rows, k, x + t0 * k, k, tn, part, KS, vec, acc);
         }
-        if (KS > 1) {
-            if (lane == 0)
-#pragma unroll
-                for (int r = 0; r < NR; r++)
-#pragma unroll
-                    for (int t = 0; t < TP; t++)
-                        part_sum[warp][r][t] = acc[r][t];
-            __syncthreads();
-            if (part == 0)
-#pragma unroll
-                for (int r = 0; r < NR; r++)
-#pragma unroll
-                    for (int t = 0; t < TP; t++)
-                        for (int p = 1; p < KS; p++)
-                            acc[r][t] += part_sum[warp + p][r][t];
-            __syncthreads();
-        }
-        if (part == 0) {
-            // lane (r * TP + t) % 32 writes output (r, t): every lane holds every sum
-#pragma unroll
-            for (int r = 0; r < NR; r++)
-#pragma unroll
-                for (int t = 0; t < TP; t++)
-                    if (((r * TP + t) & 31) == lane && t < tn && rows[r]) {
-                        const int64_t o = (int64_t)(t0 + t) * n_rows + n0 + r;
-                        out[o] = to_bf16(f32(residual[o]) + rnd(acc[r][t]));
-                    }
-        }
+        sum_parts_add_residual<NR, TP, KS, false>(acc, part_sum, rows, residual, out, t0, tn, n0,
+                                                  n_rows);
     }
 }
 

@@ -176,10 +176,9 @@ template <int TP> static cudaError_t launch_grid(const kv_launch_args *a)
     const int most = qd::grid_blocks(mlp_grid<TP>, WARPS * 32, smem);
     if (!bar || most <= 0) return cudaErrorLaunchOutOfResources;
     constexpr int ks = DOWN_KS <= WARPS ? DOWN_KS : WARPS;
-    const int64_t up_groups = (inter + WARPS * NR - 1) / (WARPS * NR);
-    const int64_t down_groups = (hid + (WARPS / ks) * DOWN_NR - 1) / ((WARPS / ks) * DOWN_NR);
-    const int64_t want = up_groups > down_groups ? up_groups : down_groups;
-    const unsigned grid = (unsigned)(want < most ? (want > 0 ? want : 1) : most);
+    const int64_t up = qd::groups_of(inter, WARPS * NR);
+    const int64_t down = qd::groups_of(hid, (WARPS / ks) * DOWN_NR);
+    const unsigned grid = qd::grid_size(up > down ? up : down, most);
     qd::launch_cfg c(dim3(grid), dim3(WARPS * 32), smem, s, PDL);
     return cudaLaunchKernelEx(&c.cfg, mlp_grid<TP>, (const bf16 *)a->tensors[0],
                               (const bf16 *)a->tensors[1], (const bf16 *)a->tensors[2],

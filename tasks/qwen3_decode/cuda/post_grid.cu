@@ -75,18 +75,13 @@ __global__ void __launch_bounds__(WARPS * 32)
                                                                        inter, hid, m0, m1, vec_d);
 }
 
-static int64_t groups_of(int64_t n, int64_t per)
-{
-    return (n + per - 1) / per;
-}
-
 template <int TP> static cudaError_t launch_post(const kv_launch_args *a)
 {
     const int t_n = (int)a->syms[0];
     const int64_t inner = a->syms[1], hid = a->syms[2], inter = a->syms[3];
     const size_t smem = qd::norm_smem_bytes(t_n, hid);
-    const size_t stat = qd::norm_static_bytes +
-                        sizeof(float) * WARPS * TP * (O_NR > DOWN_NR ? 2 * O_NR : 2 * DOWN_NR);
+    // the norm's sums and the two projections' part sums beside the tokens
+    const size_t stat = qd::norm_static_bytes + sizeof(float) * WARPS * TP * (O_NR + DOWN_NR);
     if (qd::smem_opt_in(smem, stat)) {
         cudaError_t e = cudaFuncSetAttribute(
             post_grid<TP>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
@@ -96,11 +91,12 @@ template <int TP> static cudaError_t launch_post(const kv_launch_args *a)
     qd::grid_bar *bar = qd::grid_slot(s);
     const int most = qd::grid_blocks(post_grid<TP>, WARPS * 32, smem, OCC);
     if (!bar || most <= 0) return cudaErrorLaunchOutOfResources;
-    int64_t want = groups_of(hid, (WARPS / OKS) * O_NR);
-    const int64_t up = groups_of(inter, WARPS * NR), down = groups_of(hid, (WARPS / DKS) * DOWN_NR);
+    int64_t want = qd::groups_of(hid, (WARPS / OKS) * O_NR);
+    const int64_t up = qd::groups_of(inter, WARPS * NR);
+    const int64_t down = qd::groups_of(hid, (WARPS / DKS) * DOWN_NR);
     want = up > want ? up : want;
     want = down > want ? down : want;
-    const unsigned grid = (unsigned)(want < most ? (want > 0 ? want : 1) : most);
+    const unsigned grid = qd::grid_size(want, most);
     qd::launch_cfg c(dim3(grid), dim3(WARPS * 32), smem, s, PDL);
     const void *const *t = a->tensors;
     return cudaLaunchKernelEx(&c.cfg, post_grid<TP>, (const bf16 *)t[0], (const bf16 *)t[1],
